@@ -1,0 +1,69 @@
+#include "solver/placement.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "solver/input_error.h"
+
+namespace topoep {
+
+Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_rank) {
+  if (num_ranks < 1) {
+    throw InputError("num_ranks", "must be at least 1 (got " + std::to_string(num_ranks) + ")");
+  }
+  if (num_experts < 1 || num_experts % num_ranks != 0) {
+    throw InputError("num_experts", "must be a positive multiple of the rank count " +
+                                        std::to_string(num_ranks) +
+                                        " for the contiguous layout "
+                                        "(got " +
+                                        std::to_string(num_experts) + ")");
+  }
+  Placement placement;
+  placement.num_ranks = num_ranks;
+  placement.slots_per_rank = slots_per_rank;
+  const int experts_per_rank = num_experts / num_ranks;
+  placement.home_rank.resize(num_experts);
+  for (int expert = 0; expert < num_experts; ++expert) {
+    placement.home_rank[expert] = expert / experts_per_rank;
+  }
+  check_placement(placement);
+  return placement;
+}
+
+void check_placement(const Placement& placement) {
+  if (placement.num_ranks < 1) {
+    throw InputError("num_ranks",
+                     "must be at least 1 (got " + std::to_string(placement.num_ranks) + ")");
+  }
+  if (placement.home_rank.empty()) throw InputError("home_rank", "needs at least one expert");
+  for (std::size_t expert = 0; expert < placement.home_rank.size(); ++expert) {
+    const RankId home = placement.home_rank[expert];
+    if (home < 0 || home >= placement.num_ranks) {
+      throw InputError("home_rank[" + std::to_string(expert) + "]",
+                       "is rank " + std::to_string(home) + ", outside [0, " +
+                           std::to_string(placement.num_ranks) + ")");
+    }
+  }
+  if (placement.slots_per_rank < 0) {
+    throw InputError("slots_per_rank",
+                     "must not be negative (got " + std::to_string(placement.slots_per_rank) + ")");
+  }
+  // A replica never shares a rank with its expert's home, so the fullest rank can hold at most
+  // E - (its home experts) distinct replicas; more slots than that could never all be used.
+  std::vector<int> homed(placement.num_ranks, 0);
+  for (const RankId home : placement.home_rank) ++homed[home];
+  const int most_homed = *std::max_element(homed.begin(), homed.end());
+  const int max_slots = placement.num_experts() - most_homed;
+  if (placement.slots_per_rank > max_slots) {
+    throw InputError("slots_per_rank",
+                     std::to_string(placement.slots_per_rank) +
+                         " spare slots per rank is too "
+                         "many: with " +
+                         std::to_string(placement.num_experts()) + " experts and " +
+                         std::to_string(most_homed) + " homed on the fullest rank, at most " +
+                         std::to_string(max_slots) + " distinct replicas fit on every rank");
+  }
+}
+
+}  // namespace topoep

@@ -1,0 +1,42 @@
+#pragma once
+// Routing counts of one MoE layer in one microbatch: how many tokens each source rank sends to
+// each expert (one count per token-expert assignment, so a token with top-k sends k).
+
+#include <vector>
+
+#include "solver/types.h"
+
+namespace topoep {
+
+// counts[src_rank][expert], row-major, shape [num_ranks][num_experts]. Counts are never
+// negative: the constructors throw InputError naming the first bad entry.
+class RoutingCounts {
+ public:
+  RoutingCounts() = default;
+  // All zeros.
+  RoutingCounts(int num_ranks, int num_experts);
+  // Takes `values` of length num_ranks * num_experts in row-major order.
+  RoutingCounts(int num_ranks, int num_experts, std::vector<TokenCount> values);
+  // Takes rows (one per source rank); every row must have the same length.
+  static RoutingCounts from_rows(const std::vector<std::vector<TokenCount>>& rows);
+
+  int num_ranks() const { return num_ranks_; }
+  int num_experts() const { return num_experts_; }
+  TokenCount at(RankId src, ExpertId expert) const {
+    return values_[static_cast<std::size_t>(src) * num_experts_ + expert];
+  }
+  // Throws InputError for a negative value.
+  void set(RankId src, ExpertId expert, TokenCount value);
+  const std::vector<TokenCount>& values() const { return values_; }
+
+  // Tokens per expert summed over source ranks, shape [num_experts].
+  std::vector<TokenCount> expert_totals() const;
+  TokenCount total() const;
+
+ private:
+  int num_ranks_ = 0;
+  int num_experts_ = 0;
+  std::vector<TokenCount> values_;
+};
+
+}  // namespace topoep

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `topoep` command: exit codes, JSON output, and errors that name
+# the file and field. Usage: cli_test.sh PATH_TO_TOPOEP
+set -uo pipefail
+topoep=$1
+work=${TEST_TMPDIR:-$(mktemp -d)}
+failures=0
+
+expect() {  # expect NAME WANTED_RC ACTUAL_RC
+  if [[ $2 != "$3" ]]; then
+    echo "FAIL: $1: exit code $3, expected $2"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+
+expect_text() {  # expect_text NAME FILE TEXT
+  if ! grep -qF -- "$3" "$2"; then
+    echo "FAIL: $1: '$3' not in output:"
+    cat "$2"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+
+"$topoep" --version >"$work/out" 2>&1
+expect "--version exits 0" 0 $?
+expect_text "--version prints the version" "$work/out" "topoep 0.1.0"
+
+"$topoep" --help >"$work/out" 2>&1
+expect "--help exits 0" 0 $?
+expect_text "--help lists subcommands" "$work/out" "topology"
+
+"$topoep" topology show --help >/dev/null 2>&1
+expect "subcommand --help exits 0" 0 $?
+
+"$topoep" --no-such-flag >/dev/null 2>&1
+expect "unknown flag exits 2" 2 $?
+
+"$topoep" >/dev/null 2>&1
+expect "missing subcommand exits 2" 2 $?
+
+"$topoep" demo >"$work/out" 2>&1
+expect "demo exits 0" 0 $?
+expect_text "demo shows the paper's cluster" "$work/out" "h800-4x8"
+
+"$topoep" topology list >"$work/out" 2>&1
+expect "topology list exits 0" 0 $?
+expect_text "topology list shows NVL72" "$work/out" "gb200-nvl72-2x72"
+
+"$topoep" topology show h800-4x8 --json >"$work/h800.json" 2>"$work/err"
+expect "show --json exits 0" 0 $?
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"]==4, d' "$work/h800.json"
+expect "show --json prints valid JSON" 0 $?
+
+"$topoep" topology validate "$work/h800.json" >"$work/out" 2>&1
+expect "validate accepts show's output" 0 $?
+expect_text "validate names the topology" "$work/out" "valid topology 'h800-4x8'"
+
+python3 - "$work/h800.json" "$work/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["scale_out"]["bandwidth_gb_per_s"] = 0
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$topoep" topology validate "$work/bad.json" >"$work/out" 2>&1
+expect "validate rejects zero bandwidth with exit 2" 2 $?
+expect_text "error names file and field" "$work/out" "$work/bad.json: field 'scale_out.bandwidth_gb_per_s'"
+
+"$topoep" topology validate "$work/does-not-exist.json" >"$work/out" 2>&1
+expect "validate of a missing file exits 2" 2 $?
+expect_text "missing file is named" "$work/out" "does-not-exist.json: cannot open"
+
+"$topoep" topology show no-such-preset >"$work/out" 2>&1
+expect "unknown preset exits 2" 2 $?
+expect_text "unknown preset lists presets" "$work/out" "presets: gb200-nvl72-2x72"
+
+echo "$failures failure(s)"
+[[ $failures == 0 ]]

@@ -1,0 +1,51 @@
+#include "solver/placement.h"
+
+#include <gtest/gtest.h>
+
+#include "solver/input_error.h"
+#include "solver/topology_view.h"
+#include "tests/input_error_field.h"
+
+namespace topoep {
+namespace {
+
+TEST(Placement, ContiguousPutsExpertOnRankEOverExpertsPerRank) {
+  const Placement placement = Placement::contiguous(8, 4, 1);
+  EXPECT_EQ(placement.home_rank, (std::vector<RankId>{0, 0, 1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(placement.num_experts(), 8);
+}
+
+TEST(Placement, ContiguousRejectsExpertsNotDivisibleByRanks) {
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(10, 4, 1); }), "num_experts");
+}
+
+TEST(Placement, RejectsMoreSlotsThanDistinctReplicasFit) {
+  // 8 experts, 2 per rank: each rank can hold at most 6 distinct foreign replicas.
+  EXPECT_NO_THROW(Placement::contiguous(8, 4, 6));
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(8, 4, 7); }), "slots_per_rank");
+}
+
+TEST(Placement, RejectsNegativeSlotsAndHomeOutsideRanks) {
+  EXPECT_THROW(Placement::contiguous(8, 4, -1), InputError);
+  Placement placement = Placement::contiguous(8, 4, 1);
+  placement.home_rank[3] = 4;
+  EXPECT_EQ(testing::input_error_field([&] { check_placement(placement); }), "home_rank[3]");
+}
+
+TEST(TopologyView, NumbersRanksNodeMajor) {
+  const TopologyView topology{2, 8};
+  EXPECT_EQ(topology.num_ranks(), 16);
+  EXPECT_EQ(topology.node_of(7), 0);
+  EXPECT_EQ(topology.node_of(8), 1);
+  EXPECT_TRUE(topology.same_node(8, 15));
+  EXPECT_FALSE(topology.same_node(7, 8));
+}
+
+TEST(TopologyView, RejectsEmptyShapes) {
+  EXPECT_THROW(check_topology_view(TopologyView{0, 8}), InputError);
+  EXPECT_THROW(check_topology_view(TopologyView{2, 0}), InputError);
+  EXPECT_THROW(check_topology_view(TopologyView{1 << 20, 1 << 20}), InputError);
+}
+
+}  // namespace
+}  // namespace topoep

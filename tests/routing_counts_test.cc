@@ -1,0 +1,50 @@
+#include "solver/routing_counts.h"
+
+#include <gtest/gtest.h>
+
+#include "solver/input_error.h"
+#include "tests/input_error_field.h"
+
+namespace topoep {
+namespace {
+
+TEST(RoutingCounts, StoresRowMajorAndSumsPerExpert) {
+  const RoutingCounts counts = RoutingCounts::from_rows({{1, 2, 3}, {4, 5, 6}});
+  EXPECT_EQ(counts.num_ranks(), 2);
+  EXPECT_EQ(counts.num_experts(), 3);
+  EXPECT_EQ(counts.at(1, 0), 4);
+  EXPECT_EQ(counts.expert_totals(), (std::vector<TokenCount>{5, 7, 9}));
+  EXPECT_EQ(counts.total(), 21);
+}
+
+TEST(RoutingCounts, RejectsNegativeCountNamingTheEntry) {
+  EXPECT_EQ(testing::input_error_field([&] {
+              RoutingCounts::from_rows({{1, 2}, {3, -4}});
+            }),
+            "counts[1][1]");
+}
+
+TEST(RoutingCounts, RejectsRaggedRows) {
+  EXPECT_EQ(testing::input_error_field([&] {
+              RoutingCounts::from_rows({{1, 2}, {3}});
+            }),
+            "counts[1]");
+}
+
+TEST(RoutingCounts, RejectsValuesThatDoNotFitTheShape) {
+  EXPECT_THROW(RoutingCounts(2, 3, std::vector<TokenCount>(5, 0)), InputError);
+  EXPECT_THROW(RoutingCounts(0, 3), InputError);
+  EXPECT_THROW(RoutingCounts::from_rows({}), InputError);
+}
+
+TEST(RoutingCounts, SetRejectsOutOfRangeAndNegative) {
+  RoutingCounts counts(2, 2);
+  EXPECT_THROW(counts.set(2, 0, 1), InputError);
+  EXPECT_THROW(counts.set(-1, 0, 1), InputError);
+  EXPECT_THROW(counts.set(0, 0, -1), InputError);
+  counts.set(1, 1, 7);
+  EXPECT_EQ(counts.at(1, 1), 7);
+}
+
+}  // namespace
+}  // namespace topoep

@@ -1,0 +1,101 @@
+#include "tools/cli/topology_command.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "tools/cli/table.h"
+#include "topologies/topology_json.h"
+#include "topologies/topology_presets.h"
+
+namespace topoep {
+namespace {
+
+std::string link_row_value(const LinkSpec& link) {
+  return format_fixed(link.bandwidth_gb_per_s, 1) + " GB/s achieved of " +
+         format_fixed(link.spec_gb_per_s, 1) + " spec, alpha " + format_fixed(link.latency_us, 1) +
+         " us";
+}
+
+}  // namespace
+
+void print_preset_table(std::ostream& out) {
+  TextTable table({"preset", "nodes x GPUs", "GPU", "NVLink GB/s", "IB GB/s", "NVLink/IB"});
+  for (const std::string& name : topology_preset_names()) {
+    const Topology topology = load_topology(name);
+    table.add_row(
+        {name, std::to_string(topology.nodes) + " x " + std::to_string(topology.gpus_per_node),
+         topology.gpu.name, format_fixed(topology.scale_up.bandwidth_gb_per_s, 1),
+         format_fixed(topology.scale_out.bandwidth_gb_per_s, 1),
+         format_fixed(topology.scale_up.bandwidth_gb_per_s / topology.scale_out.bandwidth_gb_per_s,
+                      1) +
+             "x"});
+  }
+  table.print(out);
+}
+
+void print_topology(const Topology& topology, std::ostream& out) {
+  out << topology.name << ": " << topology.description << "\n\n";
+  TextTable table({"field", "value"});
+  table.add_row({"shape", std::to_string(topology.nodes) + " nodes x " +
+                              std::to_string(topology.gpus_per_node) +
+                              " GPUs = " + std::to_string(topology.num_gpus()) + " GPUs"});
+  table.add_row({"scale-up", topology.scale_up.name});
+  table.add_row({"  per GPU, one way", link_row_value(topology.scale_up)});
+  table.add_row({"scale-out", topology.scale_out.name});
+  table.add_row({"  per GPU, one way", link_row_value(topology.scale_out)});
+  table.add_row({"GPU", topology.gpu.name});
+  table.add_row(
+      {"  peak dense", format_fixed(topology.gpu.peak_tflops_bf16, 1) + " TFLOP/s bf16, " +
+                           format_fixed(topology.gpu.peak_tflops_fp8, 1) + " TFLOP/s fp8"});
+  table.add_row({"  HBM", format_fixed(topology.gpu.hbm_bandwidth_gb_per_s, 0) + " GB/s, " +
+                              format_fixed(topology.gpu.hbm_capacity_gb, 0) + " GB"});
+  const GemmEfficiencyCurve& curve = topology.gemm_efficiency;
+  std::string points;
+  for (std::size_t i = 0; i < curve.tokens_per_expert.size(); ++i) {
+    if (i > 0) points += " ";
+    points +=
+        format_fixed(curve.tokens_per_expert[i], 0) + ":" + format_fixed(curve.efficiency[i], 3);
+  }
+  table.add_row({"grouped GEMM efficiency", points});
+  table.print(out);
+  out << "\nsources\n"
+      << "  scale-up:  " << topology.scale_up.source << "\n"
+      << "  scale-out: " << topology.scale_out.source << "\n"
+      << "  GPU:       " << topology.gpu.source << "\n"
+      << "  GEMM:      " << curve.source << "\n";
+}
+
+void add_topology_command(CLI::App& app) {
+  CLI::App* topology = app.add_subcommand("topology", "List, show and validate cluster topologies");
+  topology->require_subcommand(1);
+
+  topology->add_subcommand("list", "List the built-in topology presets")->callback([] {
+    print_preset_table(std::cout);
+  });
+
+  CLI::App* show = topology->add_subcommand("show", "Print a topology preset or file");
+  auto show_target = std::make_shared<std::string>();
+  auto show_json = std::make_shared<bool>(false);
+  show->add_option("topology", *show_target, "Preset name or JSON file")->required();
+  show->add_flag("--json", *show_json, "Print the canonical JSON instead of a table");
+  show->callback([show_target, show_json] {
+    const Topology loaded = load_topology(*show_target);
+    if (*show_json) {
+      std::cout << topology_to_json(loaded).dump(2) << "\n";
+    } else {
+      print_topology(loaded, std::cout);
+    }
+  });
+
+  CLI::App* validate = topology->add_subcommand("validate", "Check a topology file");
+  auto validate_path = std::make_shared<std::string>();
+  validate->add_option("file", *validate_path, "Topology JSON file")->required();
+  validate->callback([validate_path] {
+    const Topology loaded = load_topology_file(*validate_path);
+    std::cout << *validate_path << ": valid topology '" << loaded.name << "' (" << loaded.nodes
+              << " nodes x " << loaded.gpus_per_node << " GPUs)\n";
+  });
+}
+
+}  // namespace topoep

@@ -1,0 +1,55 @@
+#pragma once
+// A GPU cluster as the simulator and the solver's cost model see it. Every constant comes from
+// a preset or user file whose sections cite their sources (see topologies/README.md).
+//
+// Units: bandwidth in decimal GB/s (1e9 bytes/s), one direction, per GPU; latency in µs;
+// compute in TFLOP/s (1e12 FLOP/s, dense, no sparsity).
+
+#include <string>
+#include <vector>
+
+#include "solver/topology_view.h"
+
+namespace topoep {
+
+// One link class: scale-up (NVLink inside a node) or scale-out (InfiniBand/RoCE between nodes).
+struct LinkSpec {
+  std::string name;
+  double spec_gb_per_s = 0;       // vendor figure, one direction, per GPU
+  double bandwidth_gb_per_s = 0;  // achieved, one direction, per GPU: what the cost model uses
+  double latency_us = 0;          // α: fixed cost of one transfer phase on this link class
+  std::string source;
+};
+
+struct GpuSpec {
+  std::string name;
+  double peak_tflops_bf16 = 0;  // dense tensor-core peak
+  double peak_tflops_fp8 = 0;   // dense tensor-core peak
+  double hbm_bandwidth_gb_per_s = 0;
+  double hbm_capacity_gb = 0;
+  std::string source;
+};
+
+// Achieved fraction of peak for the expert grouped GEMM as a function of tokens per expert.
+// Points sorted by strictly increasing tokens; efficiency in (0, 1].
+struct GemmEfficiencyCurve {
+  std::vector<double> tokens_per_expert;
+  std::vector<double> efficiency;
+  std::string source;
+};
+
+struct Topology {
+  std::string name;
+  std::string description;
+  int nodes = 0;
+  int gpus_per_node = 0;  // the scale-up domain: 8 for HGX, 72 for NVL72
+  LinkSpec scale_up;
+  LinkSpec scale_out;
+  GpuSpec gpu;
+  GemmEfficiencyCurve gemm_efficiency;
+
+  int num_gpus() const { return nodes * gpus_per_node; }
+  TopologyView view() const { return TopologyView{nodes, gpus_per_node}; }
+};
+
+}  // namespace topoep
