@@ -77,5 +77,44 @@ expect_text "missing file is named" "$work/out" "does-not-exist.json: cannot ope
 expect "unknown preset exits 2" 2 $?
 expect_text "unknown preset lists presets" "$work/out" "presets: gb200-nvl72-2x72"
 
+python3 - "$work/counts.json" "$work/negative.json" <<'PY'
+import json, sys
+rows = [[(r * 7 + e * 13) % 50 + (400 if e == 3 else 0) for e in range(256)] for r in range(32)]
+json.dump({"layers": [rows, rows]}, open(sys.argv[1], "w"))
+rows[5][17] = -1
+json.dump({"counts": rows}, open(sys.argv[2], "w"))
+PY
+"$topoep" solve --counts "$work/counts.json" --json >"$work/solve.json" 2>"$work/err"
+expect "solve --json exits 0" 0 $?
+python3 - "$work/solve.json" <<'PY'
+import json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+assert len(layers) == 2, layers
+for layer in layers:
+    assert layer["plan_hash"].startswith("0x") and len(layer["plan_hash"]) == 18
+    assert len(layer["replicas"]) == 32 and all(len(r) == 1 for r in layer["replicas"])
+    assert sum(route[3] for route in layer["routes"]) == sum(layer["loads"])
+    assert layer["max_mean_after"] <= layer["max_mean_before"]
+    assert layer["ib_bytes_after"] <= layer["ib_bytes_before"]
+    assert layer["predicted_us_after"] <= layer["predicted_us_before"]
+assert layers[0]["plan_hash"] == layers[1]["plan_hash"]  # same counts, same plan
+PY
+expect "solve --json has the documented fields and properties" 0 $?
+
+"$topoep" solve --counts "$work/counts.json" --threads 2 >"$work/out" 2>&1
+expect "solve table exits 0" 0 $?
+expect_text "solve table names the planner" "$work/out" "topoep on h800-4x8"
+
+"$topoep" solve --counts "$work/negative.json" >"$work/out" 2>&1
+expect "solve rejects negative counts with exit 2" 2 $?
+expect_text "negative count is named" "$work/out" "negative.json: field 'counts[5][17]'"
+
+"$topoep" solve --counts "$work/counts.json" --model mixtral-8x7b >"$work/out" 2>&1
+expect "solve rejects a model with another expert count" 2 $?
+
+"$topoep" solve --counts "$work/counts.json" --slots 300 >"$work/out" 2>&1
+expect "solve rejects too many slots" 2 $?
+expect_text "too many slots is named" "$work/out" "slots_per_rank"
+
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

@@ -1,10 +1,9 @@
 #include "topologies/topology_presets.h"
 
-#include <algorithm>
-#include <fstream>
 #include <vector>
 
 #include "common/json_fields.h"
+#include "common/preset_source.h"
 #include "tools/build_defs/embedded_file.h"
 #include "topologies/topology_json.h"
 
@@ -14,10 +13,7 @@ namespace topoep {
 const std::vector<EmbeddedFile>& embedded_topology_presets();
 
 std::vector<std::string> topology_preset_names() {
-  std::vector<std::string> names;
-  for (const EmbeddedFile& file : embedded_topology_presets()) names.emplace_back(file.name);
-  std::sort(names.begin(), names.end());
-  return names;
+  return preset_names(embedded_topology_presets());
 }
 
 Topology load_topology_file(const std::string& path) {
@@ -25,17 +21,9 @@ Topology load_topology_file(const std::string& path) {
 }
 
 Topology load_topology(const std::string& preset_or_path) {
-  if (std::ifstream(preset_or_path).good()) return load_topology_file(preset_or_path);
-  for (const EmbeddedFile& file : embedded_topology_presets()) {
-    if (file.name == preset_or_path) {
-      return parse_topology(std::string(file.text), "preset:" + preset_or_path);
-    }
-  }
-  std::string known;
-  for (const std::string& name : topology_preset_names())
-    known += (known.empty() ? "" : ", ") + name;
-  throw FileInputError(preset_or_path, "",
-                       "no such file, and not a topology preset (presets: " + known + ")");
+  const PresetSource source =
+      resolve_preset_or_file(embedded_topology_presets(), preset_or_path, "topology");
+  return parse_topology(source.text, source.origin);
 }
 
 }  // namespace topoep

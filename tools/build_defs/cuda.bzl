@@ -61,6 +61,13 @@ CUDA_ONLY = select({
     "//conditions:default": ["//tools/build_defs:incompatible"],
 })
 
+def if_cuda(if_true, if_false = []):
+    """`if_true` under --config=cuda, else `if_false` (for deps and defines of host targets)."""
+    return select({
+        "//tools/build_defs:cuda_enabled": if_true,
+        "//conditions:default": if_false,
+    })
+
 def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_flags = [], visibility = None, **kwargs):
     """A cc_library whose .cu sources are compiled by nvcc; skipped unless --config=cuda.
 

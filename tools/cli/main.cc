@@ -8,6 +8,7 @@
 #include "solver/input_error.h"
 #include "tools/cli/demo_command.h"
 #include "tools/cli/exit_codes.h"
+#include "tools/cli/solve_command.h"
 #include "tools/cli/topology_command.h"
 #include "tools/cli/version.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("topoep ") + topoep::kVersion);
   app.require_subcommand(1);
   topoep::add_demo_command(app);
+  topoep::add_solve_command(app);
   topoep::add_topology_command(app);
   try {
     app.parse(argc, argv);

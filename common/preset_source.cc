@@ -1,0 +1,33 @@
+#include "common/preset_source.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "common/json_fields.h"
+
+namespace topoep {
+
+std::vector<std::string> preset_names(const std::vector<EmbeddedFile>& presets) {
+  std::vector<std::string> names;
+  for (const EmbeddedFile& file : presets) names.emplace_back(file.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
+                                    const std::string& preset_or_path, const std::string& kind) {
+  if (std::ifstream(preset_or_path).good()) {
+    return PresetSource{read_text_file(preset_or_path), preset_or_path};
+  }
+  for (const EmbeddedFile& file : presets) {
+    if (file.name == preset_or_path) {
+      return PresetSource{std::string(file.text), "preset:" + preset_or_path};
+    }
+  }
+  std::string known;
+  for (const std::string& name : preset_names(presets)) known += (known.empty() ? "" : ", ") + name;
+  throw FileInputError(preset_or_path, "",
+                       "no such file, and not a " + kind + " preset (presets: " + known + ")");
+}
+
+}  // namespace topoep

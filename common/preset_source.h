@@ -1,0 +1,24 @@
+#pragma once
+// Where the CLI takes "a preset name or a file path" (topologies, models), this finds the text.
+
+#include <string>
+#include <vector>
+
+#include "tools/build_defs/embedded_file.h"
+
+namespace topoep {
+
+// Names of embedded presets, alphabetical.
+std::vector<std::string> preset_names(const std::vector<EmbeddedFile>& presets);
+
+struct PresetSource {
+  std::string text;
+  std::string origin;  // the path, or "preset:NAME": what errors name
+};
+
+// The file at `preset_or_path` if one exists, else the preset of that name. Throws
+// FileInputError for an unreadable file or an unknown name (listing the `kind` presets).
+PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
+                                    const std::string& preset_or_path, const std::string& kind);
+
+}  // namespace topoep

@@ -1,0 +1,57 @@
+#include "models/model_json.h"
+
+#include "common/json_fields.h"
+#include "common/preset_source.h"
+#include "tools/build_defs/embedded_file.h"
+
+namespace topoep {
+
+// Defined by the generated library //models:embedded_presets.
+const std::vector<EmbeddedFile>& embedded_model_presets();
+
+ModelSpec parse_model(const std::string& text, const std::string& origin) {
+  const nlohmann::json document = parse_json_text(text, origin);
+  JsonObjectReader root(document, origin, "");
+  ModelSpec model;
+  model.name = root.string_field("name");
+  model.source = root.string_field("source");
+  model.num_experts = static_cast<int>(root.int_field("num_experts", 1, 1 << 16));
+  model.top_k = static_cast<int>(root.int_field("top_k", 1, model.num_experts));
+  model.hidden_size = static_cast<int>(root.int_field("hidden_size", 1, 1 << 20));
+  model.expert_ffn_size = static_cast<int>(root.int_field("expert_ffn_size", 1, 1 << 20));
+  model.moe_layers = static_cast<int>(root.int_field("moe_layers", 1, 1 << 12));
+  model.dispatch_bytes = static_cast<int>(root.int_field("dispatch_bytes", 1, 8));
+  model.dispatch_scale_block = static_cast<int>(root.int_field("dispatch_scale_block", 0, 1 << 20));
+  model.combine_bytes = static_cast<int>(root.int_field("combine_bytes", 1, 8));
+  model.weight_bytes = static_cast<int>(root.int_field("weight_bytes", 1, 8));
+  model.dense_params_per_layer = root.int_field("dense_params_per_layer", 0, 1LL << 40);
+  model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
+  root.finish();
+  return model;
+}
+
+nlohmann::json model_to_json(const ModelSpec& model) {
+  return {{"name", model.name},
+          {"source", model.source},
+          {"num_experts", model.num_experts},
+          {"top_k", model.top_k},
+          {"hidden_size", model.hidden_size},
+          {"expert_ffn_size", model.expert_ffn_size},
+          {"moe_layers", model.moe_layers},
+          {"dispatch_bytes", model.dispatch_bytes},
+          {"dispatch_scale_block", model.dispatch_scale_block},
+          {"combine_bytes", model.combine_bytes},
+          {"weight_bytes", model.weight_bytes},
+          {"dense_params_per_layer", model.dense_params_per_layer},
+          {"tokens_per_rank", model.tokens_per_rank}};
+}
+
+std::vector<std::string> model_preset_names() { return preset_names(embedded_model_presets()); }
+
+ModelSpec load_model(const std::string& preset_or_path) {
+  const PresetSource source =
+      resolve_preset_or_file(embedded_model_presets(), preset_or_path, "model");
+  return parse_model(source.text, source.origin);
+}
+
+}  // namespace topoep

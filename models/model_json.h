@@ -1,0 +1,21 @@
+#pragma once
+// Model files (JSON, schema in models/README.md) and the presets compiled into the binary.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace topoep {
+
+// Throws FileInputError naming the file and field for invalid JSON, a missing or unknown field,
+// a wrong type or a value out of range.
+ModelSpec parse_model(const std::string& text, const std::string& origin);
+nlohmann::json model_to_json(const ModelSpec& model);
+
+std::vector<std::string> model_preset_names();
+// A preset when `preset_or_path` names one and no such file exists; otherwise the file.
+ModelSpec load_model(const std::string& preset_or_path);
+
+}  // namespace topoep

@@ -1,0 +1,58 @@
+#include "sim/solver_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace topoep {
+namespace {
+
+std::int64_t round_at_least_one(double value) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(value)));
+}
+
+LinkCost link_cost(const LinkSpec& link) {
+  return LinkCost{round_at_least_one(link.bandwidth_gb_per_s * 1000.0),
+                  static_cast<Picoseconds>(std::llround(link.latency_us * 1e6))};
+}
+
+}  // namespace
+
+double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_expert) {
+  const std::vector<double>& x = curve.tokens_per_expert;
+  const std::vector<double>& y = curve.efficiency;
+  if (tokens_per_expert <= x.front()) return y.front();
+  if (tokens_per_expert >= x.back()) return y.back();
+  const std::size_t i =
+      static_cast<std::size_t>(std::upper_bound(x.begin(), x.end(), tokens_per_expert) - x.begin());
+  const double t = (tokens_per_expert - x[i - 1]) / (x[i] - x[i - 1]);
+  return y[i - 1] + t * (y[i] - y[i - 1]);
+}
+
+SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
+                                        int tokens_per_rank, bool weight_cost) {
+  SolverCostDerivation d;
+  const double hidden = model.hidden_size, ffn = model.expert_ffn_size;
+  d.tokens_per_expert =
+      static_cast<double>(topology.num_gpus()) * tokens_per_rank * model.top_k / model.num_experts;
+  d.gemm_efficiency = gemm_efficiency_at(topology.gemm_efficiency, d.tokens_per_expert);
+  // 1 TFLOP/s is 1 FLOP per picosecond.
+  d.params.compute_ps_per_token =
+      round_at_least_one(6.0 * hidden * ffn / (topology.gpu.peak_tflops_bf16 * d.gemm_efficiency));
+  const double scales =
+      model.dispatch_scale_block > 0 ? 4.0 * std::ceil(hidden / model.dispatch_scale_block) : 0.0;
+  d.params.dispatch_bytes_per_token = static_cast<Bytes>(hidden * model.dispatch_bytes + scales);
+  d.params.combine_bytes_per_token = static_cast<Bytes>(hidden * model.combine_bytes);
+  d.params.replica_weight_bytes =
+      weight_cost ? static_cast<Bytes>(3.0 * hidden * ffn * model.weight_bytes) : 0;
+  const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
+                                                   topology.gemm_efficiency.efficiency.end());
+  const double dense_ps = 2.0 * static_cast<double>(model.dense_params_per_layer) *
+                          tokens_per_rank / (topology.gpu.peak_tflops_bf16 * best_efficiency);
+  d.dense_time_us = dense_ps / 1e6;
+  d.params.weight_overlap_ps = static_cast<Picoseconds>(std::llround(dense_ps));
+  d.params.scale_up = link_cost(topology.scale_up);
+  d.params.scale_out = link_cost(topology.scale_out);
+  return d;
+}
+
+}  // namespace topoep

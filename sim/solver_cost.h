@@ -1,0 +1,34 @@
+#pragma once
+// The solver's integer cost parameters derived from a topology and a model, so that the solver
+// decides with the same constants the simulator reports with.
+
+#include "models/model.h"
+#include "solver/cost_params.h"
+#include "topologies/topology.h"
+
+namespace topoep {
+
+struct SolverCostDerivation {
+  CostParams params;
+  double tokens_per_expert = 0;  // expected tokens per expert instance in a microbatch
+  double gemm_efficiency = 0;    // the topology's curve at that point
+  double dense_time_us = 0;      // the dense compute window before the MoE layer
+};
+
+// Achieved fraction of peak at `tokens_per_expert`: linear between the curve's points, the end
+// values beyond them. Deterministic (basic IEEE arithmetic only).
+double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_expert);
+
+// compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x
+//   efficiency at R x tokens_per_rank x top_k / E tokens per expert);
+// dispatch bytes = hidden x dispatch_bytes (+ 4 bytes per dispatch_scale_block elements);
+// combine bytes = hidden x combine_bytes; replica weights = 3 x hidden x expert_ffn x
+//   weight_bytes (0 with weight_cost false);
+// weight overlap = the dense window: 2 x dense_params x tokens_per_rank FLOP at bf16 peak x
+//   the curve's best efficiency;
+// links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
+// integer (at least 1 where a zero would be meaningless).
+SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
+                                        int tokens_per_rank, bool weight_cost);
+
+}  // namespace topoep

@@ -1,0 +1,35 @@
+#include "solver/cost_params.h"
+
+#include <string>
+
+#include "solver/input_error.h"
+
+namespace topoep {
+namespace {
+
+void check_non_negative(std::int64_t value, const char* field) {
+  if (value < 0)
+    throw InputError(field, "must not be negative (got " + std::to_string(value) + ")");
+}
+
+void check_link(const LinkCost& link, const std::string& name) {
+  if (link.bytes_per_us < 1) {
+    throw InputError(name + ".bytes_per_us",
+                     "must be at least 1 byte/us (got " + std::to_string(link.bytes_per_us) + ")");
+  }
+  check_non_negative(link.alpha_ps, (name + ".alpha_ps").c_str());
+}
+
+}  // namespace
+
+void check_cost_params(const CostParams& params) {
+  check_non_negative(params.compute_ps_per_token, "compute_ps_per_token");
+  check_non_negative(params.dispatch_bytes_per_token, "dispatch_bytes_per_token");
+  check_non_negative(params.combine_bytes_per_token, "combine_bytes_per_token");
+  check_non_negative(params.replica_weight_bytes, "replica_weight_bytes");
+  check_non_negative(params.weight_overlap_ps, "weight_overlap_ps");
+  check_link(params.scale_up, "scale_up");
+  check_link(params.scale_out, "scale_out");
+}
+
+}  // namespace topoep

@@ -1,0 +1,49 @@
+#pragma once
+// The integer cost model the solver decides with and the simulator reports with.
+//
+// Units: time in picoseconds; bandwidth in bytes per microsecond (1 GB/s decimal = 1000
+// bytes/µs); sizes in bytes. Integers keep every decision exact and identical on host and GPU.
+
+#include <cstdint>
+
+#include "solver/host_device.h"
+#include "solver/types.h"
+
+namespace topoep {
+
+using Picoseconds = std::int64_t;
+
+// One link class: time(bytes) = alpha + ceil(bytes / bandwidth), and 0 for 0 bytes.
+struct LinkCost {
+  std::int64_t bytes_per_us = 1;  // achieved, one direction, per GPU
+  Picoseconds alpha_ps = 0;       // fixed cost of one transfer phase
+};
+
+struct CostParams {
+  Picoseconds compute_ps_per_token = 0;  // expert FFN forward time per token assignment
+  Bytes dispatch_bytes_per_token = 0;    // hidden size x dispatch dtype (incl. scales)
+  Bytes combine_bytes_per_token = 0;     // hidden size x combine dtype
+  Bytes replica_weight_bytes = 0;        // one expert's weights, moved to a new replica
+  // Transfer time that hides behind the dense/attention compute preceding the MoE layer; only
+  // weight traffic beyond it is exposed on the critical path.
+  Picoseconds weight_overlap_ps = 0;
+  LinkCost scale_up;   // NVLink, inside a node
+  LinkCost scale_out;  // InfiniBand/RoCE, between nodes
+};
+
+// Throws InputError naming the field for negative values or a bandwidth below 1 byte/µs.
+void check_cost_params(const CostParams& params);
+
+// alpha + ceil(bytes * 1e6 / bytes_per_us) picoseconds; 0 for bytes <= 0. Exact for any
+// bytes below 9e12 (split so that no intermediate exceeds 2^63).
+TOPOEP_HOST_DEVICE inline Picoseconds transfer_ps(Bytes bytes, const LinkCost& link) {
+  if (bytes <= 0) return 0;
+  const std::int64_t whole = bytes / link.bytes_per_us;
+  const std::int64_t rest = bytes % link.bytes_per_us;
+  return link.alpha_ps + whole * 1000000 +
+         (rest * 1000000 + link.bytes_per_us - 1) / link.bytes_per_us;
+}
+
+TOPOEP_HOST_DEVICE inline Picoseconds max_ps(Picoseconds a, Picoseconds b) { return a > b ? a : b; }
+
+}  // namespace topoep

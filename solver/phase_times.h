@@ -1,0 +1,81 @@
+#pragma once
+// The per-rank counters a plan induces and the MoE layer time they predict. Shared by the
+// solver's own decisions, predict_plan_cost() and, through it, the simulator.
+
+#include <cstdint>
+
+#include "solver/cost_params.h"
+#include "solver/host_device.h"
+#include "solver/types.h"
+
+namespace topoep {
+
+// Arrays of length num_ranks. Token counters count dispatched token assignments (a token that
+// stays on its source rank crosses no link); weight counters count new replicas moved.
+struct RankCounters {
+  TokenCount* load;                 // tokens processed on the rank
+  TokenCount* nvlink_out;           // tokens the rank sends inside its node
+  TokenCount* nvlink_in;            // tokens the rank receives from its node
+  TokenCount* ib_out;               // tokens the rank sends to other nodes
+  TokenCount* ib_in;                // tokens the rank receives from other nodes
+  std::int32_t* weight_nvlink_out;  // replicas whose weights the rank sends inside its node
+  std::int32_t* weight_nvlink_in;
+  std::int32_t* weight_ib_out;
+  std::int32_t* weight_ib_in;
+};
+
+// Phase times in picoseconds, each the maximum over ranks (every phase waits for its slowest
+// rank); `total` is their sum, the predicted straggler time of the layer's forward pass.
+struct PhaseTimes {
+  Picoseconds dispatch = 0;        // max over ranks of max(NVLink time, IB time): pipelined
+  Picoseconds compute = 0;         // max over ranks of load x compute_ps_per_token
+  Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
+  Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
+  Picoseconds total = 0;
+};
+
+TOPOEP_HOST_DEVICE inline Picoseconds link_phase_ps(TokenCount nvlink_out, TokenCount nvlink_in,
+                                                    TokenCount ib_out, TokenCount ib_in,
+                                                    Bytes bytes_per_unit, const CostParams& cost) {
+  const TokenCount nvlink = nvlink_out > nvlink_in ? nvlink_out : nvlink_in;
+  const TokenCount ib = ib_out > ib_in ? ib_out : ib_in;
+  return max_ps(transfer_ps(nvlink * bytes_per_unit, cost.scale_up),
+                transfer_ps(ib * bytes_per_unit, cost.scale_out));
+}
+
+// Deterministic: integer maxima and one sum, independent of evaluation order.
+// NOTE: a link's time is monotone in its bytes and every rank shares alpha and bandwidth, so the
+// slowest rank's time is the time of the largest byte count: one pass of integer maxima, then a
+// few divisions, instead of divisions per rank. Equal, bit for bit, to taking the maximum of
+// every rank's own time.
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,
+                                                 const CostParams& cost) {
+  TokenCount nvlink = 0, ib = 0, load = 0;
+  std::int32_t weight_nvlink = 0, weight_ib = 0;
+  for (int r = 0; r < num_ranks; ++r) {
+    const TokenCount nvlink_r = c.nvlink_out[r] > c.nvlink_in[r] ? c.nvlink_out[r] : c.nvlink_in[r];
+    const TokenCount ib_r = c.ib_out[r] > c.ib_in[r] ? c.ib_out[r] : c.ib_in[r];
+    if (nvlink_r > nvlink) nvlink = nvlink_r;
+    if (ib_r > ib) ib = ib_r;
+    if (c.load[r] > load) load = c.load[r];
+    const std::int32_t weight_nvlink_r = c.weight_nvlink_out[r] > c.weight_nvlink_in[r]
+                                             ? c.weight_nvlink_out[r]
+                                             : c.weight_nvlink_in[r];
+    const std::int32_t weight_ib_r =
+        c.weight_ib_out[r] > c.weight_ib_in[r] ? c.weight_ib_out[r] : c.weight_ib_in[r];
+    if (weight_nvlink_r > weight_nvlink) weight_nvlink = weight_nvlink_r;
+    if (weight_ib_r > weight_ib) weight_ib = weight_ib_r;
+  }
+  PhaseTimes times;
+  // Combine reverses dispatch: a rank's combine out is its dispatch in, so max(out, in) holds.
+  times.dispatch = link_phase_ps(nvlink, 0, ib, 0, cost.dispatch_bytes_per_token, cost);
+  times.combine = link_phase_ps(nvlink, 0, ib, 0, cost.combine_bytes_per_token, cost);
+  times.compute = load * cost.compute_ps_per_token;
+  const Picoseconds weight =
+      link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_weight_bytes, cost);
+  times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
+  times.total = times.dispatch + times.compute + times.combine + times.weight_exposed;
+  return times;
+}
+
+}  // namespace topoep

@@ -1,0 +1,78 @@
+#include "solver/plan_cost.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace topoep {
+
+double PlanCost::max_mean_load() const {
+  const TokenCount total = std::accumulate(loads.begin(), loads.end(), TokenCount{0});
+  if (total == 0) return 1.0;
+  const TokenCount max_load = *std::max_element(loads.begin(), loads.end());
+  return static_cast<double>(max_load) * static_cast<double>(loads.size()) /
+         static_cast<double>(total);
+}
+
+RankCounters PlanCost::counters() {
+  return RankCounters{
+      loads.data(),        nvlink_tokens_out.data(), nvlink_tokens_in.data(), ib_tokens_out.data(),
+      ib_tokens_in.data(), weight_nvlink_out.data(), weight_nvlink_in.data(), weight_ib_out.data(),
+      weight_ib_in.data()};
+}
+
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost) {
+  const int num_ranks = plan.num_ranks;
+  PlanCost result;
+  for (auto* tokens : {&result.loads, &result.nvlink_tokens_out, &result.nvlink_tokens_in,
+                       &result.ib_tokens_out, &result.ib_tokens_in}) {
+    tokens->assign(num_ranks, 0);
+  }
+  for (auto* count : {&result.weight_nvlink_out, &result.weight_nvlink_in, &result.weight_ib_out,
+                      &result.weight_ib_in}) {
+    count->assign(num_ranks, 0);
+  }
+  for (const Route& route : plan.routes) {
+    result.loads[route.dst] += route.tokens;
+    if (route.src == route.dst) continue;
+    if (topology.same_node(route.src, route.dst)) {
+      result.nvlink_tokens_out[route.src] += route.tokens;
+      result.nvlink_tokens_in[route.dst] += route.tokens;
+    } else {
+      result.ib_tokens_out[route.src] += route.tokens;
+      result.ib_tokens_in[route.dst] += route.tokens;
+    }
+  }
+  for (RankId rank = 0; rank < num_ranks; ++rank) {
+    for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
+      const ExpertId expert = plan.replica_at(rank, slot);
+      if (expert == kNoExpert) continue;
+      const auto resident_begin =
+          resident.begin() + static_cast<std::ptrdiff_t>(rank) * plan.slots_per_rank;
+      if (!resident.empty() && std::find(resident_begin, resident_begin + plan.slots_per_rank,
+                                         expert) != resident_begin + plan.slots_per_rank) {
+        continue;  // already in place: free to keep
+      }
+      ++result.new_replicas;
+      const RankId home = placement.home_rank[expert];
+      if (topology.same_node(home, rank)) {
+        ++result.weight_nvlink_out[home];
+        ++result.weight_nvlink_in[rank];
+        result.nvlink_weight_bytes += cost.replica_weight_bytes;
+      } else {
+        ++result.weight_ib_out[home];
+        ++result.weight_ib_in[rank];
+        result.ib_weight_bytes += cost.replica_weight_bytes;
+      }
+    }
+  }
+  for (RankId rank = 0; rank < num_ranks; ++rank) {
+    result.nvlink_dispatch_bytes += result.nvlink_tokens_out[rank] * cost.dispatch_bytes_per_token;
+    result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
+  }
+  result.times = phase_times(result.counters(), num_ranks, cost);
+  return result;
+}
+
+}  // namespace topoep

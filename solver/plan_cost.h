@@ -1,0 +1,39 @@
+#pragma once
+// What a plan is predicted to cost under the shared cost model (solver/phase_times.h).
+
+#include <cstdint>
+#include <vector>
+
+#include "solver/cost_params.h"
+#include "solver/phase_times.h"
+#include "solver/placement.h"
+#include "solver/plan.h"
+#include "solver/topology_view.h"
+
+namespace topoep {
+
+struct PlanCost {
+  // Per rank, [num_ranks]; token counters count dispatched token assignments.
+  std::vector<TokenCount> loads;
+  std::vector<TokenCount> nvlink_tokens_out, nvlink_tokens_in, ib_tokens_out, ib_tokens_in;
+  std::vector<std::int32_t> weight_nvlink_out, weight_nvlink_in, weight_ib_out, weight_ib_in;
+  PhaseTimes times;
+  Bytes nvlink_dispatch_bytes = 0;  // summed over ranks
+  Bytes ib_dispatch_bytes = 0;      // summed over ranks
+  Bytes nvlink_weight_bytes = 0;    // new replicas moved inside nodes
+  Bytes ib_weight_bytes = 0;        // new replicas moved between nodes
+  int new_replicas = 0;
+
+  // Max over mean GPU token load; 1.0 for an empty microbatch.
+  double max_mean_load() const;
+  RankCounters counters();
+};
+
+// `resident` ([num_ranks][slots_per_rank] or empty) lists replicas already in place from an
+// earlier microbatch: keeping one is free, every other replica in the plan is new and moves
+// its weights from the expert's home rank. The plan must be valid (see plan_validator.h).
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost);
+
+}  // namespace topoep

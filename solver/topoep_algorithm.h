@@ -1,0 +1,604 @@
+#pragma once
+// The TopoEP solver for one MoE layer and microbatch, written once for the host (g++) and the
+// GPU (nvcc). See solver/README.md for the algorithm, its tie-break rules and its guarantees.
+//
+// Determinism: integer arithmetic only; every loop runs in a fixed order and every choice is
+// made by a total order on (gain, kind, rank, expert), so the plan depends on the inputs alone.
+
+#include <cstdint>
+
+#include "solver/cost_params.h"
+#include "solver/host_device.h"
+#include "solver/phase_times.h"
+#include "solver/plan.h"
+#include "solver/topoep_workspace.h"
+
+namespace topoep {
+
+struct TopoepLayerInput {
+  const TokenCount* counts;  // [R][E]
+  const RankId* home_rank;   // [E]
+  const ExpertId* resident;  // [R][S] replicas kept from earlier microbatches, or nullptr
+};
+
+struct TopoepLayerOutput {
+  ExpertId* replicas;  // [R][S], canonical slot order
+  Route* routes;       // [shape.route_capacity()], canonical order
+  std::int64_t* num_routes;
+  std::int32_t* num_moves;                 // moves the plan keeps (diagnostic)
+  std::int32_t* searched_moves = nullptr;  // moves the search made (diagnostic; may be null)
+};
+
+struct TopoepParams {
+  TopoepShape shape;
+  CostParams cost;
+  std::int32_t max_moves = 0;  // cap on greedy moves; see default_max_moves()
+};
+
+// 4 R (S + 1): enough for every replica slot to be filled and levelled several times over.
+TOPOEP_HOST_DEVICE inline std::int32_t default_max_moves(const TopoepShape& shape) {
+  return 4 * shape.num_ranks * (shape.slots_per_rank + 1);
+}
+
+namespace topoep_detail {
+
+constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
+constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
+
+struct Move {
+  ExpertId expert = kNoExpert;
+  RankId from_rank = -1;
+  std::int32_t from_slot = kHomeSlot;
+  RankId to_rank = -1;
+  std::int32_t to_slot = kHomeSlot;  // kHomeSlot, an existing slot, or kNewSlot
+  TokenCount tokens = 0;
+  TokenCount source_tokens = 0;  // the origin instance's tokens before the move
+  TokenCount ib_delta = 0;       // change in tokens crossing nodes
+  Picoseconds gain = 0;
+
+  TOPOEP_HOST_DEVICE bool valid() const { return tokens > 0; }
+  // The total order that picks the move: larger gain; then less IB traffic; then an existing
+  // instance before a new replica; then the busier origin instance (a replica slot is scarce:
+  // spend it on the expert that can use it most); then the lower destination rank; then the
+  // lower expert.
+  TOPOEP_HOST_DEVICE bool better_than(const Move& other) const {
+    if (!other.valid()) return valid();
+    if (gain != other.gain) return gain > other.gain;
+    if (ib_delta != other.ib_delta) return ib_delta < other.ib_delta;
+    const bool is_new = to_slot == kNewSlot, other_new = other.to_slot == kNewSlot;
+    if (is_new != other_new) return !is_new;
+    if (source_tokens != other.source_tokens) return source_tokens > other.source_tokens;
+    if (to_rank != other.to_rank) return to_rank < other.to_rank;
+    return expert < other.expert;
+  }
+};
+
+class LayerSolve {
+ public:
+  TOPOEP_HOST_DEVICE LayerSolve(const TopoepParams& params, const TopoepLayerInput& input,
+                                const TopoepWorkspace& workspace)
+      : p_(params),
+        s_(params.shape),
+        in_(input),
+        w_(workspace),
+        c_(workspace.counters(params.shape.num_ranks)) {}
+
+  // Solves and writes the canonical plan. Runs the greedy once to find the best prefix of its
+  // moves under the cost model and, if that is not the whole run, replays that prefix.
+  TOPOEP_HOST_DEVICE void solve(const TopoepLayerOutput& out) {
+    init();
+    std::int32_t best_moves = 0;
+    const std::int32_t done = run(&best_moves);
+    if (best_moves != done) {  // replay the best prefix: no search, the moves are logged
+      init();
+      Move* log = static_cast<Move*>(w_.move_log);
+      for (std::int32_t i = 0; i < best_moves; ++i) apply(log[i]);
+    }
+    emit(out);
+    *out.num_moves = best_moves;
+    if (out.searched_moves != nullptr) *out.searched_moves = done;
+  }
+
+ private:
+  TOPOEP_HOST_DEVICE int node_of(RankId rank) const { return rank / s_.gpus_per_node; }
+  TOPOEP_HOST_DEVICE std::int64_t slot_index(RankId rank, int slot) const {
+    return static_cast<std::int64_t>(rank) * s_.slots_per_rank + slot;
+  }
+  // NOTE: flow_home is expert-major ([E][R], the transpose of counts) so that one instance's
+  // sources are contiguous, as they are for a slot.
+  TOPOEP_HOST_DEVICE TokenCount& flow(std::int32_t slot, ExpertId expert, RankId src) const {
+    return slot == kHomeSlot ? w_.flow_home[static_cast<std::int64_t>(expert) * s_.num_ranks + src]
+                             : w_.flow_slot[static_cast<std::int64_t>(slot) * s_.num_ranks + src];
+  }
+  TOPOEP_HOST_DEVICE TokenCount& instance_tokens(std::int32_t slot, ExpertId expert) const {
+    return slot == kHomeSlot ? w_.home_tokens[expert] : w_.slot_tokens[slot];
+  }
+
+  TOPOEP_HOST_DEVICE void add_traffic(RankId src, RankId dst, TokenCount tokens) {
+    c_.load[dst] += tokens;
+    if (src == dst) return;
+    if (node_of(src) == node_of(dst)) {
+      c_.nvlink_out[src] += tokens;
+      c_.nvlink_in[dst] += tokens;
+    } else {
+      c_.ib_out[src] += tokens;
+      c_.ib_in[dst] += tokens;
+      ib_total_ += tokens;
+    }
+  }
+
+  TOPOEP_HOST_DEVICE void add_weight(RankId home, RankId rank, std::int32_t count) {
+    if (node_of(home) == node_of(rank)) {
+      c_.weight_nvlink_out[home] += count;
+      c_.weight_nvlink_in[rank] += count;
+    } else {
+      c_.weight_ib_out[home] += count;
+      c_.weight_ib_in[rank] += count;
+    }
+  }
+
+  // Exposed weight time of `rank`, with `extra` more replicas sent (as home) or received.
+  TOPOEP_HOST_DEVICE Picoseconds weight_exposed(RankId rank, bool nvlink = true,
+                                                std::int32_t extra_out = 0,
+                                                std::int32_t extra_in = 0) const {
+    const std::int32_t nvl_extra_out = nvlink ? extra_out : 0, nvl_extra_in = nvlink ? extra_in : 0;
+    const std::int32_t ib_extra_out = nvlink ? 0 : extra_out, ib_extra_in = nvlink ? 0 : extra_in;
+    const Picoseconds time = link_phase_ps(
+        c_.weight_nvlink_out[rank] + nvl_extra_out, c_.weight_nvlink_in[rank] + nvl_extra_in,
+        c_.weight_ib_out[rank] + ib_extra_out, c_.weight_ib_in[rank] + ib_extra_in,
+        p_.cost.replica_weight_bytes, p_.cost);
+    return max_ps(0, time - p_.cost.weight_overlap_ps);
+  }
+
+  // Static state: every token at its expert's home rank, resident replicas idle.
+  TOPOEP_HOST_DEVICE void init() {
+    const int R = s_.num_ranks, E = s_.num_experts;
+    for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = 0;
+    for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
+    for (ExpertId e = 0; e < E; ++e) w_.home_tokens[e] = 0;
+    ib_total_ = 0;
+    // Static routes, aggregated per (src, home rank) before they touch the traffic counters.
+    TokenCount* to_rank = w_.node_tokens;  // scratch of at least R entries here (see workspace)
+    for (RankId src = 0; src < R; ++src) {
+      for (RankId r = 0; r < R; ++r) to_rank[r] = 0;
+      const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
+      for (ExpertId e = 0; e < E; ++e) {
+        flow(kHomeSlot, e, src) = row[e];
+        w_.home_tokens[e] += row[e];
+        to_rank[in_.home_rank[e]] += row[e];
+      }
+      for (RankId r = 0; r < R; ++r) {
+        if (to_rank[r] > 0) add_traffic(src, r, to_rank[r]);
+      }
+    }
+    ib_static_ = ib_total_;
+    // Experts grouped by home rank, ascending within a rank (stable counting sort).
+    for (int r = 0; r <= R; ++r) w_.home_begin[r] = 0;
+    for (ExpertId e = 0; e < E; ++e) ++w_.home_begin[in_.home_rank[e] + 1];
+    for (int r = 0; r < R; ++r) w_.home_begin[r + 1] += w_.home_begin[r];
+    for (int r = 0; r < R; ++r) w_.cursor[r] = w_.home_begin[r];
+    for (ExpertId e = 0; e < E; ++e) w_.home_experts[w_.cursor[in_.home_rank[e]]++] = e;
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      w_.slot_expert[j] = in_.resident == nullptr ? kNoExpert : in_.resident[j];
+      w_.slot_is_new[j] = 0;
+      w_.slot_tokens[j] = 0;
+      if (w_.slot_expert[j] != kNoExpert) clear_slot_flows(j);
+    }
+  }
+
+  TOPOEP_HOST_DEVICE void clear_slot_flows(std::int64_t slot) {
+    for (RankId src = 0; src < s_.num_ranks; ++src) {
+      w_.flow_slot[slot * s_.num_ranks + src] = 0;
+    }
+  }
+
+  TOPOEP_HOST_DEVICE bool hosts(RankId rank, ExpertId expert) const {
+    if (in_.home_rank[expert] == rank) return true;
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      if (w_.slot_expert[slot_index(rank, slot)] == expert) return true;
+    }
+    return false;
+  }
+
+  // The slot a new replica on `rank` would take: the lowest empty slot, else the lowest slot
+  // whose replica has gone idle (it is evicted); -1 when the rank is full.
+  TOPOEP_HOST_DEVICE std::int64_t free_slot(RankId rank) const {
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      if (w_.slot_expert[slot_index(rank, slot)] == kNoExpert) return slot_index(rank, slot);
+    }
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      if (w_.slot_tokens[slot_index(rank, slot)] == 0) return slot_index(rank, slot);
+    }
+    return -1;
+  }
+
+  // Water-filling: fill the destination up to the mean without taking the origin below it;
+  // between two ranks already above the mean, level the pair instead.
+  TOPOEP_HOST_DEVICE TokenCount room_between(RankId from_rank, RankId to_rank) const {
+    const TokenCount from_load = c_.load[from_rank], to_load = c_.load[to_rank];
+    if (to_load >= target_) return (from_load - to_load) / 2;
+    const TokenCount above = from_load - target_, below = target_ - to_load;
+    return above < below ? above : below;
+  }
+
+  // The move of `expert`'s tokens from its instance (from_rank, from_slot) to `to_rank`, with
+  // its size and gain; tokens == 0 when no token may or should move. Uses node_tokens, the
+  // origin instance's tokens by source node.
+  TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
+                                   TokenCount tokens_on, RankId to_rank, std::int32_t to_slot,
+                                   Picoseconds weight_max) const {
+    Move move;
+    const TokenCount room = room_between(from_rank, to_rank);
+    if (room <= 0) return move;
+    const int to_node = node_of(to_rank), from_node = node_of(from_rank);
+    TokenCount tokens = tokens_on < room ? tokens_on : room;
+    TokenCount ib_delta = 0;
+    if (to_node != from_node) {
+      // Sources in the destination's node go first (they stop crossing nodes), then sources in
+      // third nodes (they cross either way), then sources in the origin's node (they start
+      // crossing), as transfer() takes them. The plan never carries more IB traffic than the
+      // static plan: what starts crossing must fit in what has been saved so far.
+      const TokenCount local = w_.node_tokens[to_node];
+      const TokenCount origin = w_.node_tokens[from_node];
+      const TokenCount third = tokens_on - local - origin;
+      const TokenCount moved_local = local < room ? local : room;
+      const TokenCount moved_third = third < room - moved_local ? third : room - moved_local;
+      TokenCount moved_origin = room - moved_local - moved_third;
+      if (moved_origin > origin) moved_origin = origin;
+      const TokenCount budget = ib_static_ - ib_total_ + moved_local;
+      if (moved_origin > budget) moved_origin = budget > 0 ? budget : 0;
+      tokens = moved_local + moved_third + moved_origin;
+      ib_delta = moved_origin - moved_local;
+    }
+    if (tokens <= 0) return move;
+    const int home_node = node_of(in_.home_rank[expert]);
+    // Tokens from outside the destination's node arrive over IB; past the busiest rank's IB
+    // volume they lengthen dispatch and combine (both wait for that rank).
+    TokenCount ib_arriving =
+        tokens - (to_node != from_node
+                      ? (w_.node_tokens[to_node] < tokens ? w_.node_tokens[to_node] : tokens)
+                      : 0);
+    if (to_node == from_node) {
+      const TokenCount outside = tokens_on - w_.node_tokens[to_node];
+      ib_arriving = outside < tokens ? outside : tokens;
+    }
+    const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
+    const Picoseconds ib_cost =
+        ib_over > 0
+            ? ib_over * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token) *
+                  1000000 / p_.cost.scale_out.bytes_per_us
+            : 0;
+    Picoseconds weight_cost = 0;
+    if (to_slot == kNewSlot) {
+      // The weight phase waits for its slowest rank: charge only what the new replica adds to
+      // the current maximum, at its home (sending) and its destination (receiving).
+      const RankId home = in_.home_rank[expert];
+      const bool nvlink = home_node == to_node;
+      const Picoseconds after = max_ps(weight_max, max_ps(weight_exposed(home, nvlink, 1, 0),
+                                                          weight_exposed(to_rank, nvlink, 0, 1)));
+      weight_cost = after - weight_max;
+    }
+    move.expert = expert;
+    move.from_rank = from_rank;
+    move.from_slot = from_slot;
+    move.to_rank = to_rank;
+    move.to_slot = to_slot;
+    move.tokens = tokens;
+    move.source_tokens = tokens_on;
+    move.ib_delta = ib_delta;
+    // Straggler relief less what the move adds to the exposed weight phase and to the IB
+    // phases at its destination. Total IB traffic is the second objective (a tie-break); the
+    // best-prefix choice in run() then measures every phase exactly.
+    move.gain = tokens * p_.cost.compute_ps_per_token - weight_cost - ib_cost;
+    return move;
+  }
+
+  // Best move of one instance on the straggler: to another existing instance of its expert, or
+  // to a new replica on one of each node's least-loaded ranks that can take it.
+  TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
+                                            Picoseconds weight_max, Move& best) {
+    const TokenCount tokens_on = instance_tokens(slot, expert);
+    if (tokens_on <= 0) return;
+    const TokenCount* sources = &flow(slot, expert, 0);  // contiguous over src (see flow())
+    for (int n = 0, src = 0; n < s_.num_nodes(); ++n) {
+      TokenCount sum = 0;
+      for (int local = 0; local < s_.gpus_per_node; ++local, ++src) sum += sources[src];
+      w_.node_tokens[n] = sum;
+    }
+
+    const RankId home = in_.home_rank[expert];
+    if (home != rank) {
+      const Move move = evaluate(expert, rank, slot, tokens_on, home, kHomeSlot, weight_max);
+      if (move.better_than(best)) best = move;
+    }
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      const RankId other = static_cast<RankId>(j / s_.slots_per_rank);
+      if (w_.slot_expert[j] != expert || other == rank) continue;
+      const Move move =
+          evaluate(expert, rank, slot, tokens_on, other, static_cast<std::int32_t>(j), weight_max);
+      if (move.better_than(best)) best = move;
+    }
+    // New replica: in each node, the least-loaded rank with a free slot that does not hold the
+    // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
+    // the node is skipped for this expert).
+    for (int n = 0; n < s_.num_nodes(); ++n) {
+      for (int k = 0; k < 2; ++k) {
+        const RankId target = w_.open_ranks[2 * n + k];
+        if (target < 0) break;
+        if (target == rank || hosts(target, expert)) continue;
+        const Move move = evaluate(expert, rank, slot, tokens_on, target, kNewSlot, weight_max);
+        if (move.better_than(best)) best = move;
+        break;
+      }
+    }
+  }
+
+  // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
+  TOPOEP_HOST_DEVICE void find_open_ranks() {
+    for (int n = 0; n < s_.num_nodes(); ++n) {
+      RankId first = -1, second = -1;
+      for (RankId t = n * s_.gpus_per_node; t < (n + 1) * s_.gpus_per_node; ++t) {
+        if (free_slot(t) < 0) continue;
+        if (first < 0 || c_.load[t] < c_.load[first]) {
+          second = first;
+          first = t;
+        } else if (second < 0 || c_.load[t] < c_.load[second]) {
+          second = t;
+        }
+      }
+      w_.open_ranks[2 * n] = first;
+      w_.open_ranks[2 * n + 1] = second;
+    }
+  }
+
+  // Moves up to `limit` tokens of src from `move`'s origin instance to its destination.
+  TOPOEP_HOST_DEVICE void transfer_from(const Move& move, RankId src, TokenCount& remaining) {
+    TokenCount& from = flow(move.from_slot, move.expert, src);
+    const TokenCount x = from < remaining ? from : remaining;
+    if (x <= 0) return;
+    from -= x;
+    flow(move.to_slot, move.expert, src) += x;
+    remaining -= x;
+    add_traffic(src, move.from_rank, -x);
+    add_traffic(src, move.to_rank, x);
+  }
+
+  // Moves move.tokens tokens between the instances, taking sources in this priority (each group
+  // in ascending rank): the destination rank itself; the rest of its node; third nodes; the
+  // origin's node; the origin rank itself. Tokens thus become local or NVLink-only first and
+  // start crossing nodes last (see evaluate()).
+  TOPOEP_HOST_DEVICE void transfer(const Move& move) {
+    const RankId a = move.from_rank, b = move.to_rank;
+    const int G = s_.gpus_per_node, node_a = node_of(a), node_b = node_of(b);
+    TokenCount remaining = move.tokens;
+    transfer_from(move, b, remaining);
+    for (RankId src = node_b * G; src < (node_b + 1) * G && remaining > 0; ++src) {
+      if (src != a && src != b) transfer_from(move, src, remaining);
+    }
+    for (int n = 0; n < s_.num_nodes() && remaining > 0; ++n) {
+      if (n == node_a || n == node_b) continue;
+      for (RankId src = n * G; src < (n + 1) * G && remaining > 0; ++src) {
+        transfer_from(move, src, remaining);
+      }
+    }
+    if (node_a != node_b) {
+      for (RankId src = node_a * G; src < (node_a + 1) * G && remaining > 0; ++src) {
+        if (src != a) transfer_from(move, src, remaining);
+      }
+    }
+    transfer_from(move, a, remaining);
+    instance_tokens(move.from_slot, move.expert) -= move.tokens - remaining;
+    instance_tokens(move.to_slot, move.expert) += move.tokens - remaining;
+  }
+
+  TOPOEP_HOST_DEVICE void apply(Move move) {
+    if (move.to_slot == kNewSlot) {
+      const std::int64_t j = free_slot(move.to_rank);
+      if (w_.slot_expert[j] != kNoExpert && w_.slot_is_new[j]) {
+        add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);  // evicted unused
+      }
+      w_.slot_expert[j] = move.expert;
+      w_.slot_is_new[j] = 1;
+      w_.slot_tokens[j] = 0;
+      clear_slot_flows(j);
+      add_weight(in_.home_rank[move.expert], move.to_rank, 1);
+      move.to_slot = static_cast<std::int32_t>(j);
+    }
+    transfer(move);
+  }
+
+  TOPOEP_HOST_DEVICE void clear_stuck() {
+    for (RankId r = 0; r < s_.num_ranks; ++r) {
+      w_.rank_stuck[r] = 0;
+      w_.rank_helper[r] = 0;
+    }
+  }
+
+  // Marks the ranks that hold another instance of an expert with tokens on `rank`.
+  TOPOEP_HOST_DEVICE void mark_helpers(RankId rank) {
+    auto mark_instances_of = [&](ExpertId expert) {
+      w_.rank_helper[in_.home_rank[expert]] = 1;
+      for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+        if (w_.slot_expert[j] == expert) w_.rank_helper[j / s_.slots_per_rank] = 1;
+      }
+    };
+    for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
+      if (w_.home_tokens[w_.home_experts[i]] > 0) mark_instances_of(w_.home_experts[i]);
+    }
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      const std::int64_t j = slot_index(rank, slot);
+      if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > 0)
+        mark_instances_of(w_.slot_expert[j]);
+    }
+    w_.rank_helper[rank] = 0;
+  }
+
+  // Runs the greedy search from the static state, logging its moves; returns how many ran and,
+  // in `best_moves`, the move count whose state the cost model predicts fastest (ties: fewer).
+  TOPOEP_HOST_DEVICE std::int32_t run(std::int32_t* best_moves) {
+    const std::int32_t limit = p_.max_moves;
+    Move* log = static_cast<Move*>(w_.move_log);
+    const int R = s_.num_ranks;
+    TokenCount total = 0;
+    for (RankId r = 0; r < R; ++r) total += c_.load[r];
+    const TokenCount mean_ceil = (total + R - 1) / R;
+    target_ = mean_ceil;
+    Picoseconds best_time = phase_times(c_, R, p_.cost).total;
+    *best_moves = 0;
+    Picoseconds weight_max = 0;
+    std::int32_t moves = 0;
+    // Moves without a new best predicted time before the search gives up: R, at least 16 (a
+    // replica often pays off only after the moves that fill it; a chain only at its end).
+    const std::int32_t stall_limit = R > 16 ? R : 16;
+    clear_stuck();
+    bool any_stuck = false;
+    while (moves < limit) {
+      // The most loaded rank that still has a move (ties: lower rank). When the straggler is
+      // stuck (every instance it could send to is full or as loaded), first the ranks holding
+      // its experts' other instances, then any rank, move load away to open room that a later
+      // move gives the straggler: a chain, found one link at a time.
+      RankId straggler = -1;
+      for (int pass = any_stuck ? 0 : 1; pass < 2 && straggler < 0; ++pass) {
+        for (RankId r = 0; r < R; ++r) {
+          if (w_.rank_stuck[r] || (pass == 0 && !w_.rank_helper[r])) continue;
+          if (straggler < 0 || c_.load[r] > c_.load[straggler]) straggler = r;
+        }
+      }
+      // Within 1/1024 of the mean: nothing left worth a move.
+      if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
+      find_open_ranks();
+      ib_max_ = 0;
+      for (RankId r = 0; r < R; ++r) {
+        const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
+        if (ib > ib_max_) ib_max_ = ib;
+      }
+      Move best;
+      for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {
+        consider_instance(w_.home_experts[i], straggler, kHomeSlot, weight_max, best);
+      }
+      for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+        const std::int64_t j = slot_index(straggler, slot);
+        if (w_.slot_expert[j] == kNoExpert) continue;
+        consider_instance(w_.slot_expert[j], straggler, static_cast<std::int32_t>(j), weight_max,
+                          best);
+      }
+      if (!best.valid() || best.gain <= 0) {
+        if (!any_stuck) mark_helpers(straggler);
+        w_.rank_stuck[straggler] = 1;
+        any_stuck = true;
+        continue;
+      }
+      log[moves] = best;
+      apply(best);
+      ++moves;
+      clear_stuck();
+      any_stuck = false;
+      if (best.to_slot == kNewSlot) {
+        weight_max = max_ps(weight_max, max_ps(weight_exposed(in_.home_rank[best.expert]),
+                                               weight_exposed(best.to_rank)));  // now counted
+      }
+      const Picoseconds time = phase_times(c_, R, p_.cost).total;
+      if (time < best_time) {
+        best_time = time;
+        *best_moves = moves;
+      } else if (moves - *best_moves >= stall_limit) {
+        break;  // the cost model has not improved for a while: the rest would be replayed away
+      }
+    }
+    return moves;
+  }
+
+  // Writes the canonical plan. New replicas that ended with no tokens are dropped (they would
+  // only cost their weight transfer); idle resident replicas stay (keeping them is free).
+  TOPOEP_HOST_DEVICE void emit(const TopoepLayerOutput& out) {
+    const int R = s_.num_ranks, E = s_.num_experts, S = s_.slots_per_rank;
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      if (w_.slot_is_new[j] && w_.slot_tokens[j] == 0) w_.slot_expert[j] = kNoExpert;
+    }
+    for (RankId rank = 0; rank < R; ++rank) {
+      ExpertId* row = out.replicas + static_cast<std::int64_t>(rank) * S;
+      int filled = 0;
+      for (int slot = 0; slot < S; ++slot) {
+        const ExpertId expert = w_.slot_expert[slot_index(rank, slot)];
+        if (expert == kNoExpert) continue;
+        int position = filled++;
+        while (position > 0 && row[position - 1] > expert) {  // insertion sort: S is small
+          row[position] = row[position - 1];
+          --position;
+        }
+        row[position] = expert;
+      }
+      for (int slot = filled; slot < S; ++slot) row[slot] = kNoExpert;
+    }
+    // Slots grouped by expert, ascending slot (so ascending rank) within an expert.
+    for (ExpertId e = 0; e <= E; ++e) w_.expert_slot_begin[e] = 0;
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      if (w_.slot_expert[j] != kNoExpert) ++w_.expert_slot_begin[w_.slot_expert[j] + 1];
+    }
+    for (ExpertId e = 0; e < E; ++e) w_.expert_slot_begin[e + 1] += w_.expert_slot_begin[e];
+    for (ExpertId e = 0; e < E; ++e) w_.cursor[e] = w_.expert_slot_begin[e];
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      const ExpertId e = w_.slot_expert[j];
+      if (e != kNoExpert) w_.slot_order[w_.cursor[e]++] = static_cast<std::int32_t>(j);
+    }
+    // Routes in canonical order: by src, then expert, then destination rank, where the home
+    // rank takes its place among the replicas' ranks.
+    std::int64_t count = 0;
+    for (RankId src = 0; src < R; ++src) {
+      for (ExpertId e = 0; e < E; ++e) {
+        const RankId home = in_.home_rank[e];
+        const TokenCount at_home = flow(kHomeSlot, e, src);
+        bool home_done = false;
+        for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
+          const std::int32_t j = w_.slot_order[i];
+          const RankId rank = static_cast<RankId>(j / S);
+          if (!home_done && home < rank) {
+            if (at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+            home_done = true;
+          }
+          const TokenCount tokens = flow(j, e, src);
+          if (tokens > 0) out.routes[count++] = Route{src, e, rank, tokens};
+        }
+        if (!home_done && at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+      }
+    }
+    *out.num_routes = count;
+  }
+
+  const TopoepParams& p_;
+  const TopoepShape& s_;
+  TopoepLayerInput in_;
+  TopoepWorkspace w_;
+  RankCounters c_;
+  TokenCount target_ = 0;     // the ceiling of the mean rank load
+  TokenCount ib_total_ = 0;   // tokens crossing nodes now
+  TokenCount ib_static_ = 0;  // tokens crossing nodes in the static plan: the ceiling
+  TokenCount ib_max_ = 0;     // per move: the largest IB volume (in or out) of any rank
+};
+
+}  // namespace topoep_detail
+
+// Bytes of workspace one layer's solve needs.
+TOPOEP_HOST_DEVICE inline std::size_t topoep_workspace_bytes(const TopoepParams& params) {
+  return bind_topoep_workspace(params.shape, params.max_moves, sizeof(topoep_detail::Move), nullptr,
+                               nullptr);
+}
+
+// Carves `base` (topoep_workspace_bytes() bytes, 8-byte aligned) into `workspace`.
+TOPOEP_HOST_DEVICE inline void bind_topoep_workspace(const TopoepParams& params, void* base,
+                                                     TopoepWorkspace* workspace) {
+  bind_topoep_workspace(params.shape, params.max_moves, sizeof(topoep_detail::Move), base,
+                        workspace);
+}
+
+// Solves one layer into `out`. `workspace` is bound by bind_topoep_workspace for `params`.
+// Preconditions (checked by the host entry points, not here): shapes agree, counts >= 0,
+// resident replicas valid, slots_per_rank within Placement's bound.
+TOPOEP_HOST_DEVICE inline void topoep_solve_layer(const TopoepParams& params,
+                                                  const TopoepLayerInput& input,
+                                                  const TopoepWorkspace& workspace,
+                                                  const TopoepLayerOutput& out) {
+  topoep_detail::LayerSolve(params, input, workspace).solve(out);
+}
+
+}  // namespace topoep

@@ -1,0 +1,152 @@
+#include "solver/topoep_solver.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <thread>
+
+#include "solver/input_error.h"
+#include "solver/static_plan.h"
+
+namespace topoep {
+namespace {}  // namespace
+
+TopoepParams topoep_params_for(const TopoepProblem& problem) {
+  TopoepParams params;
+  params.shape = TopoepShape{problem.topology.num_ranks(), problem.placement.num_experts(),
+                             problem.placement.slots_per_rank, problem.topology.gpus_per_node};
+  params.cost = problem.cost;
+  params.max_moves = problem.max_moves > 0 ? problem.max_moves : default_max_moves(params.shape);
+  return params;
+}
+
+namespace {
+
+// One thread's reusable memory for solving layers of one shape.
+class HostSolver {
+ public:
+  explicit HostSolver(const TopoepParams& params)
+      : params_(params),
+        buffer_((topoep_workspace_bytes(params) + 7) / 8),
+        replicas_(static_cast<std::size_t>(params.shape.num_slots())),
+        routes_(static_cast<std::size_t>(params.shape.route_capacity())) {
+    bind_topoep_workspace(params, buffer_.data(), &workspace_);
+  }
+
+  Plan solve(const RoutingCounts& counts, const std::vector<RankId>& home_rank,
+             const std::vector<ExpertId>& resident, int* moves) {
+    const TopoepLayerInput input{counts.values().data(), home_rank.data(),
+                                 resident.empty() ? nullptr : resident.data()};
+    std::int64_t num_routes = 0;
+    std::int32_t num_moves = 0;
+    const TopoepLayerOutput output{replicas_.data(), routes_.data(), &num_routes, &num_moves};
+    topoep_solve_layer(params_, input, workspace_, output);
+    Plan plan;
+    plan.num_ranks = params_.shape.num_ranks;
+    plan.num_experts = params_.shape.num_experts;
+    plan.slots_per_rank = params_.shape.slots_per_rank;
+    plan.replica_expert = replicas_;
+    plan.routes.assign(routes_.begin(), routes_.begin() + num_routes);
+    if (moves != nullptr) *moves = num_moves;
+    return plan;
+  }
+
+ private:
+  TopoepParams params_;
+  std::vector<std::uint64_t> buffer_;  // 8-byte aligned backing store of the workspace
+  TopoepWorkspace workspace_;
+  std::vector<ExpertId> replicas_;
+  std::vector<Route> routes_;
+};
+
+void check_resident(const Placement& placement, const std::vector<ExpertId>& resident) {
+  if (resident.empty()) return;
+  const std::size_t expected =
+      static_cast<std::size_t>(placement.num_ranks) * placement.slots_per_rank;
+  if (resident.size() != expected) {
+    throw InputError("resident",
+                     "lists " + std::to_string(resident.size()) +
+                         " slots, expected ranks x slots_per_rank = " + std::to_string(expected));
+  }
+  for (std::size_t j = 0; j < resident.size(); ++j) {
+    const RankId rank = static_cast<RankId>(j / placement.slots_per_rank);
+    const ExpertId expert = resident[j];
+    const std::string field = "resident[" + std::to_string(rank) + "][" +
+                              std::to_string(j % placement.slots_per_rank) + "]";
+    if (expert == kNoExpert) continue;
+    if (expert < 0 || expert >= placement.num_experts()) {
+      throw InputError(field, "expert " + std::to_string(expert) + " is out of range");
+    }
+    if (placement.home_rank[expert] == rank) {
+      throw InputError(field, "expert " + std::to_string(expert) + " lives on this rank");
+    }
+    for (std::size_t k = rank * static_cast<std::size_t>(placement.slots_per_rank); k < j; ++k) {
+      if (resident[k] == expert) {
+        throw InputError(field, "expert " + std::to_string(expert) + " is already resident here");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
+                         const std::vector<ExpertId>& resident) {
+  check_topology_view(problem.topology);
+  check_placement(problem.placement);
+  check_cost_params(problem.cost);
+  if (problem.placement.num_ranks != problem.topology.num_ranks()) {
+    throw InputError("placement", "covers " + std::to_string(problem.placement.num_ranks) +
+                                      " ranks, the topology has " +
+                                      std::to_string(problem.topology.num_ranks()));
+  }
+  if (counts.num_ranks() != problem.topology.num_ranks()) {
+    throw InputError("counts", "has " + std::to_string(counts.num_ranks()) +
+                                   " source ranks (rows), the topology has " +
+                                   std::to_string(problem.topology.num_ranks()) + " GPUs");
+  }
+  if (counts.num_experts() != problem.placement.num_experts()) {
+    throw InputError("counts", "has " + std::to_string(counts.num_experts()) +
+                                   " experts (columns), the placement " +
+                                   std::to_string(problem.placement.num_experts()));
+  }
+  check_resident(problem.placement, resident);
+}
+
+LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,
+                       const std::vector<ExpertId>& resident) {
+  check_topoep_inputs(problem, counts, resident);
+  HostSolver solver(topoep_params_for(problem));
+  LayerPlan result;
+  result.plan = solver.solve(counts, problem.placement.home_rank, resident, &result.moves);
+  result.cost =
+      predict_plan_cost(problem.topology, problem.placement, result.plan, resident, problem.cost);
+  result.static_cost =
+      predict_plan_cost(problem.topology, problem.placement, static_plan(counts, problem.placement),
+                        resident, problem.cost);
+  return result;
+}
+
+std::vector<Plan> solve_topoep_layers(const TopoepProblem& problem,
+                                      const std::vector<RoutingCounts>& layers, int num_threads) {
+  for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+  const TopoepParams params = topoep_params_for(problem);
+  std::vector<Plan> plans(layers.size());
+  const std::size_t workers = std::max<std::size_t>(
+      1, std::min<std::size_t>(num_threads < 1 ? 1 : num_threads, layers.size()));
+  // Layer i goes to worker i % workers: fixed, so each plan is computed the same way whatever
+  // the thread count (and every layer is independent anyway).
+  auto work = [&](std::size_t worker) {
+    HostSolver solver(params);
+    for (std::size_t i = worker; i < layers.size(); i += workers) {
+      plans[i] = solver.solve(layers[i], problem.placement.home_rank, {}, nullptr);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t worker = 1; worker < workers; ++worker) threads.emplace_back(work, worker);
+  work(0);
+  for (std::thread& thread : threads) thread.join();
+  return plans;
+}
+
+}  // namespace topoep

@@ -1,0 +1,50 @@
+#pragma once
+// The TopoEP planner's host entry points: one layer, or a batch of layers on several threads.
+// The algorithm itself is solver/topoep_algorithm.h, shared with the CUDA backend.
+
+#include <vector>
+
+#include "solver/cost_params.h"
+#include "solver/placement.h"
+#include "solver/plan.h"
+#include "solver/plan_cost.h"
+#include "solver/routing_counts.h"
+#include "solver/topoep_algorithm.h"
+#include "solver/topology_view.h"
+
+namespace topoep {
+
+// What stays fixed across the layers and microbatches of a run.
+struct TopoepProblem {
+  TopologyView topology;
+  Placement placement;  // home ranks and S spare slots per rank
+  CostParams cost;
+  int max_moves = 0;  // 0: default_max_moves() of topoep_algorithm.h
+};
+
+struct LayerPlan {
+  Plan plan;
+  PlanCost cost;         // the plan's predicted cost
+  PlanCost static_cost;  // the static plan's, on the same input
+  int moves = 0;         // greedy moves the plan keeps
+};
+
+// The algorithm's parameters for `problem` (max_moves filled in when 0).
+TopoepParams topoep_params_for(const TopoepProblem& problem);
+
+// Throws InputError naming the field unless the topology, placement, cost parameters, counts
+// and resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica)
+// agree with one another.
+void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
+                         const std::vector<ExpertId>& resident);
+
+// Plans one layer. Deterministic: the same inputs give the same plan, bit for bit.
+LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,
+                       const std::vector<ExpertId>& resident = {});
+
+// Plans independent layers (no resident replicas) on `num_threads` host threads (1: serial).
+// Each layer's plan is the same as solve_topoep's for any thread count.
+std::vector<Plan> solve_topoep_layers(const TopoepProblem& problem,
+                                      const std::vector<RoutingCounts>& layers, int num_threads);
+
+}  // namespace topoep

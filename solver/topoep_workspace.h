@@ -1,0 +1,112 @@
+#pragma once
+// The memory one layer's TopoEP solve works in: one contiguous buffer carved into arrays, so the
+// host and the GPU run the same algorithm over the same layout with no allocation inside.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "solver/host_device.h"
+#include "solver/phase_times.h"
+#include "solver/plan.h"
+#include "solver/types.h"
+
+namespace topoep {
+
+struct TopoepShape {
+  int num_ranks = 0;
+  int num_experts = 0;
+  int slots_per_rank = 0;
+  int gpus_per_node = 1;
+
+  TOPOEP_HOST_DEVICE int num_nodes() const { return num_ranks / gpus_per_node; }
+  TOPOEP_HOST_DEVICE std::int64_t num_slots() const {
+    return static_cast<std::int64_t>(num_ranks) * slots_per_rank;
+  }
+  // The most routes a canonical plan of this shape can list: every (src, expert) to its home
+  // plus every (slot, src).
+  TOPOEP_HOST_DEVICE std::int64_t route_capacity() const {
+    return static_cast<std::int64_t>(num_ranks) * num_experts + num_slots() * num_ranks;
+  }
+};
+
+// Pointers into the workspace. Shapes in brackets; R ranks, E experts, S slots per rank.
+struct TopoepWorkspace {
+  TokenCount* flow_home;            // [E][R]: tokens each src sends to the expert's home rank
+  TokenCount* home_tokens;          // [E]: column sums of flow_home
+  ExpertId* slot_expert;            // [R*S]: expert in each spare slot, or kNoExpert
+  std::uint8_t* slot_is_new;        // [R*S]: 1 if the replica was added by this solve
+  std::uint8_t* rank_stuck;         // [R]: 1 if the rank had no move since the last move made
+  std::uint8_t* rank_helper;        // [R]: 1 if the rank holds an instance a stuck rank could use
+  TokenCount* slot_tokens;          // [R*S]: tokens the slot's replica processes
+  TokenCount* flow_slot;            // [R*S][R]: tokens each src sends to the slot's replica
+  TokenCount* node_tokens;          // [R] (>= N): scratch, an instance's tokens by source node
+  std::int32_t* home_begin;         // [R+1]: CSR of experts by home rank
+  ExpertId* home_experts;           // [E]
+  TokenCount* counter_tokens;       // [5][R]: load, NVLink out/in, IB out/in
+  std::int32_t* counter_weights;    // [4][R]: replica weights NVLink out/in, IB out/in
+  std::int32_t* slot_order;         // [R*S]: scratch, slots grouped by expert for emitting routes
+  std::int32_t* expert_slot_begin;  // [E+1]: CSR offsets into slot_order
+  std::int32_t* cursor;             // [max(R, E)]: scratch for counting sorts
+  RankId* open_ranks;               // [N][2]: per move, each node's two least-loaded ranks
+                                    // with a free slot
+  void* move_log;                   // [max_moves] moves of the search, for the replay
+
+  TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
+    return RankCounters{counter_tokens,
+                        counter_tokens + num_ranks,
+                        counter_tokens + 2 * num_ranks,
+                        counter_tokens + 3 * num_ranks,
+                        counter_tokens + 4 * num_ranks,
+                        counter_weights,
+                        counter_weights + num_ranks,
+                        counter_weights + 2 * num_ranks,
+                        counter_weights + 3 * num_ranks};
+  }
+};
+
+namespace workspace_detail {
+TOPOEP_HOST_DEVICE inline std::size_t align8(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
+}  // namespace workspace_detail
+
+// Carves `base` (nullptr to only measure) into a workspace; returns the bytes needed. Every
+// array starts 8-byte aligned when `base` is. Callers use topoep_workspace_bytes() and
+// bind_topoep_workspace() of topoep_algorithm.h, which fill in the move log's size.
+TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& shape,
+                                                            std::int32_t max_moves,
+                                                            std::size_t move_bytes, void* base,
+                                                            TopoepWorkspace* workspace) {
+  using workspace_detail::align8;
+  const std::size_t R = static_cast<std::size_t>(shape.num_ranks);
+  const std::size_t E = static_cast<std::size_t>(shape.num_experts);
+  const std::size_t slots = static_cast<std::size_t>(shape.num_slots());
+  const std::size_t N = static_cast<std::size_t>(shape.num_nodes());
+  std::size_t offset = 0;
+  auto take = [&](std::size_t bytes) {
+    char* pointer = base == nullptr ? nullptr : static_cast<char*>(base) + offset;
+    offset += align8(bytes);
+    return pointer;
+  };
+  TopoepWorkspace w;
+  w.flow_home = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R * E));
+  w.home_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * E));
+  w.slot_expert = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * slots));
+  w.slot_is_new = reinterpret_cast<std::uint8_t*>(take(slots));
+  w.rank_stuck = reinterpret_cast<std::uint8_t*>(take(R));
+  w.rank_helper = reinterpret_cast<std::uint8_t*>(take(R));
+  w.slot_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots));
+  w.flow_slot = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots * R));
+  w.node_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R));
+  w.home_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R + 1)));
+  w.home_experts = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * E));
+  w.counter_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
+  w.counter_weights = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * 4 * R));
+  w.slot_order = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
+  w.expert_slot_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (E + 1)));
+  w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E)));
+  w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
+  w.move_log = take(move_bytes * static_cast<std::size_t>(max_moves));
+  if (workspace != nullptr) *workspace = w;
+  return offset;
+}
+
+}  // namespace topoep

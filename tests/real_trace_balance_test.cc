@@ -1,0 +1,134 @@
+// Balance of TopoEP plans on the real routing data in ../shared/traces/ (read in place, never
+// copied): ESFT (DeepSeek-V2-Lite) packed onto 32 ranks and DeepSeek-V3 expert shares sampled
+// onto 32 and 64 ranks, S = 1, replica weights free. tools/test passes the folder in
+// TOPOEP_SHARED_DIR; without it the tests skip themselves.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "solver/balance_bound.h"
+#include "solver/topoep_solver.h"
+#include "traces/esft_import.h"
+#include "traces/sglang_stats.h"
+#include "traces/token_packing.h"
+
+namespace topoep {
+namespace {
+
+std::string shared_dir() {
+  const char* dir = std::getenv("TOPOEP_SHARED_DIR");
+  return dir == nullptr ? "" : dir;
+}
+
+// H800 links (topologies/presets/h800-4x8.json) and per-token figures for the model:
+// compute = 2 x 3 x hidden x ffn FLOP at 989.4 TFLOP/s x the preset's GEMM efficiency at the
+// microbatch's tokens per expert; dispatch = hidden fp8 bytes + one fp32 scale per 128;
+// combine = hidden bf16 bytes.
+CostParams h800_cost(int hidden, Picoseconds compute_ps) {
+  CostParams cost;
+  cost.compute_ps_per_token = compute_ps;
+  cost.dispatch_bytes_per_token = hidden + hidden / 128 * 4;
+  cost.combine_bytes_per_token = 2 * hidden;
+  cost.scale_up = LinkCost{160000, 3400000};
+  cost.scale_out = LinkCost{48500, 9600000};
+  return cost;  // replica weights free: this test measures balance
+}
+
+struct BalanceReport {
+  std::vector<double> static_ratio, topoep_ratio;
+  int violations = 0;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Every matrix must be balanced (max/mean <= 1.05, or within 1% of the lower bound for this
+// S) unless `allowed_misses` > 0; then at most that many may miss, and none by more than 1.06.
+void check_balance(const std::string& name, const std::vector<RoutingCounts>& matrices,
+                   const TopoepProblem& problem, int allowed_misses = 0) {
+  ASSERT_FALSE(matrices.empty()) << name;
+  BalanceReport report;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    const RoutingCounts& counts = matrices[i];
+    const LayerPlan result = solve_topoep(problem, counts);
+    const double mean = static_cast<double>(counts.total()) / counts.num_ranks();
+    const double bound = balance_lower_bound(counts, problem.topology, problem.placement) / mean;
+    const double ratio = result.cost.max_mean_load();
+    report.static_ratio.push_back(result.static_cost.max_mean_load());
+    report.topoep_ratio.push_back(ratio);
+    if (ratio > 1.05 && ratio > 1.01 * bound) {
+      ++report.violations;
+      std::printf("%s matrix %zu: max/mean %.4f, lower bound %.4f\n", name.c_str(), i, ratio,
+                  bound);
+      EXPECT_LE(ratio, 1.06) << name << " matrix " << i;
+    }
+    EXPECT_LE(result.cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
+        << name << " " << i;
+    EXPECT_LE(result.cost.times.total, result.static_cost.times.total) << name << " " << i;
+  }
+  EXPECT_LE(report.violations, allowed_misses) << name;
+  std::printf("%-28s %4zu matrices  max/mean median: static %.3f  topoep %.3f  (worst %.3f)\n",
+              name.c_str(), matrices.size(), median(report.static_ratio),
+              median(report.topoep_ratio),
+              *std::max_element(report.topoep_ratio.begin(), report.topoep_ratio.end()));
+}
+
+TEST(RealTraceBalance, EsftPackedOntoThirtyTwoRanks) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
+  TopoepProblem problem;
+  problem.topology = TopologyView{4, 8};
+  problem.placement = Placement::contiguous(64, 32, 1);
+  // DeepSeek-V2-Lite: hidden 2048, expert FFN 1408, top-6. 64 tokens per rank give 192 tokens
+  // per expert: efficiency 0.65 x 192 / 295 = 0.42, so 17.3 MFLOP take 41.6 ns.
+  problem.cost = h800_cost(2048, 41600);
+  for (const std::string task : {"law", "intent"}) {
+    std::vector<RoutingCounts> matrices;
+    for (int layer = 1; layer <= 26; ++layer) {
+      const EsftLayer esft =
+          read_esft_layer(shared_dir() + "/traces/esft-deepseek-v2-lite/" + task +
+                              "/expert_weights_" + std::to_string(layer) + ".txt",
+                          64, 6);
+      std::vector<ExpertId> stream;
+      for (const auto& sequence : esft.sequences)
+        stream.insert(stream.end(), sequence.begin(), sequence.end());
+      for (RoutingCounts& counts : pack_tokens_contiguous(stream, 6, 64, 32, 64)) {
+        matrices.push_back(std::move(counts));
+      }
+    }
+    check_balance("esft " + task + " R=32", matrices, problem);
+  }
+}
+
+TEST(RealTraceBalance, DeepSeekV3SharesSampledOntoThirtyTwoAndSixtyFourRanks) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
+  for (const std::string file : {"prefill_in1024", "prefill_in4096"}) {
+    const auto layers = read_sglang_logical_count(
+        shared_dir() + "/traces/sglang-deepseek-v3-stats/" + file + ".json");
+    for (const int ranks : {32, 64}) {
+      TopoepProblem problem;
+      problem.topology = TopologyView{ranks / 8, 8};
+      problem.placement = Placement::contiguous(256, ranks, 1);
+      // DeepSeek-V3: hidden 7168, expert FFN 2048, top-8; 512 tokens per rank give 512 x R x 8
+      // / 256 >= 512 tokens per expert: efficiency 0.65, so 88 MFLOP take 137 ns.
+      problem.cost = h800_cost(7168, 137000);
+      std::vector<RoutingCounts> matrices;
+      for (int layer = 3; layer < static_cast<int>(layers.size()); ++layer) {  // 0-2 are dense
+        matrices.push_back(sample_counts_from_shares(layers[layer], ranks, 512, 8, 1000 + layer));
+      }
+      // KNOWN GAP (issue 3 stays open for it): with 8 experts and one spare slot per rank on 32
+      // ranks, a few layers end at 1.05-1.06, where every slot is taken and a straggler's
+      // relief would need a replica swap the greedy does not search. The lower bound does not
+      // prove those optimal, so they are counted, capped and reported rather than hidden.
+      check_balance("deepseek-v3 " + file + " R=" + std::to_string(ranks), matrices, problem,
+                    ranks == 32 ? 3 : 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace topoep

@@ -1,0 +1,84 @@
+// The solver's cost parameters derived from topology and model presets, checked against the
+// formulas in sim/solver_cost.h with the presets' published numbers.
+
+#include "sim/solver_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "common/file_input_error.h"
+#include "models/model_json.h"
+#include "topologies/topology_presets.h"
+
+namespace topoep {
+namespace {
+
+TEST(ModelPresets, AllLoadAndRoundTrip) {
+  const std::vector<std::string> expected = {"deepseek-v2-lite", "deepseek-v3", "mixtral-8x7b",
+                                             "qwen3-30b-a3b"};
+  EXPECT_EQ(model_preset_names(), expected);
+  for (const std::string& name : model_preset_names()) {
+    const ModelSpec model = load_model(name);
+    EXPECT_EQ(model.name, name);
+    EXPECT_EQ(model_to_json(parse_model(model_to_json(model).dump(), "x")), model_to_json(model));
+  }
+  const ModelSpec v3 = load_model("deepseek-v3");
+  EXPECT_EQ(v3.num_experts, 256);
+  EXPECT_EQ(v3.top_k, 8);
+  EXPECT_EQ(v3.hidden_size, 7168);
+  EXPECT_EQ(v3.expert_ffn_size, 2048);
+}
+
+TEST(ModelJson, RejectsBadFieldsByName) {
+  nlohmann::json model = model_to_json(load_model("deepseek-v3"));
+  model["top_k"] = 300;  // more than the experts
+  try {
+    parse_model(model.dump(), "m.json");
+    FAIL();
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.field(), "top_k");
+  }
+  model = model_to_json(load_model("deepseek-v3"));
+  model["hiden_size"] = 1;
+  try {
+    parse_model(model.dump(), "m.json");
+    FAIL();
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.field(), "hiden_size");
+  }
+}
+
+TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
+  GemmEfficiencyCurve curve;
+  curve.tokens_per_expert = {10, 20};
+  curve.efficiency = {0.2, 0.6};
+  EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 5), 0.2);
+  EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 15), 0.4);
+  EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 40), 0.6);
+}
+
+TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
+  const Topology h800 = load_topology("h800-4x8");
+  const ModelSpec v3 = load_model("deepseek-v3");
+  const SolverCostDerivation d = derive_solver_cost(h800, v3, 4096, true);
+  // 32 GPUs x 4096 tokens x top-8 / 256 experts = 4096 tokens per expert: past the curve's
+  // knee, so efficiency 0.65 and compute = 6 x 7168 x 2048 / (989.4 x 0.65) = 136,960 ps.
+  EXPECT_DOUBLE_EQ(d.tokens_per_expert, 4096);
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency, 0.65);
+  EXPECT_EQ(d.params.compute_ps_per_token, 136960);
+  // fp8 hidden + one fp32 scale per 128: 7168 + 56 x 4; combine bf16: 2 x 7168.
+  EXPECT_EQ(d.params.dispatch_bytes_per_token, 7392);
+  EXPECT_EQ(d.params.combine_bytes_per_token, 14336);
+  // bf16 gate, up and down projections: 3 x 7168 x 2048 x 2 bytes.
+  EXPECT_EQ(d.params.replica_weight_bytes, 88080384);
+  // 160 and 48.5 GB/s; 3.4 and 9.6 us.
+  EXPECT_EQ(d.params.scale_up.bytes_per_us, 160000);
+  EXPECT_EQ(d.params.scale_out.bytes_per_us, 48500);
+  EXPECT_EQ(d.params.scale_up.alpha_ps, 3400000);
+  EXPECT_EQ(d.params.scale_out.alpha_ps, 9600000);
+  // Dense window: 2 x 187,105,280 x 4096 FLOP at 989.4 TFLOP/s x 0.65 (about 2.38 ms).
+  EXPECT_NEAR(d.dense_time_us, 2.0 * 187105280.0 * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
+  EXPECT_EQ(derive_solver_cost(h800, v3, 4096, false).params.replica_weight_bytes, 0);
+}
+
+}  // namespace
+}  // namespace topoep

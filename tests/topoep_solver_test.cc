@@ -1,0 +1,204 @@
+// Properties of the TopoEP solver on the golden corpus (tests/topoep_corpus.h) and its golden
+// plan hashes (tests/golden/topoep_plan_hashes.txt).
+
+#include "solver/topoep_solver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "solver/input_error.h"
+#include "solver/plan_encoding.h"
+#include "solver/plan_validator.h"
+#include "solver/static_plan.h"
+#include "tests/input_error_field.h"
+#include "tests/topoep_corpus.h"
+
+namespace topoep {
+namespace {
+
+using testing::CorpusCase;
+using testing::topoep_corpus;
+
+const std::vector<CorpusCase>& corpus() {
+  static const std::vector<CorpusCase> cases = topoep_corpus();
+  return cases;
+}
+
+std::map<std::string, std::string> read_golden(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, std::string> golden;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name, hash;
+    fields >> name >> hash;
+    golden[name] = hash;
+  }
+  return golden;
+}
+
+TEST(TopoepCorpus, HasAtLeastFiftyCases) { EXPECT_GE(corpus().size(), 50u); }
+
+TEST(TopoepSolver, EveryPlanPassesTheValidatorWithItsReportedLoads) {
+  for (const CorpusCase& c : corpus()) {
+    const LayerPlan result = solve_topoep(c.problem, c.counts);
+    const auto violation =
+        find_plan_violation(c.counts, c.problem.placement, result.plan, &result.cost.loads);
+    EXPECT_FALSE(violation) << c.name << ": " << violation->message;
+  }
+}
+
+TEST(TopoepSolver, IsNeverPredictedSlowerThanTheStaticPlan) {
+  for (const CorpusCase& c : corpus()) {
+    const LayerPlan result = solve_topoep(c.problem, c.counts);
+    EXPECT_LE(result.cost.times.total, result.static_cost.times.total) << c.name;
+  }
+}
+
+TEST(TopoepSolver, NeverAddsInterNodeDispatchTraffic) {
+  for (const CorpusCase& c : corpus()) {
+    const LayerPlan result = solve_topoep(c.problem, c.counts);
+    EXPECT_LE(result.cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes) << c.name;
+  }
+}
+
+TEST(TopoepSolver, WithoutSpareSlotsReturnsTheStaticPlan) {
+  for (const CorpusCase& c : corpus()) {
+    if (c.problem.placement.slots_per_rank != 0) continue;
+    EXPECT_EQ(plan_hash(solve_topoep(c.problem, c.counts).plan),
+              plan_hash(static_plan(c.counts, c.problem.placement)))
+        << c.name;
+  }
+}
+
+TEST(TopoepSolver, BalancesSkewedRoutingWhenSlotsExist) {
+  // Zipf routing, S >= 1, weights free: the straggler must carry far less than statically.
+  int checked = 0;
+  for (const CorpusCase& c : corpus()) {
+    if (c.problem.placement.slots_per_rank == 0 || c.problem.cost.replica_weight_bytes != 0 ||
+        c.name.find("zipf") == std::string::npos || c.problem.topology.gpus_per_node == 1) {
+      continue;
+    }
+    const LayerPlan result = solve_topoep(c.problem, c.counts);
+    EXPECT_LT(result.cost.max_mean_load(), 0.75 * result.static_cost.max_mean_load()) << c.name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST(TopoepSolver, IsDeterministicAcrossCallsAndThreadCounts) {
+  std::vector<RoutingCounts> layers;
+  std::vector<std::uint64_t> expected;
+  // One batch per problem shape: the corpus case and copies of it.
+  for (const CorpusCase& c : corpus()) {
+    const std::uint64_t first = plan_hash(solve_topoep(c.problem, c.counts).plan);
+    EXPECT_EQ(plan_hash(solve_topoep(c.problem, c.counts).plan), first) << c.name;
+    const std::vector<RoutingCounts> batch(5, c.counts);
+    for (const int threads : {1, 2, 8}) {
+      for (const Plan& plan : solve_topoep_layers(c.problem, batch, threads)) {
+        EXPECT_EQ(plan_hash(plan), first) << c.name << " with " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(TopoepSolver, MatchesTheGoldenPlanHashes) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const std::string path =
+      std::string(srcdir ? srcdir : ".") + "/topoep/tests/golden/topoep_plan_hashes.txt";
+  const std::map<std::string, std::string> golden = read_golden(path);
+  std::ostringstream actual;
+  actual << "# TopoEP plan hashes of tests/topoep_corpus.h (plan hash v1). Moving one needs a\n"
+         << "# stated reason in the commit message.\n";
+  int mismatches = 0;
+  for (const CorpusCase& c : corpus()) {
+    const std::string hash = format_plan_hash(plan_hash(solve_topoep(c.problem, c.counts).plan));
+    actual << c.name << " " << hash << "\n";
+    const auto found = golden.find(c.name);
+    if (found == golden.end() || found->second != hash) {
+      ++mismatches;
+      ADD_FAILURE() << c.name << ": golden " << (found == golden.end() ? "missing" : found->second)
+                    << ", now " << hash;
+    }
+  }
+  EXPECT_EQ(golden.size(), corpus().size()) << "golden file lists cases the corpus lacks";
+  if (mismatches > 0 || golden.size() != corpus().size()) {
+    if (const char* update = std::getenv("TOPOEP_UPDATE_GOLDEN")) {
+      std::ofstream(update) << actual.str();
+    }
+    ADD_FAILURE() << "To regenerate (only with a stated reason): bazel test "
+                     "//tests:topoep_solver_test --test_env=TOPOEP_UPDATE_GOLDEN=$PWD/tests/golden/"
+                     "topoep_plan_hashes.txt\n"
+                  << actual.str();
+  }
+}
+
+TopoepProblem small_problem() {
+  TopoepProblem problem;
+  problem.topology = TopologyView{2, 4};
+  problem.placement = Placement::contiguous(16, 8, 1);
+  problem.cost = testing::corpus_cost(false);
+  return problem;
+}
+
+TEST(TopoepSolverInputs, RejectsCountsOfTheWrongShape) {
+  EXPECT_EQ(testing::input_error_field([] { solve_topoep(small_problem(), RoutingCounts(4, 16)); }),
+            "counts");
+  EXPECT_EQ(testing::input_error_field([] { solve_topoep(small_problem(), RoutingCounts(8, 15)); }),
+            "counts");
+}
+
+TEST(TopoepSolverInputs, RejectsAPlacementThatDoesNotCoverTheTopology) {
+  TopoepProblem problem = small_problem();
+  problem.topology = TopologyView{4, 4};
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(16, 16)); }),
+            "placement");
+}
+
+TEST(TopoepSolverInputs, RejectsNegativeCostParameters) {
+  TopoepProblem problem = small_problem();
+  problem.cost.scale_out.bytes_per_us = 0;
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+            "scale_out.bytes_per_us");
+  problem = small_problem();
+  problem.cost.compute_ps_per_token = -1;
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+            "compute_ps_per_token");
+}
+
+TEST(TopoepSolverInputs, RejectsBadResidentReplicas) {
+  const TopoepProblem problem = small_problem();
+  const RoutingCounts counts(8, 16);
+  std::vector<ExpertId> resident(8, kNoExpert);
+  resident[0] = 0;  // expert 0 lives on rank 0
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, counts, resident); }),
+            "resident[0][0]");
+  resident[0] = 16;
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, counts, resident); }),
+            "resident[0][0]");
+  EXPECT_EQ(testing::input_error_field(
+                [&] { solve_topoep(problem, counts, std::vector<ExpertId>(3, kNoExpert)); }),
+            "resident");
+}
+
+TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
+  // All tokens go to expert 0 (home rank 0); a replica of it already sits on every other rank.
+  TopoepProblem problem = small_problem();
+  problem.cost = testing::corpus_cost(true);
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) counts.set(src, 0, 1000);
+  std::vector<ExpertId> resident(8, 0);
+  resident[0] = kNoExpert;
+  const LayerPlan result = solve_topoep(problem, counts, resident);
+  EXPECT_EQ(result.cost.new_replicas, 0);
+  EXPECT_LT(result.cost.max_mean_load(), 1.05);
+  EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan));
+}
+
+}  // namespace
+}  // namespace topoep

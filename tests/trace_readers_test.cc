@@ -1,0 +1,127 @@
+// Readers of routing data: the solve CLI's counts JSON, ESFT text dumps, SGLang statistics,
+// and token packing. Bad input must name the file and the field or line.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "common/file_input_error.h"
+#include "traces/counts_json.h"
+#include "traces/esft_import.h"
+#include "traces/sglang_stats.h"
+#include "traces/token_packing.h"
+
+namespace topoep {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The FileInputError's field (or "" when the error names no field), or "<no error>".
+template <class F>
+std::string file_error_field(F&& action, const std::string& expected_file) {
+  try {
+    action();
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), expected_file);
+    return error.field();
+  }
+  return "<no error>";
+}
+
+TEST(CountsJson, ReadsOneLayerOrSeveral) {
+  const auto one = read_counts_json(write_temp("one.json", R"({"counts": [[1, 2], [3, 4]]})"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].at(1, 0), 3);
+  const auto two = read_counts_json(write_temp(
+      "two.json", R"({"layers": [[[1, 2], [3, 4]], [[5, 6], [7, 8]]], "comment": "x"})"));
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].at(1, 1), 8);
+}
+
+TEST(CountsJson, NamesTheBadField) {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case cases[] = {
+      {R"({"counts": [[1, 2], [3, -4]]})", "counts[1][1]"},
+      {R"({"counts": [[1, 2], [3]]})", "counts[1]"},
+      {R"({"counts": [[1, 2.5]]})", "counts[0][1]"},
+      {R"({"counts": [[1, "2"]]})", "counts[0][1]"},
+      {R"({"layers": [[[1, 2]], [[1, 2, 3]]]})", "layers[1]"},
+      {R"({"counts": [[1]], "layers": []})", "layers"},
+      {R"({"cuonts": [[1]]})", "counts"},
+      {R"({"counts": [[1]], "extra": 1})", "extra"},
+      {R"({"counts": []})", "counts"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_temp("bad.json", c.text);
+    EXPECT_EQ(file_error_field([&] { read_counts_json(path); }, path), c.field) << c.text;
+  }
+  const std::string broken = write_temp("broken.json", "{\"counts\": [[1,");
+  EXPECT_EQ(file_error_field([&] { read_counts_json(broken); }, broken), "");
+}
+
+TEST(EsftImport, ReadsTopKIdsPerTokenAndIgnoresWeights) {
+  const std::string path =
+      write_temp("esft.txt", "1\t2\t3\t4\t\t0.5\t0.5\t0.2\t0.8\n5\t6\t\t0.1\t0.9\n");
+  const EsftLayer layer = read_esft_layer(path, 8, 2);
+  ASSERT_EQ(layer.sequences.size(), 2u);
+  EXPECT_EQ(layer.sequences[0], (std::vector<ExpertId>{1, 2, 3, 4}));
+  EXPECT_EQ(layer.num_tokens(), 3);
+}
+
+TEST(EsftImport, NamesTheBadLine) {
+  const std::string no_tab = write_temp("a.txt", "1\t2\t\t0.1\t0.2\n1\t2\n");
+  EXPECT_EQ(file_error_field([&] { read_esft_layer(no_tab, 8, 2); }, no_tab), "line 2");
+  const std::string bad_id = write_temp("b.txt", "1\t9\t\t0.1\t0.2\n");
+  EXPECT_EQ(file_error_field([&] { read_esft_layer(bad_id, 8, 2); }, bad_id), "line 1");
+  const std::string odd = write_temp("c.txt", "1\t2\t3\t\t0.1\n");
+  EXPECT_EQ(file_error_field([&] { read_esft_layer(odd, 8, 2); }, odd), "line 1");
+  EXPECT_EQ(file_error_field([] { read_esft_layer("/nonexistent/esft.txt", 8, 2); },
+                             "/nonexistent/esft.txt"),
+            "");
+}
+
+TEST(TokenPacking, PacksContiguousTokensOntoRanksAndDropsThePartialMicrobatch) {
+  // 5 tokens of top-1 on 2 ranks x 2 tokens: one whole microbatch, token 4 dropped.
+  const std::vector<ExpertId> stream = {0, 1, 1, 2, 0};
+  const auto microbatches = pack_tokens_contiguous(stream, 1, 3, 2, 2);
+  ASSERT_EQ(microbatches.size(), 1u);
+  EXPECT_EQ(microbatches[0].values(), (std::vector<TokenCount>{1, 1, 0, 0, 1, 1}));
+}
+
+TEST(SglangStats, ReadsLogicalCountAndSamplesDeterministically) {
+  const std::string path =
+      write_temp("stats.json", R"({"logical_count": [[0, 0, 0], [10.0, 30.0, 60.0]]})");
+  const auto layers = read_sglang_logical_count(path);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[1], (std::vector<std::int64_t>{10, 30, 60}));
+  const RoutingCounts a = sample_counts_from_shares(layers[1], 4, 100, 2, 7);
+  const RoutingCounts b = sample_counts_from_shares(layers[1], 4, 100, 2, 7);
+  EXPECT_EQ(a.values(), b.values());
+  EXPECT_EQ(a.total(), 4 * 100 * 2);
+  const auto totals = a.expert_totals();
+  EXPECT_GT(totals[2], totals[1]);
+  EXPECT_GT(totals[1], totals[0]);
+}
+
+TEST(SglangStats, NamesTheBadField) {
+  const std::string ragged = write_temp("r.json", R"({"logical_count": [[1, 2], [3]]})");
+  EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(ragged); }, ragged),
+            "logical_count[1]");
+  const std::string negative = write_temp("n.json", R"({"logical_count": [[1, -2]]})");
+  EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(negative); }, negative),
+            "logical_count[0][1]");
+  const std::string missing = write_temp("m.json", R"({"counts": []})");
+  EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(missing); }, missing),
+            "logical_count");
+}
+
+}  // namespace
+}  // namespace topoep

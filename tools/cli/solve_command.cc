@@ -1,0 +1,159 @@
+#include "tools/cli/solve_command.h"
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/model_json.h"
+#include "sim/solver_cost.h"
+#include "solver/input_error.h"
+#include "solver/plan_encoding.h"
+#include "solver/static_plan.h"
+#include "solver/topoep_solver.h"
+#include "tools/cli/table.h"
+#include "topologies/topology_presets.h"
+#include "traces/counts_json.h"
+
+#if defined(TOPOEP_WITH_CUDA)
+#include "solver/cuda/topoep_cuda.h"
+#endif
+
+namespace topoep {
+namespace {
+
+struct SolveOptions {
+  std::string counts_path;
+  std::string topology = "h800-4x8";
+  std::string model = "deepseek-v3";
+  int slots = 1;
+  bool no_weight_cost = false;
+  std::string planner = "topoep";
+  int threads = 1;
+  std::string backend = "host";
+  bool json = false;
+};
+
+std::vector<Plan> solve_all(const SolveOptions& options, const TopoepProblem& problem,
+                            const std::vector<RoutingCounts>& layers) {
+  if (options.planner == "static") {
+    std::vector<Plan> plans;
+    for (const RoutingCounts& counts : layers)
+      plans.push_back(static_plan(counts, problem.placement));
+    return plans;
+  }
+  if (options.backend == "cuda") {
+#if defined(TOPOEP_WITH_CUDA)
+    return solve_topoep_layers_cuda(problem, layers);
+#else
+    throw InputError("--backend", "this build has no CUDA backend (build with --config=cuda)");
+#endif
+  }
+  return solve_topoep_layers(problem, layers, options.threads);
+}
+
+nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCost& after) {
+  nlohmann::json replicas = nlohmann::json::array();
+  for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int slot = 0; slot < plan.slots_per_rank; ++slot)
+      row.push_back(plan.replica_at(rank, slot));
+    replicas.push_back(row);
+  }
+  nlohmann::json routes = nlohmann::json::array();
+  for (const Route& route : plan.routes)
+    routes.push_back({route.src, route.expert, route.dst, route.tokens});
+  return {{"plan_hash", format_plan_hash(plan_hash(plan))},
+          {"replicas", replicas},
+          {"routes", routes},
+          {"loads", after.loads},
+          {"max_mean_before", before.max_mean_load()},
+          {"max_mean_after", after.max_mean_load()},
+          {"ib_bytes_before", before.ib_dispatch_bytes},
+          {"ib_bytes_after", after.ib_dispatch_bytes},
+          {"predicted_us_before", before.times.total / 1e6},
+          {"predicted_us_after", after.times.total / 1e6}};
+}
+
+void run_solve(const SolveOptions& options) {
+  if (options.planner != "topoep" && options.planner != "static") {
+    throw InputError("--planner", "unknown planner '" + options.planner +
+                                      "' (available: topoep, static; the EPLB baselines follow)");
+  }
+  const std::vector<RoutingCounts> layers = read_counts_json(options.counts_path);
+  const Topology topology = load_topology(options.topology);
+  const ModelSpec model = load_model(options.model);
+  const RoutingCounts& first = layers.front();
+  if (first.num_experts() != model.num_experts) {
+    throw InputError("--model", options.counts_path + " has " +
+                                    std::to_string(first.num_experts()) + " experts, model " +
+                                    model.name + " has " + std::to_string(model.num_experts));
+  }
+  // Tokens per rank as the counts imply (assignments / top-k), for the GEMM efficiency.
+  const int tokens_per_rank = static_cast<int>(std::max<TokenCount>(
+      1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k)));
+  TopoepProblem problem;
+  problem.topology = topology.view();
+  problem.placement =
+      Placement::contiguous(first.num_experts(), topology.num_gpus(), options.slots);
+  problem.cost =
+      derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
+  const std::vector<Plan> plans = solve_all(options, problem, layers);
+
+  nlohmann::json output = {{"layers", nlohmann::json::array()}};
+  TextTable table({"layer", "plan hash", "max/mean", "IB MB", "predicted us", "new replicas"});
+  for (std::size_t l = 0; l < plans.size(); ++l) {
+    const PlanCost before =
+        predict_plan_cost(problem.topology, problem.placement,
+                          static_plan(layers[l], problem.placement), {}, problem.cost);
+    const PlanCost after =
+        predict_plan_cost(problem.topology, problem.placement, plans[l], {}, problem.cost);
+    if (options.json) {
+      output["layers"].push_back(layer_json(plans[l], before, after));
+      continue;
+    }
+    table.add_row(
+        {std::to_string(l), format_plan_hash(plan_hash(plans[l])),
+         format_fixed(before.max_mean_load(), 3) + " -> " + format_fixed(after.max_mean_load(), 3),
+         format_fixed(before.ib_dispatch_bytes / 1e6, 1) + " -> " +
+             format_fixed(after.ib_dispatch_bytes / 1e6, 1),
+         format_fixed(before.times.total / 1e6, 1) + " -> " +
+             format_fixed(after.times.total / 1e6, 1),
+         std::to_string(after.new_replicas)});
+  }
+  if (options.json) {
+    std::cout << output.dump() << "\n";
+    return;
+  }
+  std::cout << options.planner << " on " << topology.name << " (" << topology.nodes << " x "
+            << topology.gpus_per_node << "), " << model.name << ", S = " << options.slots
+            << (options.no_weight_cost ? ", replica weights free" : "") << "\n\n";
+  table.print(std::cout);
+}
+
+}  // namespace
+
+void add_solve_command(CLI::App& app) {
+  CLI::App* solve = app.add_subcommand("solve", "Plan routing counts with a planner");
+  auto options = std::make_shared<SolveOptions>();
+  solve
+      ->add_option("--counts", options->counts_path,
+                   "JSON: {\"counts\": [[...E...], ...R rows]} or {\"layers\": [...]}")
+      ->required();
+  solve->add_option("--topology", options->topology, "Preset or JSON file")->capture_default_str();
+  solve->add_option("--model", options->model, "Model preset or JSON file")->capture_default_str();
+  solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
+      ->capture_default_str();
+  solve->add_flag("--no-weight-cost", options->no_weight_cost,
+                  "Replica weight transfer is free (pure balancing)");
+  solve->add_option("--planner", options->planner, "topoep or static")->capture_default_str();
+  solve->add_option("--threads", options->threads, "Host threads over layers")
+      ->capture_default_str();
+  solve->add_option("--backend", options->backend, "host or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"host", "cuda"}));
+  solve->add_flag("--json", options->json, "Print the plans as JSON");
+  solve->callback([options] { run_solve(*options); });
+}
+
+}  // namespace topoep

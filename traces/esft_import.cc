@@ -1,0 +1,59 @@
+#include "traces/esft_import.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/file_input_error.h"
+
+namespace topoep {
+
+std::int64_t EsftLayer::num_tokens() const {
+  std::int64_t ids = 0;
+  for (const auto& sequence : sequences) ids += static_cast<std::int64_t>(sequence.size());
+  return top_k == 0 ? 0 : ids / top_k;
+}
+
+EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k) {
+  std::ifstream in(path);
+  if (!in) throw FileInputError(path, "", "cannot open the file for reading");
+  EsftLayer layer;
+  layer.top_k = top_k;
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    const std::string where = "line " + std::to_string(line_number);
+    const std::size_t split = line.find("\t\t");
+    if (split == std::string::npos) {
+      throw FileInputError(path, where, "has no double tab between expert ids and gate weights");
+    }
+    std::vector<ExpertId> ids;
+    std::istringstream fields(line.substr(0, split));
+    std::string field;
+    while (std::getline(fields, field, '\t')) {
+      std::size_t used = 0;
+      long value = -1;
+      try {
+        value = std::stol(field, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != field.size() || value < 0 || value >= num_experts) {
+        throw FileInputError(path, where,
+                             "expert id '" + field + "' is not an integer in [0, " +
+                                 std::to_string(num_experts) + ")");
+      }
+      ids.push_back(static_cast<ExpertId>(value));
+    }
+    if (ids.size() % static_cast<std::size_t>(top_k) != 0) {
+      throw FileInputError(path, where,
+                           std::to_string(ids.size()) + " expert ids is not a multiple of top-k " +
+                               std::to_string(top_k));
+    }
+    layer.sequences.push_back(std::move(ids));
+  }
+  return layer;
+}
+
+}  // namespace topoep

@@ -1,0 +1,25 @@
+#pragma once
+// Reader for ESFT's expert-score dumps (deepseek-ai/ESFT, results/expert_scores/): one text file
+// per MoE layer, one line per sequence holding, tab-separated, the top-k expert ids of every
+// token in order, then a double tab, then the matching gate weights (ignored here).
+
+#include <string>
+#include <vector>
+
+#include "solver/types.h"
+
+namespace topoep {
+
+struct EsftLayer {
+  int top_k = 0;
+  // [sequence][token * top_k + choice]: the experts each token was routed to.
+  std::vector<std::vector<ExpertId>> sequences;
+  std::int64_t num_tokens() const;
+};
+
+// Throws FileInputError naming the file and line for: a missing file, a line without the
+// double tab, a non-integer or negative id, an id >= num_experts, or an id count not divisible
+// by top_k.
+EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k);
+
+}  // namespace topoep
