@@ -110,6 +110,12 @@ class LayerSolve {
     return slot == kHomeSlot ? w_.flow_home[static_cast<std::int64_t>(expert) * s_.num_ranks + src]
                              : w_.flow_slot[static_cast<std::int64_t>(slot) * s_.num_ranks + src];
   }
+  // The instance's tokens by source node, [N].
+  TOPOEP_HOST_DEVICE TokenCount* node_row(std::int32_t slot, ExpertId expert) const {
+    const std::int64_t row =
+        slot == kHomeSlot ? expert : s_.num_experts + static_cast<std::int64_t>(slot);
+    return w_.instance_node_tokens + row * s_.num_nodes();
+  }
   TOPOEP_HOST_DEVICE TokenCount& instance_tokens(std::int32_t slot, ExpertId expert) const {
     return slot == kHomeSlot ? w_.home_tokens[expert] : w_.slot_tokens[slot];
   }
@@ -158,14 +164,19 @@ class LayerSolve {
     for (ExpertId e = 0; e < E; ++e) w_.home_tokens[e] = 0;
     ib_total_ = 0;
     // Static routes, aggregated per (src, home rank) before they touch the traffic counters.
-    TokenCount* to_rank = w_.node_tokens;  // scratch of at least R entries here (see workspace)
+    const int N = s_.num_nodes();
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(E) * N; ++i)
+      w_.instance_node_tokens[i] = 0;
+    TokenCount* to_rank = w_.rank_scratch;
     for (RankId src = 0; src < R; ++src) {
       for (RankId r = 0; r < R; ++r) to_rank[r] = 0;
       const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
+      const int src_node = node_of(src);
       for (ExpertId e = 0; e < E; ++e) {
         flow(kHomeSlot, e, src) = row[e];
         w_.home_tokens[e] += row[e];
         to_rank[in_.home_rank[e]] += row[e];
+        w_.instance_node_tokens[static_cast<std::int64_t>(e) * N + src_node] += row[e];
       }
       for (RankId r = 0; r < R; ++r) {
         if (to_rank[r] > 0) add_traffic(src, r, to_rank[r]);
@@ -178,11 +189,15 @@ class LayerSolve {
     for (int r = 0; r < R; ++r) w_.home_begin[r + 1] += w_.home_begin[r];
     for (int r = 0; r < R; ++r) w_.cursor[r] = w_.home_begin[r];
     for (ExpertId e = 0; e < E; ++e) w_.home_experts[w_.cursor[in_.home_rank[e]]++] = e;
+    for (ExpertId e = 0; e < E; ++e) w_.expert_first_slot[e] = -1;
     for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
       w_.slot_expert[j] = in_.resident == nullptr ? kNoExpert : in_.resident[j];
       w_.slot_is_new[j] = 0;
       w_.slot_tokens[j] = 0;
-      if (w_.slot_expert[j] != kNoExpert) clear_slot_flows(j);
+      if (w_.slot_expert[j] != kNoExpert) {
+        clear_slot_flows(j);
+        link_slot(j);
+      }
     }
   }
 
@@ -190,6 +205,21 @@ class LayerSolve {
     for (RankId src = 0; src < s_.num_ranks; ++src) {
       w_.flow_slot[slot * s_.num_ranks + src] = 0;
     }
+    TokenCount* nodes = node_row(static_cast<std::int32_t>(slot), kNoExpert);
+    for (int n = 0; n < s_.num_nodes(); ++n) nodes[n] = 0;
+  }
+
+  // Adds slot j to its expert's list of replica slots (at the front).
+  TOPOEP_HOST_DEVICE void link_slot(std::int64_t j) {
+    const ExpertId expert = w_.slot_expert[j];
+    w_.slot_next[j] = w_.expert_first_slot[expert];
+    w_.expert_first_slot[expert] = static_cast<std::int32_t>(j);
+  }
+
+  TOPOEP_HOST_DEVICE void unlink_slot(std::int64_t j) {
+    std::int32_t* link = &w_.expert_first_slot[w_.slot_expert[j]];
+    while (*link != j) link = &w_.slot_next[*link];
+    *link = w_.slot_next[j];
   }
 
   TOPOEP_HOST_DEVICE bool hosts(RankId rank, ExpertId expert) const {
@@ -222,10 +252,11 @@ class LayerSolve {
   }
 
   // The move of `expert`'s tokens from its instance (from_rank, from_slot) to `to_rank`, with
-  // its size and gain; tokens == 0 when no token may or should move. Uses node_tokens, the
+  // its size and gain; tokens == 0 when no token may or should move. `node_tokens` holds the
   // origin instance's tokens by source node.
   TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
-                                   TokenCount tokens_on, RankId to_rank, std::int32_t to_slot,
+                                   TokenCount tokens_on, const TokenCount* node_tokens,
+                                   RankId to_rank, std::int32_t to_slot,
                                    Picoseconds weight_max) const {
     Move move;
     const TokenCount room = room_between(from_rank, to_rank);
@@ -238,8 +269,8 @@ class LayerSolve {
       // third nodes (they cross either way), then sources in the origin's node (they start
       // crossing), as transfer() takes them. The plan never carries more IB traffic than the
       // static plan: what starts crossing must fit in what has been saved so far.
-      const TokenCount local = w_.node_tokens[to_node];
-      const TokenCount origin = w_.node_tokens[from_node];
+      const TokenCount local = node_tokens[to_node];
+      const TokenCount origin = node_tokens[from_node];
       const TokenCount third = tokens_on - local - origin;
       const TokenCount moved_local = local < room ? local : room;
       const TokenCount moved_third = third < room - moved_local ? third : room - moved_local;
@@ -256,10 +287,10 @@ class LayerSolve {
     // volume they lengthen dispatch and combine (both wait for that rank).
     TokenCount ib_arriving =
         tokens - (to_node != from_node
-                      ? (w_.node_tokens[to_node] < tokens ? w_.node_tokens[to_node] : tokens)
+                      ? (node_tokens[to_node] < tokens ? node_tokens[to_node] : tokens)
                       : 0);
     if (to_node == from_node) {
-      const TokenCount outside = tokens_on - w_.node_tokens[to_node];
+      const TokenCount outside = tokens_on - node_tokens[to_node];
       ib_arriving = outside < tokens ? outside : tokens;
     }
     const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
@@ -299,23 +330,17 @@ class LayerSolve {
                                             Picoseconds weight_max, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
-    const TokenCount* sources = &flow(slot, expert, 0);  // contiguous over src (see flow())
-    for (int n = 0, src = 0; n < s_.num_nodes(); ++n) {
-      TokenCount sum = 0;
-      for (int local = 0; local < s_.gpus_per_node; ++local, ++src) sum += sources[src];
-      w_.node_tokens[n] = sum;
-    }
-
+    const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
     if (home != rank) {
-      const Move move = evaluate(expert, rank, slot, tokens_on, home, kHomeSlot, weight_max);
+      const Move move =
+          evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, weight_max);
       if (move.better_than(best)) best = move;
     }
-    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = static_cast<RankId>(j / s_.slots_per_rank);
-      if (w_.slot_expert[j] != expert || other == rank) continue;
-      const Move move =
-          evaluate(expert, rank, slot, tokens_on, other, static_cast<std::int32_t>(j), weight_max);
+      if (other == rank) continue;
+      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, weight_max);
       if (move.better_than(best)) best = move;
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
@@ -326,7 +351,8 @@ class LayerSolve {
         const RankId target = w_.open_ranks[2 * n + k];
         if (target < 0) break;
         if (target == rank || hosts(target, expert)) continue;
-        const Move move = evaluate(expert, rank, slot, tokens_on, target, kNewSlot, weight_max);
+        const Move move =
+            evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot, weight_max);
         if (move.better_than(best)) best = move;
         break;
       }
@@ -359,6 +385,8 @@ class LayerSolve {
     from -= x;
     flow(move.to_slot, move.expert, src) += x;
     remaining -= x;
+    node_row(move.from_slot, move.expert)[node_of(src)] -= x;
+    node_row(move.to_slot, move.expert)[node_of(src)] += x;
     add_traffic(src, move.from_rank, -x);
     add_traffic(src, move.to_rank, x);
   }
@@ -394,10 +422,14 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE void apply(Move move) {
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
-      if (w_.slot_expert[j] != kNoExpert && w_.slot_is_new[j]) {
-        add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);  // evicted unused
+      if (w_.slot_expert[j] != kNoExpert) {
+        if (w_.slot_is_new[j]) {
+          add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);  // evicted unused
+        }
+        unlink_slot(j);
       }
       w_.slot_expert[j] = move.expert;
+      link_slot(j);
       w_.slot_is_new[j] = 1;
       w_.slot_tokens[j] = 0;
       clear_slot_flows(j);
@@ -418,8 +450,8 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE void mark_helpers(RankId rank) {
     auto mark_instances_of = [&](ExpertId expert) {
       w_.rank_helper[in_.home_rank[expert]] = 1;
-      for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
-        if (w_.slot_expert[j] == expert) w_.rank_helper[j / s_.slots_per_rank] = 1;
+      for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+        w_.rank_helper[j / s_.slots_per_rank] = 1;
       }
     };
     for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
@@ -466,11 +498,13 @@ class LayerSolve {
       }
       // Within 1/1024 of the mean: nothing left worth a move.
       if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
-      find_open_ranks();
-      ib_max_ = 0;
-      for (RankId r = 0; r < R; ++r) {
-        const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
-        if (ib > ib_max_) ib_max_ = ib;
+      if (!any_stuck) {  // the state changed since these were last found
+        find_open_ranks();
+        ib_max_ = 0;
+        for (RankId r = 0; r < R; ++r) {
+          const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
+          if (ib > ib_max_) ib_max_ = ib;
+        }
       }
       Move best;
       for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {

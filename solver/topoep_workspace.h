@@ -31,15 +31,20 @@ struct TopoepShape {
 
 // Pointers into the workspace. Shapes in brackets; R ranks, E experts, S slots per rank.
 struct TopoepWorkspace {
-  TokenCount* flow_home;            // [E][R]: tokens each src sends to the expert's home rank
-  TokenCount* home_tokens;          // [E]: column sums of flow_home
-  ExpertId* slot_expert;            // [R*S]: expert in each spare slot, or kNoExpert
-  std::uint8_t* slot_is_new;        // [R*S]: 1 if the replica was added by this solve
-  std::uint8_t* rank_stuck;         // [R]: 1 if the rank had no move since the last move made
-  std::uint8_t* rank_helper;        // [R]: 1 if the rank holds an instance a stuck rank could use
-  TokenCount* slot_tokens;          // [R*S]: tokens the slot's replica processes
-  TokenCount* flow_slot;            // [R*S][R]: tokens each src sends to the slot's replica
-  TokenCount* node_tokens;          // [R] (>= N): scratch, an instance's tokens by source node
+  TokenCount* flow_home;      // [E][R]: tokens each src sends to the expert's home rank
+  TokenCount* home_tokens;    // [E]: column sums of flow_home
+  ExpertId* slot_expert;      // [R*S]: expert in each spare slot, or kNoExpert
+  std::uint8_t* slot_is_new;  // [R*S]: 1 if the replica was added by this solve
+  std::uint8_t* rank_stuck;   // [R]: 1 if the rank had no move since the last move made
+  std::uint8_t* rank_helper;  // [R]: 1 if the rank holds an instance a stuck rank could use
+  TokenCount* slot_tokens;    // [R*S]: tokens the slot's replica processes
+  TokenCount* flow_slot;      // [R*S][R]: tokens each src sends to the slot's replica
+  TokenCount* rank_scratch;   // [R]: scratch
+  // [E + R*S][N]: each instance's tokens by source node; row e is expert e's home instance,
+  // row E + j the replica in slot j. Kept up to date by every transfer.
+  TokenCount* instance_node_tokens;
+  std::int32_t* expert_first_slot;  // [E]: a list of the slots holding each expert's replicas
+  std::int32_t* slot_next;          // [R*S]: the next slot in its expert's list, -1 at the end
   std::int32_t* home_begin;         // [R+1]: CSR of experts by home rank
   ExpertId* home_experts;           // [E]
   TokenCount* counter_tokens;       // [5][R]: load, NVLink out/in, IB out/in
@@ -95,7 +100,11 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.rank_helper = reinterpret_cast<std::uint8_t*>(take(R));
   w.slot_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots));
   w.flow_slot = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots * R));
-  w.node_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R));
+  w.rank_scratch = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R));
+  w.instance_node_tokens =
+      reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * (E + slots) * N));
+  w.expert_first_slot = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
+  w.slot_next = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.home_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R + 1)));
   w.home_experts = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * E));
   w.counter_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
