@@ -116,5 +116,27 @@ expect "solve rejects a model with another expert count" 2 $?
 expect "solve rejects too many slots" 2 $?
 expect_text "too many slots is named" "$work/out" "slots_per_rank"
 
+echo '{"weight": [[90,132,40,61,104,165,39,4,73,56,183,86]]}' >"$work/weight.json"
+"$topoep" eplb --weights "$work/weight.json" --replicas 16 --groups 4 --nodes 2 --gpus 8 --json >"$work/eplb.json" 2>&1
+expect "eplb --json exits 0" 0 $?
+python3 - "$work/eplb.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["phy2log"]) == 1 and len(d["phy2log"][0]) == 16, d
+assert sorted(set(d["phy2log"][0])) == list(range(12)), d
+assert [sum(1 for p in d["phy2log"][0] if p == e) for e in range(12)] == d["logcnt"][0], d
+assert all(len(row) == max(d["logcnt"][0]) for row in d["log2phy"][0]), d
+PY
+expect "eplb --json prints consistent phy2log, logcnt and log2phy" 0 $?
+
+"$topoep" eplb --weights "$work/weight.json" --replicas 18 --groups 4 --nodes 2 --gpus 8 >"$work/out" 2>&1
+expect "eplb rejects replicas not divisible by GPUs" 2 $?
+expect_text "eplb names the parameter" "$work/out" "num_replicas"
+
+echo '{"weight": [[1, 2], [3]]}' >"$work/ragged.json"
+"$topoep" eplb --weights "$work/ragged.json" --replicas 4 --groups 1 --nodes 1 --gpus 2 >"$work/out" 2>&1
+expect "eplb rejects ragged weights" 2 $?
+expect_text "ragged weights named" "$work/out" "ragged.json: field 'weight[1]'"
+
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

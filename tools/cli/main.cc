@@ -7,6 +7,7 @@
 #include "common/file_input_error.h"
 #include "solver/input_error.h"
 #include "tools/cli/demo_command.h"
+#include "tools/cli/eplb_command.h"
 #include "tools/cli/exit_codes.h"
 #include "tools/cli/solve_command.h"
 #include "tools/cli/topology_command.h"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("topoep ") + topoep::kVersion);
   app.require_subcommand(1);
   topoep::add_demo_command(app);
+  topoep::add_eplb_command(app);
   topoep::add_solve_command(app);
   topoep::add_topology_command(app);
   try {
