@@ -101,6 +101,27 @@ assert layers[0]["plan_hash"] == layers[1]["plan_hash"]  # same counts, same pla
 PY
 expect "solve --json has the documented fields and properties" 0 $?
 
+for planner in topoep static eplb eplb-microbatch shadowing ideal; do
+  "$topoep" solve --counts "$work/counts.json" --planner "$planner" --json >"$work/planner.json" 2>&1
+  expect "solve --planner $planner exits 0" 0 $?
+  python3 - "$work/planner.json" "$planner" <<'PY'
+import json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+assert len(layers) == 2, layers
+for layer in layers:
+    assert layer["predicted_us_after"] > 0 and layer["overhead_us"] >= 0, layer
+    if sys.argv[2] in ("topoep", "ideal", "static"):  # these never predict worse than static
+        assert layer["predicted_us_after"] <= layer["predicted_us_before"] + 1e-6, layer
+    if sys.argv[2] != "ideal":
+        assert layer["plan_hash"].startswith("0x"), layer
+PY
+  expect "solve --planner $planner prints JSON layers" 0 $?
+done
+
+"$topoep" solve --counts "$work/counts.json" --planner magic >"$work/out" 2>&1
+expect "unknown planner exits 2" 2 $?
+expect_text "unknown planner lists the planners" "$work/out" "eplb-microbatch"
+
 "$topoep" solve --counts "$work/counts.json" --threads 2 >"$work/out" 2>&1
 expect "solve table exits 0" 0 $?
 expect_text "solve table names the planner" "$work/out" "topoep on h800-4x8"

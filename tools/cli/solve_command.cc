@@ -1,5 +1,6 @@
 #include "tools/cli/solve_command.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,8 @@
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
+#include "solver/planners/ideal.h"
+#include "solver/planners/planner.h"
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tools/cli/table.h"
@@ -34,25 +37,39 @@ struct SolveOptions {
   bool json = false;
 };
 
-std::vector<Plan> solve_all(const SolveOptions& options, const TopoepProblem& problem,
-                            const std::vector<RoutingCounts>& layers) {
-  if (options.planner == "static") {
+// One decision per layer (each layer is its own planner: planners keep per-layer state), all
+// as record (step 0, microbatch 0). TopoEP goes through the batched solver so that --threads
+// and --backend apply; its plans are the same as its planner's on a first record.
+std::vector<PlannerDecision> plan_all(const SolveOptions& options, const PlannerContext& context,
+                                      const TopoepProblem& problem,
+                                      const std::vector<RoutingCounts>& layers) {
+  std::vector<PlannerDecision> decisions;
+  if (options.planner == "topoep") {
     std::vector<Plan> plans;
-    for (const RoutingCounts& counts : layers)
-      plans.push_back(static_plan(counts, problem.placement));
-    return plans;
-  }
-  if (options.backend == "cuda") {
+    if (options.backend == "cuda") {
 #if defined(TOPOEP_WITH_CUDA)
-    return solve_topoep_layers_cuda(problem, layers);
+      plans = solve_topoep_layers_cuda(problem, layers);
 #else
-    throw InputError("--backend", "this build has no CUDA backend (build with --config=cuda)");
+      throw InputError("--backend", "this build has no CUDA backend (build with --config=cuda)");
 #endif
+    } else {
+      plans = solve_topoep_layers(problem, layers, options.threads);
+    }
+    for (Plan& plan : plans)
+      decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}});
+    return decisions;
   }
-  return solve_topoep_layers(problem, layers, options.threads);
+  if (options.backend == "cuda")
+    throw InputError("--backend", "only the topoep planner runs on CUDA");
+  for (const RoutingCounts& counts : layers) {
+    decisions.push_back(
+        make_planner(options.planner, context, PlannerOptions{})->plan(RecordId{}, counts));
+  }
+  return decisions;
 }
 
-nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCost& after) {
+nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCost& after,
+                          Picoseconds overhead_ps) {
   nlohmann::json replicas = nlohmann::json::array();
   for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
     nlohmann::json row = nlohmann::json::array();
@@ -72,13 +89,21 @@ nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCo
           {"ib_bytes_before", before.ib_dispatch_bytes},
           {"ib_bytes_after", after.ib_dispatch_bytes},
           {"predicted_us_before", before.times.total / 1e6},
-          {"predicted_us_after", after.times.total / 1e6}};
+          {"predicted_us_after", after.times.total / 1e6},
+          {"overhead_us", overhead_ps / 1e6}};
+}
+
+// Planning overhead on the critical path: host time plus migrated weights at link speed.
+Picoseconds overhead_ps(const PlannerOverhead& overhead, const CostParams& cost) {
+  return overhead.host_ps + transfer_ps(overhead.migration_nvlink_bytes, cost.scale_up) +
+         transfer_ps(overhead.migration_ib_bytes, cost.scale_out);
 }
 
 void run_solve(const SolveOptions& options) {
-  if (options.planner != "topoep" && options.planner != "static") {
-    throw InputError("--planner", "unknown planner '" + options.planner +
-                                      "' (available: topoep, static; the EPLB baselines follow)");
+  const std::vector<std::string> names = planner_names();
+  if (options.planner != "ideal" &&
+      std::find(names.begin(), names.end(), options.planner) == names.end()) {
+    make_planner(options.planner, PlannerContext{}, PlannerOptions{});  // throws, listing names
   }
   const std::vector<RoutingCounts> layers = read_counts_json(options.counts_path);
   const Topology topology = load_topology(options.topology);
@@ -98,28 +123,55 @@ void run_solve(const SolveOptions& options) {
       Placement::contiguous(first.num_experts(), topology.num_gpus(), options.slots);
   problem.cost =
       derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
-  const std::vector<Plan> plans = solve_all(options, problem, layers);
+  for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+  const PlannerContext context{problem.topology, problem.placement, problem.cost};
 
   nlohmann::json output = {{"layers", nlohmann::json::array()}};
-  TextTable table({"layer", "plan hash", "max/mean", "IB MB", "predicted us", "new replicas"});
-  for (std::size_t l = 0; l < plans.size(); ++l) {
+  TextTable table(
+      {"layer", "plan hash", "max/mean", "IB MB", "predicted us", "overhead us", "new replicas"});
+  const bool ideal = options.planner == "ideal";
+  const std::vector<PlannerDecision> decisions =
+      plan_all(ideal ? SolveOptions{options.counts_path, options.topology, options.model,
+                                    options.slots, options.no_weight_cost, "topoep",
+                                    options.threads, options.backend, options.json}
+                     : options,
+               context, problem, layers);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const PlannerDecision& d = decisions[l];
     const PlanCost before =
         predict_plan_cost(problem.topology, problem.placement,
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
-        predict_plan_cost(problem.topology, problem.placement, plans[l], {}, problem.cost);
+        predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
+    const Picoseconds overhead = overhead_ps(d.overhead, problem.cost);
+    if (ideal) {
+      // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
+      const PhaseTimes bound =
+          ideal_phase_times(layers[l], problem.cost, {before.times, after.times});
+      if (options.json) {
+        output["layers"].push_back({{"predicted_us_before", before.times.total / 1e6},
+                                    {"predicted_us_after", bound.total / 1e6},
+                                    {"overhead_us", 0.0}});
+      } else {
+        table.add_row({std::to_string(l), "-", "1.000", "-",
+                       format_fixed(before.times.total / 1e6, 1) + " -> " +
+                           format_fixed(bound.total / 1e6, 1),
+                       "0.0", "-"});
+      }
+      continue;
+    }
     if (options.json) {
-      output["layers"].push_back(layer_json(plans[l], before, after));
+      output["layers"].push_back(layer_json(d.plan, before, after, overhead));
       continue;
     }
     table.add_row(
-        {std::to_string(l), format_plan_hash(plan_hash(plans[l])),
+        {std::to_string(l), format_plan_hash(plan_hash(d.plan)),
          format_fixed(before.max_mean_load(), 3) + " -> " + format_fixed(after.max_mean_load(), 3),
          format_fixed(before.ib_dispatch_bytes / 1e6, 1) + " -> " +
              format_fixed(after.ib_dispatch_bytes / 1e6, 1),
          format_fixed(before.times.total / 1e6, 1) + " -> " +
              format_fixed(after.times.total / 1e6, 1),
-         std::to_string(after.new_replicas)});
+         format_fixed(overhead / 1e6, 1), std::to_string(after.new_replicas)});
   }
   if (options.json) {
     std::cout << output.dump() << "\n";
@@ -146,7 +198,10 @@ void add_solve_command(CLI::App& app) {
       ->capture_default_str();
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
                   "Replica weight transfer is free (pure balancing)");
-  solve->add_option("--planner", options->planner, "topoep or static")->capture_default_str();
+  solve
+      ->add_option("--planner", options->planner,
+                   "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
+      ->capture_default_str();
   solve->add_option("--threads", options->threads, "Host threads over layers")
       ->capture_default_str();
   solve->add_option("--backend", options->backend, "host or cuda")

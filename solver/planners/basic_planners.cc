@@ -1,0 +1,34 @@
+// The static planner and the TopoEP planner behind the Planner interface.
+#include "solver/planners/basic_planners.h"
+
+#include <cmath>
+
+#include "solver/static_plan.h"
+
+namespace topoep {
+
+PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts) {
+  return PlannerDecision{context_.placement, static_plan(counts, context_.placement), {}, {}};
+}
+
+TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
+    : problem_{context.topology, context.placement, context.cost, 0},
+      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
+
+PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
+  // Replicas placed by earlier microbatches of the same step stay resident (free to keep); a
+  // new step starts from the home layout.
+  if (record.step != step_) {
+    step_ = record.step;
+    resident_.clear();
+  }
+  PlannerDecision decision;
+  decision.placement = problem_.placement;
+  decision.resident = resident_;
+  decision.plan = solve_topoep(problem_, counts, resident_).plan;
+  decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
+  resident_ = decision.plan.replica_expert;
+  return decision;
+}
+
+}  // namespace topoep

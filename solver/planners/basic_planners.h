@@ -1,0 +1,33 @@
+#pragma once
+// static: no balancing. topoep: the TopoEP solver each microbatch, keeping the replicas of
+// earlier microbatches of the same step as resident (free) instances.
+
+#include "solver/planners/planner.h"
+#include "solver/topoep_solver.h"
+
+namespace topoep {
+
+class StaticPlanner : public Planner {
+ public:
+  explicit StaticPlanner(const PlannerContext& context) : context_(context) {}
+  std::string name() const override { return "static"; }
+  PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
+
+ private:
+  PlannerContext context_;
+};
+
+class TopoepPlanner : public Planner {
+ public:
+  TopoepPlanner(const PlannerContext& context, const PlannerOptions& options);
+  std::string name() const override { return "topoep"; }
+  PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
+
+ private:
+  TopoepProblem problem_;
+  Picoseconds solve_ps_;
+  int step_ = -1;
+  std::vector<ExpertId> resident_;
+};
+
+}  // namespace topoep

@@ -1,0 +1,97 @@
+#include "solver/planners/eplb_planner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "solver/eplb/eplb.h"
+#include "solver/planners/instance_layout.h"
+
+namespace topoep {
+namespace {
+
+Picoseconds us_to_ps(double us) { return static_cast<Picoseconds>(std::llround(us * 1e6)); }
+
+}  // namespace
+
+EplbPlanner::EplbPlanner(const PlannerContext& context, const PlannerOptions& options,
+                         bool every_microbatch)
+    : context_(context), options_(options), every_microbatch_(every_microbatch) {
+  instances_.resize(context.placement.num_experts());
+  for (ExpertId e = 0; e < context.placement.num_experts(); ++e) {
+    instances_[e] = {context.placement.home_rank[e]};
+  }
+  current_step_loads_.assign(context.placement.num_experts(), 0.0);
+}
+
+PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
+  const TopologyView& topology = context_.topology;
+  const int E = context_.placement.num_experts(), R = topology.num_ranks();
+  const int per_gpu = E / R + context_.placement.slots_per_rank;
+  int groups = options_.eplb_groups > 0 ? options_.eplb_groups : topology.num_nodes;
+  if (E % groups != 0) groups = 1;
+  EplbWeights weights{1, E, std::vector<float>(loads.begin(), loads.end())};
+  const EplbResult layout =
+      rebalance_experts(weights, EplbParams{per_gpu * R, groups, topology.num_nodes, R});
+
+  std::vector<std::vector<RankId>> next(E);
+  for (int p = 0; p < per_gpu * R; ++p) {
+    const RankId rank = p / per_gpu;
+    std::vector<RankId>& ranks = next[layout.physical_to_logical[p]];
+    // Copies of one expert on one GPU (a known EPLB behaviour) act as one instance.
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
+  }
+  PlannerOverhead overhead;
+  for (ExpertId e = 0; e < E; ++e) {
+    for (const RankId rank : next[e]) {
+      const auto& before = instances_[e];
+      if (std::find(before.begin(), before.end(), rank) != before.end()) continue;
+      // The weights come from an old instance, inside the node if there is one.
+      const bool local = std::any_of(before.begin(), before.end(),
+                                     [&](RankId r) { return topology.same_node(r, rank); });
+      (local ? overhead.migration_nvlink_bytes : overhead.migration_ib_bytes) +=
+          context_.cost.replica_weight_bytes;
+    }
+  }
+  instances_ = std::move(next);
+  // Device->host copy and sync, the CPU solve, and a cross-rank sum of the loads (a tree of
+  // 2 log2 R scale-out steps, each alpha plus E x 8 bytes).
+  const int steps = 2 * static_cast<int>(std::ceil(std::log2(std::max(2, R))));
+  overhead.host_ps = us_to_ps(options_.host_roundtrip_us + options_.eplb_cpu_us_per_layer) +
+                     steps * transfer_ps(static_cast<Bytes>(E) * 8, context_.cost.scale_out);
+  return overhead;
+}
+
+PlannerDecision EplbPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
+  const std::vector<TokenCount> totals = counts.expert_totals();
+  PlannerOverhead overhead;
+  if (every_microbatch_) {
+    overhead = relayout(std::vector<double>(totals.begin(), totals.end()));
+  } else {
+    if (record.step != last_step_) {
+      if (last_step_ >= 0) {
+        window_.push_back(current_step_loads_);
+        while (static_cast<int>(window_.size()) > options_.eplb_window_steps) window_.pop_front();
+        std::fill(current_step_loads_.begin(), current_step_loads_.end(), 0.0);
+      }
+      last_step_ = record.step;
+      // Replan at the start of every K-th step once there is history to plan from.
+      if (!window_.empty() && record.step % options_.eplb_period_steps == 0) {
+        std::vector<double> loads(totals.size(), 0.0);
+        for (const auto& step_loads : window_) {
+          for (std::size_t e = 0; e < loads.size(); ++e) loads[e] += step_loads[e];
+        }
+        overhead = relayout(loads);
+      }
+    }
+    for (std::size_t e = 0; e < totals.size(); ++e)
+      current_step_loads_[e] += static_cast<double>(totals[e]);
+  }
+  const LayoutPlan layout = plan_layout(InstanceLayout{instances_}, counts, context_.topology,
+                                        context_.placement.slots_per_rank);
+  PlannerDecision decision{layout.placement, layout.plan, {}, overhead};
+  // The layout's replicas are already in place: their weights moved in `overhead`.
+  decision.resident = layout.plan.replica_expert;
+  return decision;
+}
+
+}  // namespace topoep

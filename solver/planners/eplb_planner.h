@@ -1,0 +1,32 @@
+#pragma once
+// DeepSeek's EPLB as a planner. Deployed mode: replan on the CPU every K steps from the expert
+// loads of the last W steps, keep the layout in between. Microbatch mode: replan from the
+// current counts at every record. A layout holds E/R + S physical experts per GPU.
+
+#include <deque>
+
+#include "solver/planners/planner.h"
+
+namespace topoep {
+
+class EplbPlanner : public Planner {
+ public:
+  EplbPlanner(const PlannerContext& context, const PlannerOptions& options, bool every_microbatch);
+  std::string name() const override { return every_microbatch_ ? "eplb-microbatch" : "eplb"; }
+  PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
+
+ private:
+  // Replans from `loads` ([E]); returns the overhead: host round trip, CPU time, the loads'
+  // cross-rank sum, and the weights of every (rank, expert) the new layout adds.
+  PlannerOverhead relayout(const std::vector<double>& loads);
+
+  PlannerContext context_;
+  PlannerOptions options_;
+  bool every_microbatch_;
+  std::vector<std::vector<RankId>> instances_;  // [E] current layout, home first
+  int last_step_ = -1;
+  std::deque<std::vector<double>> window_;  // per finished step: expert loads, [E]
+  std::vector<double> current_step_loads_;
+};
+
+}  // namespace topoep

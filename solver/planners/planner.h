@@ -1,0 +1,68 @@
+#pragma once
+// One interface for every planner the toolkit compares: TopoEP, static, DeepSeek's EPLB as
+// deployed and every microbatch, FasterMoE-style shadowing. A planner sees the records of one
+// MoE layer in (step, microbatch) order and returns, for each, the layout it runs with, the
+// plan, and what planning cost on the critical path.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "solver/cost_params.h"
+#include "solver/placement.h"
+#include "solver/plan.h"
+#include "solver/routing_counts.h"
+#include "solver/topology_view.h"
+
+namespace topoep {
+
+struct PlannerContext {
+  TopologyView topology;
+  Placement placement;  // the base layout: home ranks and S spare slots per rank
+  CostParams cost;
+};
+
+// Assumptions behind the overheads, each a documented default (solver/planners/README.md).
+struct PlannerOptions {
+  int eplb_period_steps = 10;         // EPLB as deployed: replan every K steps ...
+  int eplb_window_steps = 10;         // ... from the loads of the last W steps
+  int eplb_groups = 0;                // expert groups for EPLB; 0: one group per node
+  double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
+  double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
+  double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)
+};
+
+struct PlannerOverhead {
+  Picoseconds host_ps = 0;           // critical-path time outside the MoE layer's phases
+  Bytes migration_nvlink_bytes = 0;  // expert weights a re-layout moves inside nodes
+  Bytes migration_ib_bytes = 0;      // ... and between nodes
+};
+
+struct RecordId {
+  int step = 0;
+  int microbatch = 0;
+};
+
+struct PlannerDecision {
+  Placement placement;  // the layout `plan` runs on (EPLB: its own)
+  Plan plan;
+  std::vector<ExpertId> resident;  // [R][S] replicas already in place (free), or empty
+  PlannerOverhead overhead;
+};
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  virtual std::string name() const = 0;
+  // Plans one record of the planner's layer. Records arrive in (step, microbatch) order.
+  virtual PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) = 0;
+};
+
+// "static", "topoep", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE layer:
+// planners keep per-layer state). Throws InputError naming "planner" for an unknown name.
+std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
+                                      const PlannerOptions& options);
+
+std::vector<std::string> planner_names();
+
+}  // namespace topoep

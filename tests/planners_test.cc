@@ -1,0 +1,144 @@
+// Every planner behind the Planner interface: valid plans on their own layouts over a sequence
+// of steps and microbatches, the documented state each keeps, and the ideal bound below all.
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "solver/plan_cost.h"
+#include "solver/plan_validator.h"
+#include "solver/planners/ideal.h"
+#include "solver/planners/planner.h"
+#include "solver/static_plan.h"
+#include "tests/input_error_field.h"
+#include "tests/topoep_corpus.h"
+
+namespace topoep {
+namespace {
+
+PlannerContext context_for(int experts, int ranks, int slots, bool weights) {
+  return PlannerContext{TopologyView{ranks / 8, 8}, Placement::contiguous(experts, ranks, slots),
+                        testing::corpus_cost(weights)};
+}
+
+RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
+  SyntheticRoutingSpec spec;
+  spec.num_ranks = ranks;
+  spec.num_experts = experts;
+  spec.tokens_per_rank = 256;
+  spec.top_k = 8;
+  spec.seed = seed;
+  return generate_routing(spec);
+}
+
+Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
+  const PlanCost cost =
+      predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
+  return cost.times.total + d.overhead.host_ps +
+         transfer_ps(d.overhead.migration_nvlink_bytes, context.cost.scale_up) +
+         transfer_ps(d.overhead.migration_ib_bytes, context.cost.scale_out);
+}
+
+TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
+  for (const bool weights : {false, true}) {
+    const PlannerContext context = context_for(64, 32, 2, weights);
+    std::vector<std::unique_ptr<Planner>> planners;
+    for (const std::string& name : planner_names()) {
+      planners.push_back(make_planner(name, context, PlannerOptions{2, 2, 0, 20, 18, 20}));
+    }
+    for (int step = 0; step < 5; ++step) {
+      for (int microbatch = 0; microbatch < 2; ++microbatch) {
+        const RoutingCounts counts = record_counts(64, 32, 100 + step * 2 + microbatch);
+        std::vector<PhaseTimes> times;
+        std::vector<Picoseconds> totals;
+        for (auto& planner : planners) {
+          const PlannerDecision d = planner->plan(RecordId{step, microbatch}, counts);
+          const auto violation = find_plan_violation(counts, d.placement, d.plan);
+          EXPECT_FALSE(violation) << planner->name() << " step " << step << ": "
+                                  << violation->message;
+          const PlanCost cost =
+              predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
+          times.push_back(cost.times);
+          totals.push_back(total_with_overhead(context, d));
+        }
+        const PhaseTimes ideal = ideal_phase_times(counts, context.cost, times);
+        for (std::size_t i = 0; i < planners.size(); ++i) {
+          EXPECT_LE(ideal.total, totals[i]) << planners[i]->name();
+        }
+      }
+    }
+  }
+}
+
+TEST(Planners, EplbHoldsExpertsPerGpuPlusSpareSlotsAndEveryExpert) {
+  const PlannerContext context = context_for(64, 32, 1, true);
+  auto planner = make_planner("eplb-microbatch", context, PlannerOptions{});
+  const RoutingCounts counts = record_counts(64, 32, 7);
+  const PlannerDecision d = planner->plan(RecordId{0, 0}, counts);
+  std::vector<std::set<ExpertId>> hosted(32);
+  for (ExpertId e = 0; e < 64; ++e) hosted[d.placement.home_rank[e]].insert(e);
+  for (RankId r = 0; r < 32; ++r) {
+    for (int s = 0; s < d.plan.slots_per_rank; ++s) {
+      if (d.plan.replica_at(r, s) != kNoExpert) hosted[r].insert(d.plan.replica_at(r, s));
+    }
+    EXPECT_LE(hosted[r].size(), 64u / 32 + 1) << "rank " << r;
+  }
+  EXPECT_LT(predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost)
+                .max_mean_load(),
+            predict_plan_cost(context.topology, context.placement,
+                              static_plan(counts, context.placement), {}, context.cost)
+                .max_mean_load());
+  EXPECT_GT(d.overhead.host_ps, 0);
+  // Leaving the home layout moves weights: at least one replica per spare slot's worth.
+  EXPECT_GE(d.overhead.migration_nvlink_bytes + d.overhead.migration_ib_bytes,
+            context.cost.replica_weight_bytes);
+}
+
+TEST(Planners, DeployedEplbReplansEveryPeriodFromPastStepsOnly) {
+  const PlannerContext context = context_for(64, 32, 1, true);
+  auto planner = make_planner("eplb", context, PlannerOptions{2, 1, 0, 20, 18, 20});
+  // Step 0: no history, the home layout. Step 1: still none (period 2). Step 2: replans.
+  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
+  EXPECT_EQ(first.overhead.host_ps, 0);
+  EXPECT_EQ(first.placement.home_rank, context.placement.home_rank);
+  const PlannerDecision second = planner->plan(RecordId{1, 0}, record_counts(64, 32, 2));
+  EXPECT_EQ(second.overhead.host_ps, 0);
+  const PlannerDecision third = planner->plan(RecordId{2, 0}, record_counts(64, 32, 3));
+  EXPECT_GT(third.overhead.host_ps, 0);
+  const PlannerDecision fourth = planner->plan(RecordId{2, 1}, record_counts(64, 32, 4));
+  EXPECT_EQ(fourth.overhead.host_ps, 0);  // same step: the layout stays
+  EXPECT_EQ(fourth.placement.home_rank, third.placement.home_rank);
+  EXPECT_EQ(fourth.plan.replica_expert, third.plan.replica_expert);
+}
+
+TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
+  const PlannerContext context = context_for(64, 32, 1, true);
+  auto planner = make_planner("topoep", context, PlannerOptions{});
+  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
+  EXPECT_TRUE(first.resident.empty());
+  const PlannerDecision second = planner->plan(RecordId{0, 1}, record_counts(64, 32, 2));
+  EXPECT_EQ(second.resident, first.plan.replica_expert);
+  const PlannerDecision third = planner->plan(RecordId{1, 0}, record_counts(64, 32, 3));
+  EXPECT_TRUE(third.resident.empty());
+}
+
+TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) {
+  const PlannerContext context = context_for(64, 32, 2, false);
+  auto planner = make_planner("shadowing", context, PlannerOptions{});
+  const RoutingCounts counts = record_counts(64, 32, 9);
+  const PlannerDecision d = planner->plan(RecordId{0, 0}, counts);
+  EXPECT_LE(d.plan.slots_per_rank, 2);
+  EXPECT_LE(predict_plan_cost(context.topology, d.placement, d.plan, {}, context.cost).times.total,
+            predict_plan_cost(context.topology, context.placement,
+                              static_plan(counts, context.placement), {}, context.cost)
+                .times.total);
+}
+
+TEST(Planners, UnknownNamesAreRejected) {
+  EXPECT_EQ(testing::input_error_field(
+                [] { make_planner("magic", context_for(64, 32, 1, false), PlannerOptions{}); }),
+            "planner");
+}
+
+}  // namespace
+}  // namespace topoep
