@@ -32,6 +32,8 @@ class JsonObjectReader {
   double number_field(const std::string& key, double min, bool min_exclusive, double max);
   std::vector<double> number_array_field(const std::string& key);
   JsonObjectReader object_field(const std::string& key);
+  // Any value, unchecked, for callers that parse it themselves (still marked as known).
+  const nlohmann::json& raw_field(const std::string& key) { return require(key); }
   // Throws on the first unknown key, in alphabetical order.
   void finish() const;
 

@@ -159,5 +159,25 @@ echo '{"weight": [[1, 2], [3]]}' >"$work/ragged.json"
 expect "eplb rejects ragged weights" 2 $?
 expect_text "ragged weights named" "$work/out" "ragged.json: field 'weight[1]'"
 
+rm -rf "$work/t.trace"
+"$topoep" trace synth --out "$work/t.trace" --ranks 16 --experts 32 --top-k 4 >"$work/out" 2>&1
+expect "trace synth exits 0" 0 $?
+"$topoep" trace info "$work/t.trace" >"$work/out" 2>&1
+expect "trace info exits 0" 0 $?
+expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32 experts"
+"$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
+expect "trace validate accepts a good trace" 0 $?
+"$topoep" trace synth --out "$work/t.trace" >"$work/out" 2>&1
+expect "trace synth refuses to overwrite (exit 2)" 2 $?
+python3 - "$work/t.trace/index.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1]))
+index["metadata"]["num_experts"] = 31
+json.dump(index, open(sys.argv[1], "w"))
+PY
+"$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
+expect "trace validate rejects a shape mismatch with exit 2" 2 $?
+expect_text "the chunk and tensor are named" "$work/out" "chunk-000000.safetensors: field 'counts'"
+
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

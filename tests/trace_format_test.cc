@@ -1,0 +1,214 @@
+// The trace format: write, stream back, and reject damaged or inconsistent traces with the file
+// and record named; unfinished writes leave nothing behind.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_input_error.h"
+#include "solver/input_error.h"
+#include "traces/synthetic_routing.h"
+#include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+TraceMetadata small_metadata() {
+  TraceMetadata m;
+  m.model = "test";
+  m.num_experts = 16;
+  m.top_k = 2;
+  m.num_ranks = 8;
+  m.gpus_per_node = 4;
+  m.num_layers = 3;
+  m.microbatches = 2;
+  m.steps = 2;
+  m.tokens_per_rank = 32;
+  m.source = "synthetic";
+  m.records_per_chunk = 5;  // records span chunks unevenly
+  return m;
+}
+
+RoutingCounts record(int index) {
+  SyntheticRoutingSpec spec;
+  spec.num_ranks = 8;
+  spec.num_experts = 16;
+  spec.tokens_per_rank = 32;
+  spec.top_k = 2;
+  spec.seed = 100 + index;
+  return generate_routing(spec);
+}
+
+std::string fresh_path(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  fs::remove_all(path);
+  return path;
+}
+
+std::string write_small_trace(const std::string& name) {
+  const std::string path = fresh_path(name);
+  TraceWriter writer(path, small_metadata());
+  for (int i = 0; i < 12; ++i) writer.add(record(i));
+  writer.finish();
+  return path;
+}
+
+TEST(TraceFormat, WritesAndStreamsBackEveryRecordInOrder) {
+  const std::string path = write_small_trace("roundtrip.trace");
+  TraceReader reader(path);
+  EXPECT_EQ(reader.metadata().dtype, "U16");  // 32 tokens x top-2 fits in 16 bits
+  TraceRecord r;
+  int i = 0;
+  while (reader.next(r)) {
+    EXPECT_EQ(r.step, i / 6);
+    EXPECT_EQ(r.microbatch, i / 3 % 2);
+    EXPECT_EQ(r.layer, i % 3);
+    EXPECT_EQ(r.counts.values(), record(i).values()) << "record " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, 12);
+  EXPECT_EQ(validate_trace(path), 12);
+  EXPECT_TRUE(fs::exists(path + "/chunk-000002.safetensors"));  // 5 + 5 + 2 records
+}
+
+TEST(TraceFormat, UsesThirtyTwoBitCountsWhenSixteenMightOverflow) {
+  TraceMetadata m = small_metadata();
+  m.tokens_per_rank = 0;  // undeclared: rows may differ, no U16 guarantee
+  const std::string path = fresh_path("wide.trace");
+  TraceWriter writer(path, m);
+  RoutingCounts big(8, 16);
+  big.set(0, 0, 100000);
+  for (int i = 0; i < 12; ++i) writer.add(i == 0 ? big : record(i));
+  writer.finish();
+  TraceReader reader(path);
+  EXPECT_EQ(reader.metadata().dtype, "I32");
+  TraceRecord r;
+  ASSERT_TRUE(reader.next(r));
+  EXPECT_EQ(r.counts.at(0, 0), 100000);
+}
+
+TEST(TraceFormat, RejectsCountsBeyondTheTypeInsteadOfWrapping) {
+  TraceMetadata m = small_metadata();
+  m.tokens_per_rank = 0;
+  m.dtype = "U16";
+  const std::string path = fresh_path("overflow.trace");
+  TraceWriter writer(path, m);
+  RoutingCounts big(8, 16);
+  big.set(3, 5, 70000);
+  EXPECT_THROW(writer.add(big), InputError);
+}
+
+TEST(TraceFormat, RejectsRowsThatDisagreeWithTokensTimesTopK) {
+  const std::string path = fresh_path("rows.trace");
+  TraceWriter writer(path, small_metadata());
+  RoutingCounts wrong = record(0);
+  wrong.set(2, 0, wrong.at(2, 0) + 1);
+  try {
+    writer.add(wrong);
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "record 0 counts[2]");
+  }
+}
+
+TEST(TraceFormat, AnUnfinishedWriteLeavesNothing) {
+  const std::string path = fresh_path("unfinished.trace");
+  {
+    TraceWriter writer(path, small_metadata());
+    for (int i = 0; i < 7; ++i) writer.add(record(i));
+    EXPECT_THROW(writer.finish(), InputError);  // 7 of 12 records
+  }
+  EXPECT_FALSE(fs::exists(path));
+  for (const auto& entry : fs::directory_iterator(::testing::TempDir())) {
+    EXPECT_EQ(entry.path().filename().string().find("unfinished.trace.tmp"), std::string::npos);
+  }
+}
+
+TEST(TraceFormat, RefusesToOverwriteAnExistingTrace) {
+  const std::string path = write_small_trace("exists.trace");
+  EXPECT_THROW(TraceWriter(path, small_metadata()), FileInputError);
+}
+
+// Damage a copy of a good trace, then expect the reader to name the file (and field).
+std::string damaged(const std::string& name,
+                    const std::function<void(const std::string&)>& damage) {
+  const std::string path = write_small_trace(name);
+  damage(path);
+  return path;
+}
+
+std::string reader_error(const std::string& path) {
+  try {
+    validate_trace(path);
+  } catch (const FileInputError& error) {
+    return error.what();
+  }
+  return "<no error>";
+}
+
+TEST(TraceFormat, NamesATruncatedChunk) {
+  const std::string path = damaged("truncated.trace", [](const std::string& p) {
+    fs::resize_file(p + "/chunk-000001.safetensors",
+                    fs::file_size(p + "/chunk-000001.safetensors") - 10);
+  });
+  EXPECT_NE(reader_error(path).find("chunk-000001.safetensors"), std::string::npos)
+      << reader_error(path);
+  EXPECT_NE(reader_error(path).find("truncated"), std::string::npos) << reader_error(path);
+}
+
+TEST(TraceFormat, NamesAWrongHeaderLength) {
+  const std::string path = damaged("header.trace", [](const std::string& p) {
+    std::fstream file(p + "/chunk-000000.safetensors",
+                      std::ios::in | std::ios::out | std::ios::binary);
+    const char huge[8] = {'\xff', '\xff', '\xff', '\x7f', 0, 0, 0, 0};
+    file.write(huge, 8);
+  });
+  EXPECT_NE(reader_error(path).find("chunk-000000.safetensors: header length"), std::string::npos)
+      << reader_error(path);
+}
+
+TEST(TraceFormat, NamesBadIndexJson) {
+  const std::string path = damaged("json.trace", [](const std::string& p) {
+    std::ofstream(p + "/index.json") << "{\"format\": \"topoep-trace\", ";
+  });
+  EXPECT_NE(reader_error(path).find("index.json: invalid JSON"), std::string::npos)
+      << reader_error(path);
+}
+
+TEST(TraceFormat, NamesShapesThatDisagreeWithTheMetadata) {
+  const std::string path = damaged("shape.trace", [](const std::string& p) {
+    std::ifstream in(p + "/index.json");
+    nlohmann::json index = nlohmann::json::parse(in);
+    index["metadata"]["num_experts"] = 15;
+    std::ofstream(p + "/index.json") << index.dump();
+  });
+  EXPECT_NE(reader_error(path).find("chunk-000000.safetensors: field 'counts'"), std::string::npos)
+      << reader_error(path);
+}
+
+TEST(TraceFormat, NamesMissingRecords) {
+  const std::string path = damaged("missing.trace", [](const std::string& p) {
+    std::ifstream in(p + "/index.json");
+    nlohmann::json index = nlohmann::json::parse(in);
+    index["metadata"]["steps"] = 3;
+    std::ofstream(p + "/index.json") << index.dump();
+  });
+  EXPECT_NE(reader_error(path).find("field 'chunks'"), std::string::npos) << reader_error(path);
+}
+
+TEST(TraceFormat, NamesTheRecordWhoseRowSumIsWrong) {
+  const std::string path = damaged("sums.trace", [](const std::string& p) {
+    std::ifstream in(p + "/index.json");
+    nlohmann::json index = nlohmann::json::parse(in);
+    index["metadata"]["tokens_per_rank"] = 31;
+    std::ofstream(p + "/index.json") << index.dump();
+  });
+  EXPECT_NE(reader_error(path).find("record 0 counts[0]"), std::string::npos) << reader_error(path);
+}
+
+}  // namespace
+}  // namespace topoep

@@ -1,0 +1,150 @@
+#include "tools/cli/trace_command.h"
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "solver/input_error.h"
+#include "tools/cli/table.h"
+#include "traces/synthetic_routing.h"
+#include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
+
+namespace topoep {
+namespace {
+
+struct SynthOptions {
+  std::string out;
+  TraceMetadata metadata;
+  std::string skew = "zipf";
+  std::uint64_t seed = 1;
+};
+
+// Record i (step-major, then microbatch, then layer) uses seed + i: a trace is reproducible
+// from its metadata and seed, which the packing field records.
+void run_synth(SynthOptions options) {
+  TraceMetadata& m = options.metadata;
+  const RoutingSkew skew = options.skew == "uniform" ? RoutingSkew::kUniform : RoutingSkew::kZipf;
+  m.source = "topoep trace synth";
+  m.packing = {{"generator", "synthetic_routing"},
+               {"skew", options.skew},
+               {"seed", options.seed},
+               {"record_seed", "seed + record index"}};
+  TraceWriter writer(options.out, m);
+  for (std::int64_t i = 0; i < m.num_records(); ++i) {
+    SyntheticRoutingSpec spec;
+    spec.num_ranks = m.num_ranks;
+    spec.num_experts = m.num_experts;
+    spec.tokens_per_rank = static_cast<int>(m.tokens_per_rank);
+    spec.top_k = m.top_k;
+    spec.skew = skew;
+    spec.seed = options.seed + static_cast<std::uint64_t>(i);
+    writer.add(generate_routing(spec));
+  }
+  writer.finish();
+  std::cout << options.out << ": " << m.num_records() << " records written\n";
+}
+
+// Gini coefficient of non-negative loads (0: all equal; towards 1: one expert takes all).
+double gini(std::vector<double> loads) {
+  std::sort(loads.begin(), loads.end());
+  const double total = std::accumulate(loads.begin(), loads.end(), 0.0);
+  if (total <= 0) return 0;
+  double weighted = 0;
+  for (std::size_t i = 0; i < loads.size(); ++i)
+    weighted += (2.0 * (i + 1) - loads.size() - 1) * loads[i];
+  return weighted / (loads.size() * total);
+}
+
+void run_info(const std::string& path, bool json) {
+  TraceReader reader(path);
+  const TraceMetadata& m = reader.metadata();
+  std::vector<std::vector<double>> expert_loads(m.num_layers,
+                                                std::vector<double>(m.num_experts, 0.0));
+  TraceRecord record;
+  std::int64_t records = 0, assignments = 0;
+  while (reader.next(record)) {
+    const auto totals = record.counts.expert_totals();
+    for (int e = 0; e < m.num_experts; ++e)
+      expert_loads[record.layer][e] += static_cast<double>(totals[e]);
+    assignments += record.counts.total();
+    ++records;
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  TextTable table({"layer", "max/mean expert load", "Gini"});
+  for (int layer = 0; layer < m.num_layers; ++layer) {
+    const auto& loads = expert_loads[layer];
+    const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / loads.size();
+    const double ratio = mean > 0 ? *std::max_element(loads.begin(), loads.end()) / mean : 1.0;
+    layers.push_back({{"layer", layer}, {"max_mean_expert_load", ratio}, {"gini", gini(loads)}});
+    table.add_row({std::to_string(layer), format_fixed(ratio, 3), format_fixed(gini(loads), 3)});
+  }
+  if (json) {
+    std::cout << nlohmann::json{{"metadata", trace_metadata_to_json(m)},
+                                {"records", records},
+                                {"assignments", assignments},
+                                {"layers", layers}}
+                     .dump()
+              << "\n";
+    return;
+  }
+  std::cout << path << ": " << m.model << ", " << m.num_ranks << " ranks (" << m.gpus_per_node
+            << " per node) x " << m.num_experts << " experts, top-" << m.top_k << "; " << m.steps
+            << " steps x " << m.microbatches << " microbatches x " << m.num_layers
+            << " layers = " << records << " records, " << assignments << " assignments (" << m.dtype
+            << ")\n"
+            << "source: " << m.source << "\npacking: " << m.packing.dump() << "\n\n";
+  table.print(std::cout);
+}
+
+}  // namespace
+
+void add_trace_command(CLI::App& app) {
+  CLI::App* trace = app.add_subcommand("trace", "Write, summarise and check routing traces");
+  trace->require_subcommand(1);
+
+  CLI::App* synth = trace->add_subcommand("synth", "Write a seeded synthetic trace");
+  auto options = std::make_shared<SynthOptions>();
+  TraceMetadata& m = options->metadata;
+  m.model = "synthetic";
+  m.num_experts = 64;
+  m.top_k = 8;
+  m.num_ranks = 32;
+  m.gpus_per_node = 8;
+  m.num_layers = 4;
+  m.microbatches = 2;
+  m.steps = 2;
+  m.tokens_per_rank = 256;
+  synth->add_option("--out", options->out, "Trace directory to create")->required();
+  synth->add_option("--experts", m.num_experts)->capture_default_str();
+  synth->add_option("--top-k", m.top_k)->capture_default_str();
+  synth->add_option("--ranks", m.num_ranks)->capture_default_str();
+  synth->add_option("--gpus-per-node", m.gpus_per_node)->capture_default_str();
+  synth->add_option("--layers", m.num_layers)->capture_default_str();
+  synth->add_option("--microbatches", m.microbatches)->capture_default_str();
+  synth->add_option("--steps", m.steps)->capture_default_str();
+  synth->add_option("--tokens-per-rank", m.tokens_per_rank)->capture_default_str();
+  synth->add_option("--skew", options->skew, "zipf or uniform")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"zipf", "uniform"}));
+  synth->add_option("--seed", options->seed)->capture_default_str();
+  synth->callback([options] { run_synth(*options); });
+
+  CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
+  auto info_path = std::make_shared<std::string>();
+  auto info_json = std::make_shared<bool>(false);
+  info->add_option("trace", *info_path, "Trace directory")->required();
+  info->add_flag("--json", *info_json, "Print JSON");
+  info->callback([info_path, info_json] { run_info(*info_path, *info_json); });
+
+  CLI::App* validate = trace->add_subcommand("validate", "Check every record of a trace");
+  auto validate_path = std::make_shared<std::string>();
+  validate->add_option("trace", *validate_path, "Trace directory")->required();
+  validate->callback([validate_path] {
+    std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
+  });
+}
+
+}  // namespace topoep

@@ -1,0 +1,10 @@
+#pragma once
+// `topoep trace synth|info|validate`: write, summarise and check routing traces.
+
+#include <CLI/CLI.hpp>
+
+namespace topoep {
+
+void add_trace_command(CLI::App& app);
+
+}  // namespace topoep

@@ -1,0 +1,146 @@
+#include "traces/trace_reader.h"
+
+#include <fstream>
+
+#include "common/json_fields.h"
+
+namespace topoep {
+
+TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
+  const std::string index_path = path_ + "/index.json";
+  const nlohmann::json index = parse_json_text(read_text_file(index_path), index_path);
+  JsonObjectReader root(index, index_path, "");
+  if (root.string_field("format") != "topoep-trace")
+    root.fail("format", "must be \"topoep-trace\"");
+  if (root.int_field("version", 1, 1) != 1) root.fail("version", "must be 1");
+  metadata_ = trace_metadata_from_json(root.raw_field("metadata"), index_path);
+  const nlohmann::json& chunks = root.raw_field("chunks");
+  if (!chunks.is_array()) root.fail("chunks", "must be an array");
+  std::int64_t expected_first = 0;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    JsonObjectReader chunk(chunks[i], index_path, "chunks[" + std::to_string(i) + "]");
+    Chunk c{chunk.string_field("file"), chunk.int_field("first_record", 0, 1LL << 50),
+            chunk.int_field("num_records", 1, 1LL << 30)};
+    chunk.finish();
+    if (c.file.find('/') != std::string::npos)
+      chunk.fail("file", "must be a file name in the trace directory");
+    if (c.first_record != expected_first) {
+      chunk.fail("first_record", "is " + std::to_string(c.first_record) + ", expected " +
+                                     std::to_string(expected_first));
+    }
+    expected_first += c.num_records;
+    chunks_.push_back(c);
+  }
+  root.finish();
+  if (expected_first != metadata_.num_records()) {
+    throw FileInputError(index_path, "chunks",
+                         "hold " + std::to_string(expected_first) +
+                             " records, the metadata declares " +
+                             std::to_string(metadata_.num_records()));
+  }
+}
+
+void TraceReader::load_chunk(std::size_t index) {
+  const Chunk& chunk = chunks_[index];
+  const std::string file = path_ + "/" + chunk.file;
+  const SafetensorsHeader header = read_safetensors_header(file);
+  const auto counts = header.tensors.find("counts");
+  const auto ids = header.tensors.find("records");
+  if (counts == header.tensors.end()) throw FileInputError(file, "counts", "tensor is missing");
+  if (ids == header.tensors.end()) throw FileInputError(file, "records", "tensor is missing");
+  const std::vector<std::int64_t> counts_shape = {chunk.num_records, metadata_.num_ranks,
+                                                  metadata_.num_experts};
+  if (counts->second.dtype != metadata_.dtype || counts->second.shape != counts_shape) {
+    throw FileInputError(
+        file, "counts",
+        "has dtype " + counts->second.dtype + " and another shape than the index's " +
+            std::to_string(chunk.num_records) + " x " + std::to_string(metadata_.num_ranks) +
+            " x " + std::to_string(metadata_.num_experts) + " " + metadata_.dtype);
+  }
+  if (ids->second.dtype != "I32" ||
+      ids->second.shape != std::vector<std::int64_t>{chunk.num_records, 3}) {
+    throw FileInputError(file, "records",
+                         "must be I32 [" + std::to_string(chunk.num_records) + "][3]");
+  }
+  std::ifstream in(file, std::ios::binary);
+  counts_.resize(static_cast<std::size_t>(counts->second.end - counts->second.begin));
+  ids_.resize(static_cast<std::size_t>(chunk.num_records) * 3);
+  in.seekg(header.data_start + counts->second.begin);
+  in.read(reinterpret_cast<char*>(counts_.data()), static_cast<std::streamsize>(counts_.size()));
+  in.seekg(header.data_start + ids->second.begin);
+  in.read(reinterpret_cast<char*>(ids_.data()), static_cast<std::streamsize>(ids_.size() * 4));
+  if (!in) throw FileInputError(file, "", "reading the tensors failed: the file is truncated");
+  in_chunk_ = 0;
+}
+
+bool TraceReader::next(TraceRecord& record) {
+  if (next_record_ >= metadata_.num_records()) return false;
+  if (next_record_ == chunks_[chunk_index_].first_record) load_chunk(chunk_index_);
+  const Chunk& chunk = chunks_[chunk_index_];
+  const std::string file = path_ + "/" + chunk.file;
+  const std::string where = "record " + std::to_string(next_record_);
+  const TraceMetadata& m = metadata_;
+  const std::int64_t per_step = static_cast<std::int64_t>(m.microbatches) * m.num_layers;
+  const std::int32_t* id = ids_.data() + in_chunk_ * 3;
+  if (id[0] != next_record_ / per_step || id[1] != next_record_ % per_step / m.num_layers ||
+      id[2] != next_record_ % m.num_layers) {
+    throw FileInputError(file, where,
+                         "is labelled step " + std::to_string(id[0]) + ", microbatch " +
+                             std::to_string(id[1]) + ", layer " + std::to_string(id[2]) +
+                             ": records must run step, microbatch, layer without gaps");
+  }
+  const std::size_t cells = static_cast<std::size_t>(m.num_ranks) * m.num_experts;
+  std::vector<TokenCount> values(cells);
+  const std::size_t width = m.dtype == "U16" ? 2 : 4;
+  const std::uint8_t* bytes = counts_.data() + static_cast<std::size_t>(in_chunk_) * cells * width;
+  for (std::size_t i = 0; i < cells; ++i) {
+    if (width == 2) {
+      values[i] = bytes[2 * i] | bytes[2 * i + 1] << 8;
+    } else {
+      const std::int32_t value =
+          static_cast<std::int32_t>(static_cast<std::uint32_t>(bytes[4 * i]) |
+                                    static_cast<std::uint32_t>(bytes[4 * i + 1]) << 8 |
+                                    static_cast<std::uint32_t>(bytes[4 * i + 2]) << 16 |
+                                    static_cast<std::uint32_t>(bytes[4 * i + 3]) << 24);
+      if (value < 0) {
+        throw FileInputError(file,
+                             where + " counts[" + std::to_string(i / m.num_experts) + "][" +
+                                 std::to_string(i % m.num_experts) + "]",
+                             "is negative (" + std::to_string(value) + ")");
+      }
+      values[i] = value;
+    }
+  }
+  if (m.tokens_per_rank > 0) {
+    for (int src = 0; src < m.num_ranks; ++src) {
+      TokenCount row = 0;
+      for (int e = 0; e < m.num_experts; ++e)
+        row += values[static_cast<std::size_t>(src) * m.num_experts + e];
+      if (row != m.tokens_per_rank * m.top_k) {
+        throw FileInputError(file, where + " counts[" + std::to_string(src) + "]",
+                             "sums to " + std::to_string(row) + ", the metadata declares " +
+                                 std::to_string(m.tokens_per_rank * m.top_k));
+      }
+    }
+  }
+  record.step = id[0];
+  record.microbatch = id[1];
+  record.layer = id[2];
+  record.counts = RoutingCounts(m.num_ranks, m.num_experts, std::move(values));
+  ++next_record_;
+  if (++in_chunk_ == chunk.num_records) {
+    ++chunk_index_;
+    in_chunk_ = 0;
+  }
+  return true;
+}
+
+std::int64_t validate_trace(const std::string& path) {
+  TraceReader reader(path);
+  TraceRecord record;
+  std::int64_t records = 0;
+  while (reader.next(record)) ++records;
+  return records;
+}
+
+}  // namespace topoep
