@@ -134,6 +134,22 @@ TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) 
                 .times.total);
 }
 
+TEST(Planners, EveryPlannerPaysTheGradientReductionOfItsReplicas) {
+  const PlannerContext context = context_for(64, 32, 2, true);
+  const RoutingCounts counts = record_counts(64, 32, 11);
+  for (const std::string& name : planner_names()) {
+    const PlannerDecision d =
+        make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
+    Bytes replicas = 0;
+    for (const ExpertId expert : d.plan.replica_expert) replicas += expert != kNoExpert;
+    // One weight-sized gradient per replica, back to its home: NVLink or IB.
+    EXPECT_EQ(d.overhead.gradient_nvlink_bytes + d.overhead.gradient_ib_bytes,
+              replicas * context.cost.replica_weight_bytes)
+        << name;
+    EXPECT_EQ(d.overhead.gradient_ps > 0, replicas > 0) << name;
+  }
+}
+
 TEST(Planners, UnknownNamesAreRejected) {
   EXPECT_EQ(testing::input_error_field(
                 [] { make_planner("magic", context_for(64, 32, 1, false), PlannerOptions{}); }),

@@ -36,6 +36,11 @@ struct PlannerOverhead {
   Picoseconds host_ps = 0;           // critical-path time outside the MoE layer's phases
   Bytes migration_nvlink_bytes = 0;  // expert weights a re-layout moves inside nodes
   Bytes migration_ib_bytes = 0;      // ... and between nodes
+  // Backward pass: every replica's weight gradients (as large as its weights) are reduced back
+  // to the expert's home rank. Charged alike for every planner's replicas.
+  Bytes gradient_nvlink_bytes = 0;
+  Bytes gradient_ib_bytes = 0;
+  Picoseconds gradient_ps = 0;  // the busiest home rank's receive time, NVLink and IB pipelined
 };
 
 struct RecordId {
@@ -59,10 +64,14 @@ class Planner {
 };
 
 // "static", "topoep", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE layer:
-// planners keep per-layer state). Throws InputError naming "planner" for an unknown name.
+// planners keep per-layer state), with the gradient reduction of its replicas charged. Throws
+// InputError naming "planner" for an unknown name.
 std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
                                       const PlannerOptions& options);
 
 std::vector<std::string> planner_names();
+
+// Sets decision.overhead's gradient fields from its plan's replicas (see PlannerOverhead).
+void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context);
 
 }  // namespace topoep

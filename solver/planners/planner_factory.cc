@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "solver/input_error.h"
@@ -6,6 +7,61 @@
 #include "solver/planners/shadowing_planner.h"
 
 namespace topoep {
+namespace {
+
+// Every planner pays for its replicas' gradient reduction the same way.
+class GradientCharging : public Planner {
+ public:
+  GradientCharging(std::unique_ptr<Planner> inner, const PlannerContext& context)
+      : inner_(std::move(inner)), context_(context) {}
+  std::string name() const override { return inner_->name(); }
+
+  PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override {
+    PlannerDecision decision = inner_->plan(record, counts);
+    charge_gradient_reduction(decision, context_);
+    return decision;
+  }
+
+ private:
+  std::unique_ptr<Planner> inner_;
+  PlannerContext context_;
+};
+
+std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerContext& context,
+                                        const PlannerOptions& options) {
+  if (name == "static") return std::make_unique<StaticPlanner>(context);
+  if (name == "topoep") return std::make_unique<TopoepPlanner>(context, options);
+  if (name == "eplb") return std::make_unique<EplbPlanner>(context, options, false);
+  if (name == "eplb-microbatch") return std::make_unique<EplbPlanner>(context, options, true);
+  if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context);
+  return nullptr;
+}
+
+}  // namespace
+
+void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context) {
+  const Plan& plan = decision.plan;
+  const Bytes bytes = context.cost.replica_weight_bytes;
+  PlannerOverhead& overhead = decision.overhead;
+  overhead.gradient_nvlink_bytes = overhead.gradient_ib_bytes = 0;
+  overhead.gradient_ps = 0;
+  std::vector<Bytes> nvlink_in(plan.num_ranks, 0), ib_in(plan.num_ranks, 0);
+  for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
+    for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
+      const ExpertId expert = plan.replica_at(rank, slot);
+      if (expert == kNoExpert) continue;
+      const RankId home = decision.placement.home_rank[expert];
+      const bool local = context.topology.same_node(home, rank);
+      (local ? nvlink_in : ib_in)[home] += bytes;
+      (local ? overhead.gradient_nvlink_bytes : overhead.gradient_ib_bytes) += bytes;
+    }
+  }
+  for (RankId home = 0; home < plan.num_ranks; ++home) {
+    overhead.gradient_ps =
+        std::max(overhead.gradient_ps, std::max(transfer_ps(nvlink_in[home], context.cost.scale_up),
+                                                transfer_ps(ib_in[home], context.cost.scale_out)));
+  }
+}
 
 std::vector<std::string> planner_names() {
   return {"topoep", "static", "eplb", "eplb-microbatch", "shadowing"};
@@ -15,11 +71,9 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerCont
                                       const PlannerOptions& options) {
   if (options.eplb_period_steps < 1) throw InputError("eplb_period_steps", "must be at least 1");
   if (options.eplb_window_steps < 1) throw InputError("eplb_window_steps", "must be at least 1");
-  if (name == "static") return std::make_unique<StaticPlanner>(context);
-  if (name == "topoep") return std::make_unique<TopoepPlanner>(context, options);
-  if (name == "eplb") return std::make_unique<EplbPlanner>(context, options, false);
-  if (name == "eplb-microbatch") return std::make_unique<EplbPlanner>(context, options, true);
-  if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context);
+  if (auto planner = make_uncharged(name, context, options)) {
+    return std::make_unique<GradientCharging>(std::move(planner), context);
+  }
   std::string known;
   for (const std::string& planner : planner_names()) known += (known.empty() ? "" : ", ") + planner;
   throw InputError("planner", "unknown planner '" + name + "' (available: " + known + ", ideal)");

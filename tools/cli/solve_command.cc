@@ -69,7 +69,7 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
 }
 
 nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCost& after,
-                          Picoseconds overhead_ps) {
+                          Picoseconds overhead_ps, Picoseconds gradient_ps) {
   nlohmann::json replicas = nlohmann::json::array();
   for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
     nlohmann::json row = nlohmann::json::array();
@@ -90,7 +90,8 @@ nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCo
           {"ib_bytes_after", after.ib_dispatch_bytes},
           {"predicted_us_before", before.times.total / 1e6},
           {"predicted_us_after", after.times.total / 1e6},
-          {"overhead_us", overhead_ps / 1e6}};
+          {"overhead_us", overhead_ps / 1e6},
+          {"gradient_us", gradient_ps / 1e6}};
 }
 
 // Planning overhead on the critical path: host time plus migrated weights at link speed.
@@ -156,12 +157,13 @@ void run_solve(const SolveOptions& options) {
         table.add_row({std::to_string(l), "-", "1.000", "-",
                        format_fixed(before.times.total / 1e6, 1) + " -> " +
                            format_fixed(bound.total / 1e6, 1),
-                       "0.0", "-"});
+                       "0.0", "0.0", "-"});
       }
       continue;
     }
     if (options.json) {
-      output["layers"].push_back(layer_json(d.plan, before, after, overhead));
+      output["layers"].push_back(
+          layer_json(d.plan, before, after, overhead, d.overhead.gradient_ps));
       continue;
     }
     table.add_row(
