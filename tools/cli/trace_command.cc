@@ -9,11 +9,36 @@
 #include "solver/input_error.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_routing.h"
+#include "traces/trace_import.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
 namespace {
+
+struct ImportOptions {
+  std::string format;
+  std::string input;
+  std::string out;
+  ImportShape shape;
+  int layers = 26;
+  int experts = 64;
+  int top_k = 6;
+  int steps = 4;
+  std::uint64_t seed = 1;
+};
+
+void run_import(const ImportOptions& o) {
+  std::int64_t records = 0;
+  if (o.format == "esft") {
+    records = import_esft(o.input, o.layers, o.experts, o.top_k, o.shape, o.out);
+  } else if (o.format == "sglang-stats") {
+    records = import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out);
+  } else {
+    records = import_jsonl(o.input, o.top_k, o.shape.gpus_per_node, o.out);
+  }
+  std::cout << o.out << ": " << records << " records imported from " << o.input << "\n";
+}
 
 struct SynthOptions {
   std::string out;
@@ -132,19 +157,45 @@ void add_trace_command(CLI::App& app) {
   synth->add_option("--seed", options->seed)->capture_default_str();
   synth->callback([options] { run_synth(*options); });
 
-  CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
-  auto info_path = std::make_shared<std::string>();
-  auto info_json = std::make_shared<bool>(false);
-  info->add_option("trace", *info_path, "Trace directory")->required();
-  info->add_flag("--json", *info_json, "Print JSON");
-  info->callback([info_path, info_json] { run_info(*info_path, *info_json); });
+  CLI::App* import = trace->add_subcommand("import", "Convert recorded routing data to a trace");
+  auto import_options = std::make_shared<ImportOptions>();
+  ImportOptions& io = *import_options;
+  import->add_option("--format", io.format, "esft, sglang-stats or jsonl")
+      ->required()
+      ->check(CLI::IsMember({"esft", "sglang-stats", "jsonl"}));
+  import->add_option("--input", io.input, "esft: the task directory; sglang-stats, jsonl: the file")
+      ->required();
+  import->add_option("--out", io.out, "Trace directory to create")->required();
+  import->add_option("--ranks", io.shape.num_ranks, "Ranks to pack onto (esft, sglang-stats)")
+      ->capture_default_str();
+  import->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
+  import
+      ->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
+                   "Per microbatch (esft, sglang-stats)")
+      ->capture_default_str();
+  import->add_option("--microbatches-per-step", io.shape.microbatches_per_step)
+      ->capture_default_str();
+  import->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
+  import->add_option("--experts", io.experts, "Experts (esft)")->capture_default_str();
+  import->add_option("--top-k", io.top_k)->capture_default_str();
+  import->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")->capture_default_str();
+  import->add_option("--seed", io.seed, "Sampling seed (sglang-stats)")->capture_default_str();
+  import->callback([import_options] { run_import(*import_options);
+});
 
-  CLI::App* validate = trace->add_subcommand("validate", "Check every record of a trace");
-  auto validate_path = std::make_shared<std::string>();
-  validate->add_option("trace", *validate_path, "Trace directory")->required();
-  validate->callback([validate_path] {
-    std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
-  });
-}
+CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
+auto info_path = std::make_shared<std::string>();
+auto info_json = std::make_shared<bool>(false);
+info->add_option("trace", *info_path, "Trace directory")->required();
+info->add_flag("--json", *info_json, "Print JSON");
+info->callback([info_path, info_json] { run_info(*info_path, *info_json); });
+
+CLI::App* validate = trace->add_subcommand("validate", "Check every record of a trace");
+auto validate_path = std::make_shared<std::string>();
+validate->add_option("trace", *validate_path, "Trace directory")->required();
+validate->callback([validate_path] {
+  std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
+});
+}  // namespace topoep
 
 }  // namespace topoep
