@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "common/file_input_error.h"
+#include "solver/input_error.h"
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_packing.h"
@@ -19,6 +21,15 @@ namespace topoep {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string testing_field(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& error) {
+    return error.field();
+  }
+  return "<no error>";
+}
 
 std::string shared_dir() {
   const char* dir = std::getenv("TOPOEP_SHARED_DIR");
@@ -35,7 +46,7 @@ TEST(TraceImport, EsftLawPacksEveryLayerIntoTheSameMicrobatches) {
   if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
   const std::string dir = shared_dir() + "/traces/esft-deepseek-v2-lite/law";
   const std::string out = fresh("law.trace");
-  EXPECT_EQ(import_esft(dir, 26, 64, 6, ImportShape{32, 8, 64, 1}, out), 26 * 4);
+  EXPECT_EQ(import_esft(dir, 26, 64, 6, ImportShape{32, 8, 64, 1}, PackingOptions{}, out), 26 * 4);
   // Record 1 is step 0, layer 1: the first microbatch of expert_weights_2.txt, packed directly.
   const EsftLayer layer = read_esft_layer(dir + "/expert_weights_2.txt", 64, 6);
   std::vector<ExpertId> stream;
@@ -63,6 +74,83 @@ TEST(TraceImport, SglangStatsSkipDenseLayersAndSampleEachRecordFromItsSeed) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(reader.next(record));
   EXPECT_EQ(record.counts.values(),
             sample_counts_from_shares(layers[5], 32, 128, 8, 5 + 2).values());
+}
+
+TEST(TraceImport, FlameEncoderAndDecoderFilesBecomeEightLayers) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
+  const std::string base = shared_dir() + "/traces/flame-moe-290m/";
+  // Encoder: 2,048 tokens per layer file = one microbatch of 8 ranks x 256 tokens.
+  const std::string encoder = fresh("encoder.trace");
+  EXPECT_EQ(import_token_files("flame-csv", base + "encoder_32seqs_64tok", 64, 6,
+                               ImportShape{8, 8, 256, 1},
+                               PackingOptions{PackingMethod::kContiguous, 64, 0, 1}, encoder),
+            8);
+  EXPECT_EQ(TraceReader(encoder).metadata().num_layers, 8);
+  // Decoder: 10 position files x 64 tokens per layer, concatenated in position order.
+  const std::string decoder = fresh("decoder.trace");
+  EXPECT_EQ(import_token_files("flame-csv", base + "decoder_64seqs_pos1-10", 64, 6,
+                               ImportShape{8, 8, 80, 1}, PackingOptions{}, decoder),
+            8);
+  EXPECT_EQ(validate_trace(decoder), 8);
+}
+
+TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
+  const std::string csv_dir = fresh("topk_csv"), npy_dir = fresh("topk_npy");
+  fs::create_directories(csv_dir);
+  fs::create_directories(npy_dir);
+  // Two layers (named layer2 and layer10: natural order puts 2 first), 4 tokens of top-2.
+  const std::vector<std::vector<int>> layers = {{0, 1, 2, 3, 1, 2, 3, 0}, {3, 2, 1, 0, 0, 1, 2, 3}};
+  const char* names[] = {"layer2", "layer10"};
+  for (int l = 0; l < 2; ++l) {
+    std::ofstream csv(csv_dir + "/" + names[l] + ".csv");
+    csv << "expert_a,expert_b\n";
+    for (int t = 0; t < 4; ++t) csv << layers[l][2 * t] << "," << layers[l][2 * t + 1] << "\n";
+    std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }";
+    header.append(128 - 10 - header.size() - 1, ' ');  // 128-byte aligned preamble
+    header += "\n";
+    std::ofstream npy(npy_dir + "/" + names[l] + ".npy", std::ios::binary);
+    npy.write("\x93NUMPY\x01\x00", 8);
+    const char length[2] = {static_cast<char>(header.size()), 0};
+    npy.write(length, 2);
+    npy << header;
+    for (const int id : layers[l]) npy.write(reinterpret_cast<const char*>(&id), 4);
+  }
+  const std::string a = fresh("a.trace"), b = fresh("b.trace");
+  EXPECT_EQ(
+      import_token_files("topk-csv", csv_dir, 4, 2, ImportShape{2, 1, 2, 1}, PackingOptions{}, a),
+      2);
+  EXPECT_EQ(
+      import_token_files("topk-npy", npy_dir, 4, 2, ImportShape{2, 1, 2, 1}, PackingOptions{}, b),
+      2);
+  TraceReader ra(a), rb(b);
+  TraceRecord x, y;
+  ASSERT_TRUE(ra.next(x));
+  ASSERT_TRUE(rb.next(y));
+  // Layer 0 is layer2: rank 0 takes tokens (0,1), (2,3); rank 1 takes (1,2), (3,0).
+  EXPECT_EQ(x.counts.values(), (std::vector<TokenCount>{1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(x.counts.values(), y.counts.values());
+  ASSERT_TRUE(ra.next(x));
+  ASSERT_TRUE(rb.next(y));
+  EXPECT_EQ(x.counts.values(), y.counts.values());
+}
+
+TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
+  // Four units of one top-1 token each; two ranks, one token per rank and microbatch.
+  const std::vector<std::vector<ExpertId>> units = {{0}, {1}, {2}, {3}};
+  const auto round_robin = pack_units(units, unit_order(4, PackingMethod::kRoundRobin, 0, 1),
+                                      PackingMethod::kRoundRobin, 1, 4, 2, 1);
+  ASSERT_EQ(round_robin.size(), 2u);
+  EXPECT_EQ(round_robin[0].values(),
+            (std::vector<TokenCount>{1, 0, 0, 0, 0, 1, 0, 0}));  // units 0, 1
+  EXPECT_EQ(round_robin[1].values(),
+            (std::vector<TokenCount>{0, 0, 1, 0, 0, 0, 0, 1}));  // units 2, 3
+  EXPECT_EQ(unit_order(4, PackingMethod::kRandom, 0, 7),
+            unit_order(4, PackingMethod::kRandom, 0, 7));
+  auto shuffled = unit_order(33, PackingMethod::kRandom, 0, 7);
+  std::sort(shuffled.begin(), shuffled.end());
+  EXPECT_EQ(shuffled, unit_order(33, PackingMethod::kContiguous, 0, 7));       // a permutation
+  EXPECT_EQ(unit_order(33, PackingMethod::kContiguous, 100, 7).size(), 100u);  // bootstrap
+  EXPECT_EQ(testing_field([] { parse_packing_method("zigzag"); }), "packing");
 }
 
 std::string write_lines(const std::string& name, const std::string& text) {

@@ -1,5 +1,8 @@
 #include "traces/trace_import.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,26 +13,49 @@
 #include "solver/input_error.h"
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
+#include "traces/token_files.h"
 #include "traces/token_packing.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
 
-std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
-                         const ImportShape& shape, const std::string& out) {
-  std::vector<std::vector<RoutingCounts>> by_layer;  // [layer][microbatch]
-  for (int layer = 1; layer <= num_layers; ++layer) {
-    const EsftLayer esft = read_esft_layer(
-        dir + "/expert_weights_" + std::to_string(layer) + ".txt", num_experts, top_k);
-    std::vector<ExpertId> stream;
-    for (const auto& sequence : esft.sequences)
-      stream.insert(stream.end(), sequence.begin(), sequence.end());
-    by_layer.push_back(
-        pack_tokens_contiguous(stream, top_k, num_experts, shape.num_ranks, shape.tokens_per_rank));
-    if (by_layer.back().size() != by_layer.front().size()) {
-      throw FileInputError(dir + "/expert_weights_" + std::to_string(layer) + ".txt", "",
-                           "holds a different number of tokens than expert_weights_1.txt");
+namespace {
+
+// Cuts one layer's token stream into units of `unit_tokens` tokens (the last may be shorter).
+std::vector<std::vector<ExpertId>> token_runs(const std::vector<ExpertId>& experts, int top_k,
+                                              int unit_tokens) {
+  std::vector<std::vector<ExpertId>> units;
+  const std::size_t step = static_cast<std::size_t>(std::max(1, unit_tokens)) * top_k;
+  for (std::size_t first = 0; first < experts.size(); first += step) {
+    units.emplace_back(
+        experts.begin() + static_cast<std::ptrdiff_t>(first),
+        experts.begin() + static_cast<std::ptrdiff_t>(std::min(experts.size(), first + step)));
+  }
+  return units;
+}
+
+// Packs every layer's units the same way and writes the records step, microbatch, layer.
+std::int64_t write_token_trace(const std::string& model, const std::string& source,
+                               const std::vector<std::vector<std::vector<ExpertId>>>& layers,
+                               int num_experts, int top_k, const ImportShape& shape,
+                               const PackingOptions& packing, const std::string& natural_unit,
+                               const std::string& out) {
+  const int num_units = static_cast<int>(layers.front().size());
+  for (std::size_t l = 1; l < layers.size(); ++l) {
+    bool same = layers[l].size() == layers[0].size();
+    for (std::size_t u = 0; same && u < layers[l].size(); ++u)
+      same = layers[l][u].size() == layers[0][u].size();
+    if (!same) {
+      throw InputError("layer " + std::to_string(l),
+                       "does not hold the same tokens (unit lengths) as layer 0");
     }
+  }
+  const std::vector<int> order =
+      unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed);
+  std::vector<std::vector<RoutingCounts>> by_layer;
+  for (const auto& units : layers) {
+    by_layer.push_back(pack_units(units, order, packing.method, top_k, num_experts, shape.num_ranks,
+                                  shape.tokens_per_rank));
   }
   const int microbatches = static_cast<int>(by_layer.front().size());
   if (microbatches < shape.microbatches_per_step) {
@@ -39,28 +65,89 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
                                             " tokens, fewer than one step");
   }
   TraceMetadata m;
-  m.model = "esft";
+  m.model = model;
   m.num_experts = num_experts;
   m.top_k = top_k;
   m.num_ranks = shape.num_ranks;
   m.gpus_per_node = shape.gpus_per_node;
-  m.num_layers = num_layers;
+  m.num_layers = static_cast<int>(layers.size());
   m.microbatches = shape.microbatches_per_step;
   m.steps = microbatches / shape.microbatches_per_step;
   m.tokens_per_rank = shape.tokens_per_rank;
-  m.source = "ESFT expert scores: " + dir;
-  m.packing = {{"method", "contiguous"},
-               {"unit", "tokens of all sequences in file order"},
+  m.source = source;
+  m.packing = {{"method", to_string(packing.method)},
+               {"unit", packing.unit_tokens > 0 ? std::to_string(packing.unit_tokens) + " tokens"
+                                                : natural_unit},
+               {"units", num_units},
+               {"bootstrap_units", packing.bootstrap_units},
+               {"seed", packing.seed},
                {"partial_microbatch", "dropped"}};
   TraceWriter writer(out, m);
   for (int step = 0; step < m.steps; ++step) {
     for (int mb = 0; mb < m.microbatches; ++mb) {
-      for (int layer = 0; layer < num_layers; ++layer)
-        writer.add(by_layer[layer][step * m.microbatches + mb]);
+      for (const auto& layer : by_layer) writer.add(layer[step * m.microbatches + mb]);
     }
   }
   writer.finish();
   return m.num_records();
+}
+
+}  // namespace
+
+std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
+                         const ImportShape& shape, const PackingOptions& packing,
+                         const std::string& out) {
+  std::vector<std::vector<std::vector<ExpertId>>> layers;
+  for (int layer = 1; layer <= num_layers; ++layer) {
+    EsftLayer esft = read_esft_layer(dir + "/expert_weights_" + std::to_string(layer) + ".txt",
+                                     num_experts, top_k);
+    if (packing.unit_tokens > 0) {
+      std::vector<ExpertId> stream;
+      for (const auto& sequence : esft.sequences)
+        stream.insert(stream.end(), sequence.begin(), sequence.end());
+      layers.push_back(token_runs(stream, top_k, packing.unit_tokens));
+    } else {
+      layers.push_back(std::move(esft.sequences));
+    }
+  }
+  return write_token_trace("esft", "ESFT expert scores: " + dir, layers, num_experts, top_k, shape,
+                           packing, "sequence", out);
+}
+
+std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
+                                int top_k, const ImportShape& shape, const PackingOptions& packing,
+                                const std::string& out) {
+  std::vector<std::vector<ExpertId>> streams;  // per layer
+  if (format == "flame-csv") {
+    std::map<int, std::vector<ExpertId>> by_layer;
+    for (const std::string& file : files_in_natural_order(dir, ".csv")) {
+      TokenLayerFile layer = read_flame_csv(file, num_experts, top_k);
+      // FLAME's dumps name the layer in the file name ("..._layer7_..."); their layer_id column
+      // may be 0 throughout. The name wins when it has one.
+      const std::string name = std::filesystem::path(file).filename().string();
+      const std::size_t at = name.find("layer");
+      const bool named = at != std::string::npos && at + 5 < name.size() &&
+                         std::isdigit(static_cast<unsigned char>(name[at + 5]));
+      auto& stream = by_layer[named ? std::stoi(name.substr(at + 5)) : layer.layer];
+      stream.insert(stream.end(), layer.experts.begin(), layer.experts.end());
+    }
+    for (auto& entry : by_layer) streams.push_back(std::move(entry.second));
+  } else if (format == "topk-csv" || format == "topk-npy") {
+    const bool csv = format == "topk-csv";
+    for (const std::string& file : files_in_natural_order(dir, csv ? ".csv" : ".npy")) {
+      streams.push_back(
+          (csv ? read_topk_csv(file, num_experts, top_k) : read_topk_npy(file, num_experts, top_k))
+              .experts);
+    }
+  } else {
+    throw InputError("format", "unknown per-token format '" + format + "'");
+  }
+  if (streams.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
+  std::vector<std::vector<std::vector<ExpertId>>> layers;
+  for (const auto& stream : streams)
+    layers.push_back(token_runs(stream, top_k, packing.unit_tokens));
+  return write_token_trace(format, format + " files: " + dir, layers, num_experts, top_k, shape,
+                           packing, "token", out);
 }
 
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "traces/unit_packing.h"
+
 namespace topoep {
 
 struct ImportShape {
@@ -14,12 +16,31 @@ struct ImportShape {
   int microbatches_per_step = 1;
 };
 
+// How per-token data becomes rank x expert matrices (traces/unit_packing.h): units are whole
+// sequences where the data has them (ESFT lines) unless unit_tokens > 0 cuts runs of that many
+// tokens (the default for per-token files: 1). bootstrap_units > 0 resamples that many units
+// with replacement first. Recorded in the trace's metadata.
+struct PackingOptions {
+  PackingMethod method = PackingMethod::kContiguous;
+  int unit_tokens = 0;
+  int bootstrap_units = 0;
+  std::uint64_t seed = 1;
+};
+
 // ESFT expert-score dumps: DIR/expert_weights_<L>.txt for L = 1..num_layers, the same sequences
-// on the same lines of every file. Tokens are packed contiguously (traces/token_packing.h) into
-// ranks x tokens_per_rank microbatches; whole microbatches only; steps group
-// microbatches_per_step of them. Returns the number of records written.
+// on the same lines of every file. Whole microbatches only; steps group microbatches_per_step
+// of them. Returns the number of records written.
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
-                         const ImportShape& shape, const std::string& out);
+                         const ImportShape& shape, const PackingOptions& packing,
+                         const std::string& out);
+
+// Per-token files, one layer each, in DIR: "flame-csv" (FLAME-MoE router probabilities; files
+// grouped by the layer in their name ("layerN"), else their layer_id column, and concatenated in
+// natural name order, e.g. decoder positions),
+// "topk-csv" (*.csv) or "topk-npy" (*.npy), one file per layer in natural name order.
+std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
+                                int top_k, const ImportShape& shape, const PackingOptions& packing,
+                                const std::string& out);
 
 // SGLang expert-load statistics ({"logical_count": [layers][experts]}): layers with no tokens
 // (dense layers) are skipped; every (step, microbatch, layer) record samples each rank's

@@ -26,12 +26,18 @@ struct ImportOptions {
   int top_k = 6;
   int steps = 4;
   std::uint64_t seed = 1;
+  std::string packing = "contiguous";
+  int unit_tokens = 0;
+  int bootstrap = 0;
 };
 
 void run_import(const ImportOptions& o) {
   std::int64_t records = 0;
+  const PackingOptions packing{parse_packing_method(o.packing), o.unit_tokens, o.bootstrap, o.seed};
   if (o.format == "esft") {
-    records = import_esft(o.input, o.layers, o.experts, o.top_k, o.shape, o.out);
+    records = import_esft(o.input, o.layers, o.experts, o.top_k, o.shape, packing, o.out);
+  } else if (o.format == "flame-csv" || o.format == "topk-csv" || o.format == "topk-npy") {
+    records = import_token_files(o.format, o.input, o.experts, o.top_k, o.shape, packing, o.out);
   } else if (o.format == "sglang-stats") {
     records = import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out);
   } else {
@@ -160,11 +166,25 @@ void add_trace_command(CLI::App& app) {
   CLI::App* import = trace->add_subcommand("import", "Convert recorded routing data to a trace");
   auto import_options = std::make_shared<ImportOptions>();
   ImportOptions& io = *import_options;
-  import->add_option("--format", io.format, "esft, sglang-stats or jsonl")
+  import
+      ->add_option("--format", io.format,
+                   "esft, flame-csv, topk-csv, topk-npy, sglang-stats or jsonl")
       ->required()
-      ->check(CLI::IsMember({"esft", "sglang-stats", "jsonl"}));
-  import->add_option("--input", io.input, "esft: the task directory; sglang-stats, jsonl: the file")
+      ->check(
+          CLI::IsMember({"esft", "flame-csv", "topk-csv", "topk-npy", "sglang-stats", "jsonl"}));
+  import
+      ->add_option("--input", io.input,
+                   "esft, flame-csv, topk-csv, topk-npy: a directory; sglang-stats, jsonl: a file")
       ->required();
+  import
+      ->add_option("--packing", io.packing, "contiguous, round-robin or random (per-token formats)")
+      ->capture_default_str();
+  import
+      ->add_option("--unit-tokens", io.unit_tokens,
+                   "Pack units of this many tokens (0: whole sequences where known, else 1)")
+      ->capture_default_str();
+  import->add_option("--bootstrap", io.bootstrap, "Resample this many units with replacement first")
+      ->capture_default_str();
   import->add_option("--out", io.out, "Trace directory to create")->required();
   import->add_option("--ranks", io.shape.num_ranks, "Ranks to pack onto (esft, sglang-stats)")
       ->capture_default_str();
@@ -176,10 +196,11 @@ void add_trace_command(CLI::App& app) {
   import->add_option("--microbatches-per-step", io.shape.microbatches_per_step)
       ->capture_default_str();
   import->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
-  import->add_option("--experts", io.experts, "Experts (esft)")->capture_default_str();
+  import->add_option("--experts", io.experts, "Experts (per-token formats)")->capture_default_str();
   import->add_option("--top-k", io.top_k)->capture_default_str();
   import->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")->capture_default_str();
-  import->add_option("--seed", io.seed, "Sampling seed (sglang-stats)")->capture_default_str();
+  import->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
+      ->capture_default_str();
   import->callback([import_options] { run_import(*import_options);
 });
 

@@ -1,0 +1,34 @@
+#pragma once
+// Readers of per-token routing files, one MoE layer each: FLAME-MoE router-probability CSV,
+// and generic top-k expert ids as CSV or .npy. Each returns top_k expert ids per token, token
+// after token, in file order; errors are FileInputError naming the file and the line/field.
+
+#include <string>
+#include <vector>
+
+#include "solver/types.h"
+
+namespace topoep {
+
+struct TokenLayerFile {
+  int layer = -1;                 // the file's layer id (FLAME's layer_id column), -1 if none
+  std::vector<ExpertId> experts;  // [tokens * top_k]
+};
+
+// Header `layer_id,token_id,expert_0..expert_{E-1}`; a column is non-zero where the token was
+// routed to that expert (ids ascending per token). Every row must have exactly top_k non-zero
+// columns and the file one layer_id.
+TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_k);
+
+// One row per token: top_k expert ids, comma-separated; a first line that is not numeric is a
+// header and skipped.
+TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k);
+
+// A C-order integer array of shape [tokens, top_k] (numpy .npy v1-3; i1/i2/i4/i8/u1/u2/u4).
+TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k);
+
+// The regular files in `dir` whose names end in `suffix`, in natural order (digit runs compare
+// as numbers: layer2 < layer10).
+std::vector<std::string> files_in_natural_order(const std::string& dir, const std::string& suffix);
+
+}  // namespace topoep
