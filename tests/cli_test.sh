@@ -169,6 +169,14 @@ expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32
 expect "trace validate accepts a good trace" 0 $?
 "$topoep" trace synth --out "$work/t.trace" >"$work/out" 2>&1
 expect "trace synth refuses to overwrite (exit 2)" 2 $?
+rm -rf "$work/s.trace"
+"$topoep" trace slice "$work/t.trace" --out "$work/s.trace" --steps 1:2 --layers 0,2 >"$work/out" 2>&1
+expect "trace slice exits 0" 0 $?
+"$topoep" trace info "$work/s.trace" >"$work/out" 2>&1
+expect_text "the slice has one step and two layers" "$work/out" "1 steps x 2 microbatches x 2 layers = 4 records"
+"$topoep" trace slice "$work/t.trace" --out "$work/s2.trace" --steps 5:9 >"$work/out" 2>&1
+expect "trace slice rejects steps outside the trace" 2 $?
+expect_text "the bad range is named" "$work/out" "steps"
 python3 - "$work/t.trace/index.json" <<'PY'
 import json, sys
 index = json.load(open(sys.argv[1]))

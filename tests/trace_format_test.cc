@@ -10,6 +10,7 @@
 #include "solver/input_error.h"
 #include "traces/synthetic_routing.h"
 #include "traces/trace_reader.h"
+#include "traces/trace_slice.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
@@ -126,6 +127,29 @@ TEST(TraceFormat, AnUnfinishedWriteLeavesNothing) {
   for (const auto& entry : fs::directory_iterator(::testing::TempDir())) {
     EXPECT_EQ(entry.path().filename().string().find("unfinished.trace.tmp"), std::string::npos);
   }
+}
+
+TEST(TraceSlice, KeepsTheChosenStepsAndLayersRenumbered) {
+  const std::string path = write_small_trace("slice_source.trace");  // 2 steps x 2 mb x 3 layers
+  const std::string out = fresh_path("slice.trace");
+  TraceSlice slice;
+  parse_step_range("1:", &slice);
+  slice.layers = {0, 2};
+  EXPECT_EQ(slice_trace(path, slice, out), 4);
+  TraceReader reader(out);
+  EXPECT_EQ(reader.metadata().steps, 1);
+  EXPECT_EQ(reader.metadata().num_layers, 2);
+  TraceRecord r;
+  const int kept[] = {6, 8, 9, 11};  // step 1: records 6..11, layers 0 and 2
+  for (const int source : kept) {
+    ASSERT_TRUE(reader.next(r));
+    EXPECT_EQ(r.step, 0);
+    EXPECT_EQ(r.counts.values(), record(source).values()) << "source record " << source;
+  }
+  EXPECT_FALSE(reader.next(r));
+  slice.layers = {2, 1};
+  EXPECT_THROW(slice_trace(path, slice, fresh_path("bad_slice.trace")), InputError);
+  EXPECT_THROW(parse_step_range("3", &slice), InputError);
 }
 
 TEST(TraceFormat, RefusesToOverwriteAnExistingTrace) {

@@ -11,6 +11,7 @@
 #include "traces/synthetic_routing.h"
 #include "traces/trace_import.h"
 #include "traces/trace_reader.h"
+#include "traces/trace_slice.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
@@ -163,60 +164,82 @@ void add_trace_command(CLI::App& app) {
   synth->add_option("--seed", options->seed)->capture_default_str();
   synth->callback([options] { run_synth(*options); });
 
-  CLI::App* import = trace->add_subcommand("import", "Convert recorded routing data to a trace");
+  CLI::App* import_command =
+      trace->add_subcommand("import", "Convert recorded routing data to a trace");
   auto import_options = std::make_shared<ImportOptions>();
   ImportOptions& io = *import_options;
-  import
+  import_command
       ->add_option("--format", io.format,
                    "esft, flame-csv, topk-csv, topk-npy, sglang-stats or jsonl")
       ->required()
       ->check(
           CLI::IsMember({"esft", "flame-csv", "topk-csv", "topk-npy", "sglang-stats", "jsonl"}));
-  import
+  import_command
       ->add_option("--input", io.input,
                    "esft, flame-csv, topk-csv, topk-npy: a directory; sglang-stats, jsonl: a file")
       ->required();
-  import
+  import_command
       ->add_option("--packing", io.packing, "contiguous, round-robin or random (per-token formats)")
       ->capture_default_str();
-  import
+  import_command
       ->add_option("--unit-tokens", io.unit_tokens,
                    "Pack units of this many tokens (0: whole sequences where known, else 1)")
       ->capture_default_str();
-  import->add_option("--bootstrap", io.bootstrap, "Resample this many units with replacement first")
+  import_command
+      ->add_option("--bootstrap", io.bootstrap, "Resample this many units with replacement first")
       ->capture_default_str();
-  import->add_option("--out", io.out, "Trace directory to create")->required();
-  import->add_option("--ranks", io.shape.num_ranks, "Ranks to pack onto (esft, sglang-stats)")
+  import_command->add_option("--out", io.out, "Trace directory to create")->required();
+  import_command
+      ->add_option("--ranks", io.shape.num_ranks, "Ranks to pack onto (esft, sglang-stats)")
       ->capture_default_str();
-  import->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
-  import
+  import_command->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
+  import_command
       ->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
                    "Per microbatch (esft, sglang-stats)")
       ->capture_default_str();
-  import->add_option("--microbatches-per-step", io.shape.microbatches_per_step)
+  import_command->add_option("--microbatches-per-step", io.shape.microbatches_per_step)
       ->capture_default_str();
-  import->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
-  import->add_option("--experts", io.experts, "Experts (per-token formats)")->capture_default_str();
-  import->add_option("--top-k", io.top_k)->capture_default_str();
-  import->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")->capture_default_str();
-  import->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
+  import_command->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
+  import_command->add_option("--experts", io.experts, "Experts (per-token formats)")
       ->capture_default_str();
-  import->callback([import_options] { run_import(*import_options);
-});
+  import_command->add_option("--top-k", io.top_k)->capture_default_str();
+  import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")
+      ->capture_default_str();
+  import_command->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
+      ->capture_default_str();
+  import_command->callback([import_options] { run_import(*import_options); });
 
-CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
-auto info_path = std::make_shared<std::string>();
-auto info_json = std::make_shared<bool>(false);
-info->add_option("trace", *info_path, "Trace directory")->required();
-info->add_flag("--json", *info_json, "Print JSON");
-info->callback([info_path, info_json] { run_info(*info_path, *info_json); });
+  CLI::App* slice = trace->add_subcommand("slice", "Write a trace of a step range and some layers");
+  auto slice_in = std::make_shared<std::string>();
+  auto slice_out = std::make_shared<std::string>();
+  auto slice_steps = std::make_shared<std::string>(":");
+  auto slice_layers = std::make_shared<std::vector<int>>();
+  slice->add_option("trace", *slice_in, "Trace directory")->required();
+  slice->add_option("--out", *slice_out, "Trace directory to create")->required();
+  slice->add_option("--steps", *slice_steps, "a:b (exclusive end), a: or :b")
+      ->capture_default_str();
+  slice->add_option("--layers", *slice_layers, "Layer ids to keep, ascending (default: all)")
+      ->delimiter(',');
+  slice->callback([slice_in, slice_out, slice_steps, slice_layers] {
+    TraceSlice range;
+    parse_step_range(*slice_steps, &range);
+    range.layers = *slice_layers;
+    std::cout << *slice_out << ": " << slice_trace(*slice_in, range, *slice_out) << " records\n";
+  });
 
-CLI::App* validate = trace->add_subcommand("validate", "Check every record of a trace");
-auto validate_path = std::make_shared<std::string>();
-validate->add_option("trace", *validate_path, "Trace directory")->required();
-validate->callback([validate_path] {
-  std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
-});
-}  // namespace topoep
+  CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
+  auto info_path = std::make_shared<std::string>();
+  auto info_json = std::make_shared<bool>(false);
+  info->add_option("trace", *info_path, "Trace directory")->required();
+  info->add_flag("--json", *info_json, "Print JSON");
+  info->callback([info_path, info_json] { run_info(*info_path, *info_json); });
+
+  CLI::App* validate = trace->add_subcommand("validate", "Check every record of a trace");
+  auto validate_path = std::make_shared<std::string>();
+  validate->add_option("trace", *validate_path, "Trace directory")->required();
+  validate->callback([validate_path] {
+    std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
+  });
+}
 
 }  // namespace topoep

@@ -1,5 +1,5 @@
 #pragma once
-// `topoep trace import|synth|info|validate`: write, summarise and check routing traces.
+// `topoep trace import|synth|slice|info|validate`: write, summarise and check routing traces.
 
 #include <CLI/CLI.hpp>
 
