@@ -8,7 +8,7 @@
 
 #include "solver/input_error.h"
 #include "tools/cli/table.h"
-#include "traces/synthetic_routing.h"
+#include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_slice.h"
@@ -49,34 +49,15 @@ void run_import(const ImportOptions& o) {
 
 struct SynthOptions {
   std::string out;
-  TraceMetadata metadata;
-  std::string skew = "zipf";
-  std::uint64_t seed = 1;
+  SyntheticTraceSpec spec;
+  std::string popularity = "zipf";
 };
 
-// Record i (step-major, then microbatch, then layer) uses seed + i: a trace is reproducible
-// from its metadata and seed, which the packing field records.
 void run_synth(SynthOptions options) {
-  TraceMetadata& m = options.metadata;
-  const RoutingSkew skew = options.skew == "uniform" ? RoutingSkew::kUniform : RoutingSkew::kZipf;
-  m.source = "topoep trace synth";
-  m.packing = {{"generator", "synthetic_routing"},
-               {"skew", options.skew},
-               {"seed", options.seed},
-               {"record_seed", "seed + record index"}};
-  TraceWriter writer(options.out, m);
-  for (std::int64_t i = 0; i < m.num_records(); ++i) {
-    SyntheticRoutingSpec spec;
-    spec.num_ranks = m.num_ranks;
-    spec.num_experts = m.num_experts;
-    spec.tokens_per_rank = static_cast<int>(m.tokens_per_rank);
-    spec.top_k = m.top_k;
-    spec.skew = skew;
-    spec.seed = options.seed + static_cast<std::uint64_t>(i);
-    writer.add(generate_routing(spec));
-  }
-  writer.finish();
-  std::cout << options.out << ": " << m.num_records() << " records written\n";
+  options.spec.popularity =
+      options.popularity == "lognormal" ? Popularity::kLogNormal : Popularity::kZipf;
+  const std::int64_t records = write_synthetic_trace(options.spec, options.out);
+  std::cout << options.out << ": " << records << " records written\n";
 }
 
 // Gini coefficient of non-negative loads (0: all equal; towards 1: one expert takes all).
@@ -139,29 +120,36 @@ void add_trace_command(CLI::App& app) {
 
   CLI::App* synth = trace->add_subcommand("synth", "Write a seeded synthetic trace");
   auto options = std::make_shared<SynthOptions>();
-  TraceMetadata& m = options->metadata;
-  m.model = "synthetic";
-  m.num_experts = 64;
-  m.top_k = 8;
-  m.num_ranks = 32;
-  m.gpus_per_node = 8;
-  m.num_layers = 4;
-  m.microbatches = 2;
-  m.steps = 2;
-  m.tokens_per_rank = 256;
+  SyntheticTraceSpec& spec = options->spec;
+  spec.num_experts = 64;
+  spec.num_layers = 4;
+  spec.tokens_per_rank = 256;
+  spec.steps = 2;
   synth->add_option("--out", options->out, "Trace directory to create")->required();
-  synth->add_option("--experts", m.num_experts)->capture_default_str();
-  synth->add_option("--top-k", m.top_k)->capture_default_str();
-  synth->add_option("--ranks", m.num_ranks)->capture_default_str();
-  synth->add_option("--gpus-per-node", m.gpus_per_node)->capture_default_str();
-  synth->add_option("--layers", m.num_layers)->capture_default_str();
-  synth->add_option("--microbatches", m.microbatches)->capture_default_str();
-  synth->add_option("--steps", m.steps)->capture_default_str();
-  synth->add_option("--tokens-per-rank", m.tokens_per_rank)->capture_default_str();
-  synth->add_option("--skew", options->skew, "zipf or uniform")
+  synth->add_option("--experts", spec.num_experts)->capture_default_str();
+  synth->add_option("--top-k", spec.top_k)->capture_default_str();
+  synth->add_option("--ranks", spec.num_ranks)->capture_default_str();
+  synth->add_option("--gpus-per-node", spec.gpus_per_node)->capture_default_str();
+  synth->add_option("--layers", spec.num_layers)->capture_default_str();
+  synth->add_option("--microbatches", spec.microbatches)->capture_default_str();
+  synth->add_option("--steps", spec.steps)->capture_default_str();
+  synth->add_option("--tokens-per-rank", spec.tokens_per_rank)->capture_default_str();
+  synth->add_option("--popularity", options->popularity, "zipf or lognormal")
       ->capture_default_str()
-      ->check(CLI::IsMember({"zipf", "uniform"}));
-  synth->add_option("--seed", options->seed)->capture_default_str();
+      ->check(CLI::IsMember({"zipf", "lognormal"}));
+  synth
+      ->add_option("--hot-ratio", spec.hot_ratio,
+                   "Busiest expert's share over the mean (1: uniform)")
+      ->capture_default_str();
+  synth->add_option("--drift", spec.drift_per_step, "Popularity positions swapped per step")
+      ->capture_default_str();
+  synth
+      ->add_option("--layer-correlation", spec.layer_correlation,
+                   "Share of the popularity order the next layer keeps")
+      ->capture_default_str();
+  synth->add_option("--rank-variation", spec.rank_variation, "Log-normal sigma of per-rank noise")
+      ->capture_default_str();
+  synth->add_option("--seed", spec.seed)->capture_default_str();
   synth->callback([options] { run_synth(*options); });
 
   CLI::App* import_command =

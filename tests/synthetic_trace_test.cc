@@ -1,0 +1,107 @@
+// The synthetic trace generator: seeded and reproducible, calibrated skew, drift and layer
+// correlation that behave as documented.
+
+#include "traces/synthetic_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "solver/input_error.h"
+#include "traces/trace_reader.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<TraceRecord> generate(const SyntheticTraceSpec& spec, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  fs::remove_all(path);
+  write_synthetic_trace(spec, path);
+  TraceReader reader(path);
+  std::vector<TraceRecord> records;
+  TraceRecord record;
+  while (reader.next(record)) records.push_back(record);
+  return records;
+}
+
+SyntheticTraceSpec small_spec() {
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 16;
+  spec.num_experts = 64;
+  spec.num_layers = 3;
+  spec.microbatches = 1;
+  spec.steps = 3;
+  spec.tokens_per_rank = 512;
+  return spec;
+}
+
+ExpertId busiest(const RoutingCounts& counts) {
+  const auto totals = counts.expert_totals();
+  return static_cast<ExpertId>(std::max_element(totals.begin(), totals.end()) - totals.begin());
+}
+
+double busiest_over_mean(const RoutingCounts& counts) {
+  const auto totals = counts.expert_totals();
+  return static_cast<double>(*std::max_element(totals.begin(), totals.end())) * totals.size() /
+         static_cast<double>(counts.total());
+}
+
+TEST(SyntheticTrace, IsReproducibleFromItsSeed) {
+  const auto a = generate(small_spec(), "a.trace");
+  const auto b = generate(small_spec(), "b.trace");
+  SyntheticTraceSpec other = small_spec();
+  other.seed = 2;
+  const auto c = generate(other, "c.trace");
+  ASSERT_EQ(a.size(), 9u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].counts.values(), b[i].counts.values());
+  EXPECT_NE(a[0].counts.values(), c[0].counts.values());
+}
+
+TEST(SyntheticTrace, HitsTheCalibratedHotRatio) {
+  for (const Popularity popularity : {Popularity::kZipf, Popularity::kLogNormal}) {
+    SyntheticTraceSpec spec = small_spec();
+    spec.popularity = popularity;
+    spec.rank_variation = 0;
+    spec.drift_per_step = 0;
+    spec.tokens_per_rank = 4096;
+    spec.hot_ratio = 5.0;
+    for (const TraceRecord& r : generate(spec, "calibrated.trace")) {
+      EXPECT_NEAR(busiest_over_mean(r.counts), 5.0, 0.5);  // sampling noise on 16 x 4096 x 8 draws
+    }
+  }
+  EXPECT_NEAR(zipf_exponent_for(64, 1.0), 0.0, 1e-6);  // a ratio of 1 is uniform
+}
+
+TEST(SyntheticTrace, CorrelatedLayersAndNoDriftKeepTheHotExpert) {
+  SyntheticTraceSpec spec = small_spec();
+  spec.layer_correlation = 1.0;
+  spec.drift_per_step = 0.0;
+  spec.rank_variation = 0.0;
+  const auto records = generate(spec, "fixed.trace");
+  for (const TraceRecord& r : records) EXPECT_EQ(busiest(r.counts), busiest(records[0].counts));
+
+  spec.layer_correlation = 0.0;
+  spec.drift_per_step = 1.0;
+  std::vector<ExpertId> hot;
+  for (const TraceRecord& r : generate(spec, "moving.trace")) hot.push_back(busiest(r.counts));
+  std::sort(hot.begin(), hot.end());
+  EXPECT_GT(std::unique(hot.begin(), hot.end()) - hot.begin(), 3);  // the hot expert moves
+}
+
+TEST(SyntheticTrace, RejectsParametersOutOfRange) {
+  SyntheticTraceSpec spec = small_spec();
+  spec.drift_per_step = 1.5;
+  EXPECT_THROW(write_synthetic_trace(spec, ::testing::TempDir() + "/bad.trace"), InputError);
+  spec = small_spec();
+  spec.hot_ratio = 0.5;
+  EXPECT_THROW(check_synthetic_trace_spec(spec), InputError);
+  spec = small_spec();
+  spec.gpus_per_node = 5;
+  EXPECT_THROW(check_synthetic_trace_spec(spec), InputError);
+}
+
+}  // namespace
+}  // namespace topoep

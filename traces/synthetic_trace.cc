@@ -1,0 +1,171 @@
+#include "traces/synthetic_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "solver/input_error.h"
+#include "traces/splitmix64.h"
+#include "traces/trace_writer.h"
+
+namespace topoep {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+double uniform01(SplitMix64& random) {
+  return (static_cast<double>(random.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+double standard_normal(SplitMix64& random) {  // Box-Muller, one of the pair
+  return std::sqrt(-2.0 * std::log(uniform01(random))) * std::cos(2.0 * kPi * uniform01(random));
+}
+
+double busiest_over_mean(const std::vector<double>& weights) {
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  return *std::max_element(weights.begin(), weights.end()) * weights.size() / total;
+}
+
+// Popularity by rank position (descending), normalised so the busiest over the mean is the
+// target: Zipf 1 / (i + 1)^s, or log-normal quantiles exp(sigma * z_i) sorted descending.
+std::vector<double> popularity_weights(const SyntheticTraceSpec& spec) {
+  const int E = spec.num_experts;
+  std::vector<double> weights(E);
+  if (spec.popularity == Popularity::kZipf) {
+    const double s = zipf_exponent_for(E, spec.hot_ratio);
+    for (int i = 0; i < E; ++i) weights[i] = std::pow(i + 1.0, -s);
+    return weights;
+  }
+  // Log-normal: evenly spaced normal quantiles (deterministic), sigma by bisection.
+  std::vector<double> z(E);
+  for (int i = 0; i < E; ++i) {
+    const double p = (E - i - 0.5) / E;  // descending
+    // Acklam-free quantile: invert the error function by bisection on the normal CDF.
+    double low = -10, high = 10;
+    for (int k = 0; k < 100; ++k) {
+      const double mid = (low + high) / 2;
+      (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? low : high) = mid;
+    }
+    z[i] = (low + high) / 2;
+  }
+  double low = 0, high = 10;
+  for (int k = 0; k < 100; ++k) {
+    const double sigma = (low + high) / 2;
+    for (int i = 0; i < E; ++i) weights[i] = std::exp(sigma * z[i]);
+    (busiest_over_mean(weights) < spec.hot_ratio ? low : high) = sigma;
+  }
+  for (int i = 0; i < E; ++i) weights[i] = std::exp((low + high) / 2 * z[i]);
+  return weights;
+}
+
+void swap_fraction(std::vector<ExpertId>& order, double fraction, SplitMix64& random) {
+  const int swaps = static_cast<int>(std::llround(fraction * order.size() / 2));
+  for (int k = 0; k < swaps; ++k) {
+    std::swap(order[random.below(order.size())], order[random.below(order.size())]);
+  }
+}
+
+}  // namespace
+
+double zipf_exponent_for(int num_experts, double hot_ratio) {
+  double low = 0, high = 8;
+  std::vector<double> weights(num_experts);
+  for (int k = 0; k < 100; ++k) {
+    const double s = (low + high) / 2;
+    for (int i = 0; i < num_experts; ++i) weights[i] = std::pow(i + 1.0, -s);
+    (busiest_over_mean(weights) < hot_ratio ? low : high) = s;
+  }
+  return (low + high) / 2;
+}
+
+void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
+  auto require = [](bool ok, const char* field, const char* message) {
+    if (!ok) throw InputError(field, message);
+  };
+  require(s.num_experts >= 1 && s.top_k >= 1 && s.top_k <= s.num_experts, "top_k",
+          "must be in [1, experts]");
+  require(s.num_ranks >= 1 && s.gpus_per_node >= 1 && s.num_ranks % s.gpus_per_node == 0,
+          "gpus_per_node", "must divide the ranks");
+  require(s.num_layers >= 1 && s.microbatches >= 1 && s.steps >= 1 && s.tokens_per_rank >= 1,
+          "steps", "layers, microbatches, steps and tokens per rank must be positive");
+  require(s.hot_ratio >= 1 && s.hot_ratio <= s.num_experts, "hot_ratio", "must be in [1, experts]");
+  require(s.drift_per_step >= 0 && s.drift_per_step <= 1, "drift_per_step", "must be in [0, 1]");
+  require(s.layer_correlation >= 0 && s.layer_correlation <= 1, "layer_correlation",
+          "must be in [0, 1]");
+  require(s.rank_variation >= 0 && s.rank_variation <= 4, "rank_variation", "must be in [0, 4]");
+}
+
+std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out) {
+  check_synthetic_trace_spec(spec);
+  const int E = spec.num_experts, R = spec.num_ranks;
+  SplitMix64 random(spec.seed);
+  const std::vector<double> popularity = popularity_weights(spec);
+
+  // Per layer: which expert holds each popularity position. Layer 0 is a seeded shuffle; each
+  // next layer keeps a `layer_correlation` share of the previous order and reshuffles the rest.
+  std::vector<std::vector<ExpertId>> order(spec.num_layers, std::vector<ExpertId>(E));
+  std::iota(order[0].begin(), order[0].end(), 0);
+  for (int i = E - 1; i > 0; --i)
+    std::swap(order[0][i], order[0][random.below(static_cast<std::uint64_t>(i) + 1)]);
+  for (int l = 1; l < spec.num_layers; ++l) {
+    order[l] = order[l - 1];
+    swap_fraction(order[l], 1.0 - spec.layer_correlation, random);
+  }
+
+  TraceMetadata m;
+  m.model = "synthetic";
+  m.num_experts = E;
+  m.top_k = spec.top_k;
+  m.num_ranks = R;
+  m.gpus_per_node = spec.gpus_per_node;
+  m.num_layers = spec.num_layers;
+  m.microbatches = spec.microbatches;
+  m.steps = spec.steps;
+  m.tokens_per_rank = spec.tokens_per_rank;
+  m.source = "topoep synthetic trace generator";
+  m.packing = {{"generator", "synthetic_trace"},
+               {"popularity", spec.popularity == Popularity::kZipf ? "zipf" : "lognormal"},
+               {"hot_ratio", spec.hot_ratio},
+               {"drift_per_step", spec.drift_per_step},
+               {"layer_correlation", spec.layer_correlation},
+               {"rank_variation", spec.rank_variation},
+               {"seed", spec.seed}};
+  TraceWriter writer(out, m);
+  std::vector<std::uint64_t> cumulative(E);
+  std::vector<TokenCount> values(static_cast<std::size_t>(R) * E);
+  for (int step = 0; step < spec.steps; ++step) {
+    if (step > 0) {
+      for (auto& layer_order : order) swap_fraction(layer_order, spec.drift_per_step, random);
+    }
+    for (int mb = 0; mb < spec.microbatches; ++mb) {
+      for (int l = 0; l < spec.num_layers; ++l) {
+        std::fill(values.begin(), values.end(), 0);
+        for (int rank = 0; rank < R; ++rank) {
+          // This rank's weights: the layer's popularity with log-normal noise, quantised to
+          // integers so the draws below are exact.
+          std::uint64_t total = 0;
+          std::vector<std::uint64_t> weight(E);
+          for (int position = 0; position < E; ++position) {
+            const double noisy =
+                popularity[position] * std::exp(spec.rank_variation * standard_normal(random));
+            weight[order[l][position]] =
+                static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
+          }
+          for (int e = 0; e < E; ++e) cumulative[e] = total += weight[e];
+          const std::int64_t draws = static_cast<std::int64_t>(spec.tokens_per_rank) * spec.top_k;
+          for (std::int64_t d = 0; d < draws; ++d) {
+            const std::uint64_t draw = random.below(total);
+            const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), draw);
+            ++values[static_cast<std::size_t>(rank) * E + (it - cumulative.begin())];
+          }
+        }
+        writer.add(RoutingCounts(R, E, values));
+      }
+    }
+  }
+  writer.finish();
+  return m.num_records();
+}
+
+}  // namespace topoep
