@@ -153,6 +153,29 @@ TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   EXPECT_EQ(testing_field([] { parse_packing_method("zigzag"); }), "packing");
 }
 
+TEST(SglangStats, DirichletSharesVaryAroundTheLayerAndTightenWithConcentration) {
+  const std::vector<std::int64_t> layer = {100, 300, 600, 0};
+  // Mean share of expert 2 over many draws stays near 0.6; spread shrinks as concentration grows.
+  for (const double concentration : {10.0, 1000.0}) {
+    double sum = 0, squares = 0;
+    for (int i = 0; i < 400; ++i) {
+      const auto weights = dirichlet_shares(layer, concentration, 1000 + i);
+      EXPECT_EQ(weights[3], 0);  // no tokens, no share
+      double total = 0;
+      for (const auto w : weights) total += static_cast<double>(w);
+      const double share = weights[2] / total;
+      sum += share;
+      squares += share * share;
+    }
+    const double mean = sum / 400, variance = squares / 400 - mean * mean;
+    EXPECT_NEAR(mean, 0.6, 0.03) << concentration;
+    // Dirichlet variance: p (1 - p) / (concentration + 1).
+    EXPECT_NEAR(variance, 0.24 / (concentration + 1), 0.24 / (concentration + 1) * 0.3)
+        << concentration;
+  }
+  EXPECT_EQ(dirichlet_shares(layer, 10, 5), dirichlet_shares(layer, 10, 5));
+}
+
 std::string write_lines(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "common/json_fields.h"
 #include "solver/input_error.h"
@@ -59,6 +60,60 @@ RoutingCounts sample_counts_from_shares(const std::vector<std::int64_t>& expert_
     }
   }
   return RoutingCounts(num_ranks, num_experts, std::move(values));
+}
+
+}  // namespace topoep
+
+namespace topoep {
+namespace {
+
+double uniform_open(SplitMix64& random) {
+  return (static_cast<double>(random.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+double normal(SplitMix64& random) {
+  return std::sqrt(-2.0 * std::log(uniform_open(random))) *
+         std::cos(2.0 * 3.14159265358979323846 * uniform_open(random));
+}
+
+// Gamma(alpha, 1) by Marsaglia and Tsang; alpha < 1 through Gamma(alpha + 1) x U^(1 / alpha).
+double gamma(double alpha, SplitMix64& random) {
+  if (alpha < 1.0) return gamma(alpha + 1.0, random) * std::pow(uniform_open(random), 1.0 / alpha);
+  const double d = alpha - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  while (true) {
+    double x, v;
+    do {
+      x = normal(random);
+      v = 1.0 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = uniform_open(random);
+    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> dirichlet_shares(const std::vector<std::int64_t>& expert_counts,
+                                           double concentration, std::uint64_t seed) {
+  if (!(concentration > 0)) throw InputError("concentration", "must be positive");
+  double total = 0;
+  for (const std::int64_t count : expert_counts) total += static_cast<double>(count);
+  if (total <= 0) throw InputError("expert_counts", "the layer has no tokens to sample from");
+  SplitMix64 random(seed);
+  std::vector<double> draws(expert_counts.size(), 0.0);
+  double sum = 0;
+  for (std::size_t e = 0; e < expert_counts.size(); ++e) {
+    if (expert_counts[e] == 0) continue;
+    draws[e] = gamma(concentration * static_cast<double>(expert_counts[e]) / total, random);
+    sum += draws[e];
+  }
+  std::vector<std::int64_t> weights(expert_counts.size(), 0);
+  for (std::size_t e = 0; e < expert_counts.size(); ++e) {
+    if (expert_counts[e] == 0) continue;
+    weights[e] = std::max<std::int64_t>(1, std::llround(draws[e] / sum * 4294967296.0));
+  }
+  return weights;
 }
 
 }  // namespace topoep

@@ -22,4 +22,12 @@ RoutingCounts sample_counts_from_shares(const std::vector<std::int64_t>& expert_
                                         int num_ranks, int tokens_per_rank, int top_k,
                                         std::uint64_t seed);
 
+// Microbatch-to-microbatch variation: shares drawn from a Dirichlet with mean the layer's shares
+// and total concentration `concentration` (expert e gets alpha_e = concentration x share_e; a
+// smaller concentration means more variation), then sampled as above: a Dirichlet-multinomial.
+// Returns integer weights (the shares x 2^32, at least 1 for experts with tokens) for
+// sample_counts_from_shares. Deterministic for a seed (Marsaglia-Tsang gamma draws).
+std::vector<std::int64_t> dirichlet_shares(const std::vector<std::int64_t>& expert_counts,
+                                           double concentration, std::uint64_t seed);
+
 }  // namespace topoep

@@ -152,7 +152,7 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
-                                 const std::string& out) {
+                                 const std::string& out, double concentration) {
   std::vector<std::vector<std::int64_t>> layers;
   for (auto& layer : read_sglang_logical_count(path)) {
     std::int64_t total = 0;
@@ -171,16 +171,22 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
   m.steps = steps;
   m.tokens_per_rank = shape.tokens_per_rank;
   m.source = "SGLang expert-load statistics: " + path;
-  m.packing = {{"method", "multinomial sampling from each layer's expert shares"},
-               {"seed", seed},
-               {"record_seed", "seed + record index"},
-               {"dense_layers", "skipped"},
-               {"overdispersion", "none (plain multinomial)"}};
+  m.packing = {
+      {"method", concentration > 0 ? "Dirichlet-multinomial around each layer's expert shares"
+                                   : "multinomial sampling from each layer's expert shares"},
+      {"seed", seed},
+      {"record_seed", "seed + record index"},
+      {"dense_layers", "skipped"},
+      {"concentration", concentration}};
   TraceWriter writer(out, m);
   for (std::int64_t record = 0; record < m.num_records(); ++record) {
-    writer.add(sample_counts_from_shares(layers[record % m.num_layers], shape.num_ranks,
-                                         shape.tokens_per_rank, top_k,
-                                         seed + static_cast<std::uint64_t>(record)));
+    const std::uint64_t record_seed = seed + static_cast<std::uint64_t>(record);
+    const std::vector<std::int64_t>& layer = layers[record % m.num_layers];
+    // NOTE: the Dirichlet draw and the multinomial use different streams of the record's seed.
+    writer.add(sample_counts_from_shares(
+        concentration > 0 ? dirichlet_shares(layer, concentration, record_seed ^ 0x5bd1e995ull)
+                          : layer,
+        shape.num_ranks, shape.tokens_per_rank, top_k, record_seed));
   }
   writer.finish();
   return m.num_records();

@@ -46,9 +46,11 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 // (dense layers) are skipped; every (step, microbatch, layer) record samples each rank's
 // tokens_per_rank x top_k assignments from the layer's shares (multinomial; SplitMix64 seeded
 // with seed + record index).
+// With concentration > 0, each record's shares are first drawn from a Dirichlet around the
+// layer's shares (traces/sglang_stats.h): a Dirichlet-multinomial with that overdispersion.
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
-                                 const std::string& out);
+                                 const std::string& out, double concentration = 0);
 
 // JSON lines {"step", "microbatch", "layer", "rank", "counts": [...E...]}, in any order; every
 // (step, microbatch, layer, rank) of the implied ranges must appear exactly once. Holds the

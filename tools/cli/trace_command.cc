@@ -28,6 +28,7 @@ struct ImportOptions {
   int steps = 4;
   std::uint64_t seed = 1;
   std::string packing = "contiguous";
+  double concentration = 0;
   int unit_tokens = 0;
   int bootstrap = 0;
 };
@@ -40,7 +41,8 @@ void run_import(const ImportOptions& o) {
   } else if (o.format == "flame-csv" || o.format == "topk-csv" || o.format == "topk-npy") {
     records = import_token_files(o.format, o.input, o.experts, o.top_k, o.shape, packing, o.out);
   } else if (o.format == "sglang-stats") {
-    records = import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out);
+    records =
+        import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out, o.concentration);
   } else {
     records = import_jsonl(o.input, o.top_k, o.shape.gpus_per_node, o.out);
   }
@@ -194,6 +196,11 @@ void add_trace_command(CLI::App& app) {
   import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")
       ->capture_default_str();
   import_command->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
+      ->capture_default_str();
+  import_command
+      ->add_option(
+          "--concentration", io.concentration,
+          "sglang-stats: Dirichlet concentration of microbatch variation (0: plain multinomial)")
       ->capture_default_str();
   import_command->callback([import_options] { run_import(*import_options); });
 
