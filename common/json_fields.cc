@@ -24,6 +24,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
   } catch (const nlohmann::json::parse_error& error) {
     throw FileInputError(
         origin, "", "invalid JSON at byte " + std::to_string(error.byte) + ": " + error.what());
+  } catch (const nlohmann::json::exception& error) {
+    // NOTE: e.g. a number beyond double range ("1e999") is out_of_range, not a parse_error.
+    throw FileInputError(origin, "", std::string("invalid JSON: ") + error.what());
   }
 }
 

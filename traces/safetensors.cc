@@ -40,7 +40,7 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {
     throw FileInputError(path, "", std::string("header is not valid JSON: ") + error.what());
   }
   if (!header.is_object()) throw FileInputError(path, "", "header must be a JSON object");

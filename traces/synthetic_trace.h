@@ -27,8 +27,9 @@ struct SyntheticTraceSpec {
   int tokens_per_rank = 1024;
   Popularity popularity = Popularity::kZipf;
   // The busiest expert's expected share over the mean share; the Zipf exponent or log-normal
-  // sigma is solved for it. 5.0: the low end of the SGLang DeepSeek-V3 statistics (busiest
-  // expert 5-8x the layer mean, median) and the high end of ESFT's per-sequence 3.6-5.6x.
+  // sigma is solved for it (capped at num_experts, all load on one expert). 5.0: the low end of the
+  // SGLang DeepSeek-V3 statistics (busiest expert 5-8x the layer mean, median) and the high end of
+  // ESFT's per-sequence 3.6-5.6x.
   double hot_ratio = 5.0;
   double drift_per_step = 0.05;    // fraction of popularity positions swapped at each new step
   double layer_correlation = 0.5;  // fraction of a layer's popularity order the next layer keeps
@@ -37,7 +38,7 @@ struct SyntheticTraceSpec {
 };
 
 // Throws InputError naming the field for sizes out of range or parameters outside [0, 1]
-// (drift, correlation) or below 1 (hot_ratio).
+// (drift, correlation), rank_variation outside [0, 4], or hot_ratio below 1.
 void check_synthetic_trace_spec(const SyntheticTraceSpec& spec);
 
 // The Zipf exponent s whose busiest/mean expected share over `num_experts` is `hot_ratio`.

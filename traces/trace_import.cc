@@ -205,7 +205,7 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
     nlohmann::json value;
     try {
       value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& error) {
+    } catch (const nlohmann::json::exception& error) {
       throw FileInputError(path, where, std::string("invalid JSON: ") + error.what());
     }
     int key[4];
