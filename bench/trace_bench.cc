@@ -4,8 +4,11 @@
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "traces/splitmix64.h"
 #include "traces/synthetic_routing.h"
+#include "traces/trace_import.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
 
@@ -46,7 +49,8 @@ std::vector<RoutingCounts> bench_records() {
 
 std::int64_t trace_bytes(const std::string& path) {
   std::int64_t bytes = 0;
-  for (const auto& entry : fs::directory_iterator(path)) bytes += static_cast<std::int64_t>(entry.file_size());
+  for (const auto& entry : fs::directory_iterator(path))
+    bytes += static_cast<std::int64_t>(entry.file_size());
   return bytes;
 }
 
@@ -57,7 +61,8 @@ void BM_TraceWrite(benchmark::State& state) {
   for (auto _ : state) {
     fs::remove_all(path);
     TraceWriter writer(path, bench_metadata());
-    for (std::int64_t i = 0; i < writer.metadata().num_records(); ++i) writer.add(records[i % records.size()]);
+    for (std::int64_t i = 0; i < writer.metadata().num_records(); ++i)
+      writer.add(records[i % records.size()]);
     writer.finish();
     bytes = trace_bytes(path);
   }
@@ -72,7 +77,8 @@ void BM_TraceRead(benchmark::State& state) {
   fs::remove_all(path);
   {
     TraceWriter writer(path, bench_metadata());
-    for (std::int64_t i = 0; i < writer.metadata().num_records(); ++i) writer.add(records[i % records.size()]);
+    for (std::int64_t i = 0; i < writer.metadata().num_records(); ++i)
+      writer.add(records[i % records.size()]);
     writer.finish();
   }
   const std::int64_t bytes = trace_bytes(path);
@@ -87,6 +93,42 @@ void BM_TraceRead(benchmark::State& state) {
   fs::remove_all(path);
 }
 BENCHMARK(BM_TraceRead)->Unit(benchmark::kMillisecond);
+
+// Import of per-token top-k ids (.npy, 8 layers x 262,144 tokens x top-8 int32: 67 MB of input)
+// packed onto 64 ranks x 4096 tokens: parse, pack, write. Throughput in MB/s of input read (the
+// counts written are far smaller than per-token input).
+void BM_ImportTopkNpy(benchmark::State& state) {
+  const std::string dir = (fs::temp_directory_path() / "topoep_bench_npy").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  SplitMix64 random(3);
+  const std::int64_t tokens = 262144, top_k = 8;
+  for (int layer = 0; layer < 8; ++layer) {
+    std::string header =
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (" + std::to_string(tokens) + ", 8), }";
+    header.append(128 - 10 - header.size() - 1, ' ');
+    header += '\n';
+    std::ofstream out(dir + "/layer" + std::to_string(layer) + ".npy", std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char length[2] = {static_cast<char>(header.size()), 0};
+    out.write(length, 2);
+    out << header;
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * top_k));
+    for (auto& id : ids) id = static_cast<std::int32_t>(random.below(256));
+    out.write(reinterpret_cast<const char*>(ids.data()),
+              static_cast<std::streamsize>(ids.size() * 4));
+  }
+  const std::string trace = (fs::temp_directory_path() / "topoep_bench_import.trace").string();
+  for (auto _ : state) {
+    fs::remove_all(trace);
+    import_token_files("topk-npy", dir, 256, 8, ImportShape{64, 8, 4096, 1}, PackingOptions{},
+                       trace);
+  }
+  state.SetBytesProcessed(state.iterations() * 8 * tokens * top_k * 4);
+  fs::remove_all(trace);
+  fs::remove_all(dir);
+}
+BENCHMARK(BM_ImportTopkNpy)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace topoep

@@ -177,6 +177,18 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   }
   TokenLayerFile result;
   result.experts.reserve(static_cast<std::size_t>(tokens * columns));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (width == 4 && type[1] == 'i') {  // the common int32 case: reinterpret, then range-check
+    result.experts.resize(static_cast<std::size_t>(tokens * columns));
+    std::memcpy(result.experts.data(), data.data(), data.size());
+    for (std::size_t i = 0; i < result.experts.size(); ++i) {
+      if (result.experts[i] < 0 || result.experts[i] >= num_experts) {
+        checked_expert(result.experts[i], num_experts, path, "row " + std::to_string(i / columns));
+      }
+    }
+    return result;
+  }
+#endif
   for (long long i = 0; i < tokens * columns; ++i) {
     unsigned long long raw = 0;
     for (int b = width - 1; b >= 0; --b)
