@@ -34,9 +34,7 @@ RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
 Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
   const PlanCost cost =
       predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
-  return cost.times.total + d.overhead.host_ps +
-         transfer_ps(d.overhead.migration_nvlink_bytes, context.cost.scale_up) +
-         transfer_ps(d.overhead.migration_ib_bytes, context.cost.scale_out);
+  return cost.times.total + overhead_time_ps(d.overhead, context.cost);
 }
 
 TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {

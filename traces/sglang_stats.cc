@@ -67,27 +67,18 @@ RoutingCounts sample_counts_from_shares(const std::vector<std::int64_t>& expert_
 namespace topoep {
 namespace {
 
-double uniform_open(SplitMix64& random) {
-  return (static_cast<double>(random.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-double normal(SplitMix64& random) {
-  return std::sqrt(-2.0 * std::log(uniform_open(random))) *
-         std::cos(2.0 * 3.14159265358979323846 * uniform_open(random));
-}
-
 // Gamma(alpha, 1) by Marsaglia and Tsang; alpha < 1 through Gamma(alpha + 1) x U^(1 / alpha).
 double gamma(double alpha, SplitMix64& random) {
-  if (alpha < 1.0) return gamma(alpha + 1.0, random) * std::pow(uniform_open(random), 1.0 / alpha);
+  if (alpha < 1.0) return gamma(alpha + 1.0, random) * std::pow(random.uniform_open(), 1.0 / alpha);
   const double d = alpha - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
   while (true) {
     double x, v;
     do {
-      x = normal(random);
+      x = random.normal();
       v = 1.0 + c * x;
     } while (v <= 0);
     v = v * v * v;
-    const double u = uniform_open(random);
+    const double u = random.uniform_open();
     if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
   }
 }

@@ -3,6 +3,7 @@
 // data (test corpora, synthetic traces) is identical on every platform and compiler, unlike the
 // standard library's distributions.
 
+#include <cmath>
 #include <cstdint>
 
 namespace topoep {
@@ -26,6 +27,18 @@ class SplitMix64 {
       value = next();
     } while (value >= limit);
     return value % bound;
+  }
+
+  // Uniform in (0, 1): the top 53 bits, offset by half a step so that 0 never comes out.
+  double uniform_open() {
+    return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  }
+
+  // Standard normal by Box-Muller (one of the pair; two uniform draws per call). Exact where
+  // libm's log, sqrt and cos are.
+  double normal() {
+    const double radius = std::sqrt(-2.0 * std::log(uniform_open()));
+    return radius * std::cos(2.0 * 3.14159265358979323846 * uniform_open());
   }
 
  private:

@@ -12,16 +12,6 @@
 namespace topoep {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
-double uniform01(SplitMix64& random) {
-  return (static_cast<double>(random.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-double standard_normal(SplitMix64& random) {  // Box-Muller, one of the pair
-  return std::sqrt(-2.0 * std::log(uniform01(random))) * std::cos(2.0 * kPi * uniform01(random));
-}
-
 double busiest_over_mean(const std::vector<double>& weights) {
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
   return *std::max_element(weights.begin(), weights.end()) * weights.size() / total;
@@ -150,7 +140,7 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
           std::vector<std::uint64_t> weight(E);
           for (int position = 0; position < E; ++position) {
             const double noisy =
-                popularity[position] * std::exp(spec.rank_variation * standard_normal(random));
+                popularity[position] * std::exp(spec.rank_variation * random.normal());
             weight[order[l][position]] =
                 static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
           }

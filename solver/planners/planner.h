@@ -71,6 +71,10 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerCont
 
 std::vector<std::string> planner_names();
 
+// The forward critical-path time of an overhead: host time plus the migrated weights at link
+// speed (each link class its own transfer). Gradient reduction is the backward pass's.
+Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const CostParams& cost);
+
 // Sets decision.overhead's gradient fields from its plan's replicas (see PlannerOverhead).
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context);
 

@@ -94,12 +94,6 @@ nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCo
           {"gradient_us", gradient_ps / 1e6}};
 }
 
-// Planning overhead on the critical path: host time plus migrated weights at link speed.
-Picoseconds overhead_ps(const PlannerOverhead& overhead, const CostParams& cost) {
-  return overhead.host_ps + transfer_ps(overhead.migration_nvlink_bytes, cost.scale_up) +
-         transfer_ps(overhead.migration_ib_bytes, cost.scale_out);
-}
-
 void run_solve(const SolveOptions& options) {
   const std::vector<std::string> names = planner_names();
   if (options.planner != "ideal" &&
@@ -131,12 +125,10 @@ void run_solve(const SolveOptions& options) {
   TextTable table(
       {"layer", "plan hash", "max/mean", "IB MB", "predicted us", "overhead us", "new replicas"});
   const bool ideal = options.planner == "ideal";
-  const std::vector<PlannerDecision> decisions =
-      plan_all(ideal ? SolveOptions{options.counts_path, options.topology, options.model,
-                                    options.slots, options.no_weight_cost, "topoep",
-                                    options.threads, options.backend, options.json}
-                     : options,
-               context, problem, layers);
+  // The ideal bound is measured against TopoEP's plans (and the static ones).
+  SolveOptions planned = options;
+  if (ideal) planned.planner = "topoep";
+  const std::vector<PlannerDecision> decisions = plan_all(planned, context, problem, layers);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const PlannerDecision& d = decisions[l];
     const PlanCost before =
@@ -144,7 +136,7 @@ void run_solve(const SolveOptions& options) {
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
         predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
-    const Picoseconds overhead = overhead_ps(d.overhead, problem.cost);
+    const Picoseconds overhead = overhead_time_ps(d.overhead, problem.cost);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
       const PhaseTimes bound =
