@@ -24,6 +24,7 @@ Plan static_plan(const RoutingCounts& counts, const Placement& placement) {
   plan.slots_per_rank = placement.slots_per_rank;
   plan.replica_expert.assign(static_cast<std::size_t>(plan.num_ranks) * plan.slots_per_rank,
                              kNoExpert);
+  plan.routes.reserve(counts.values().size());
   for (RankId src = 0; src < plan.num_ranks; ++src) {
     for (ExpertId expert = 0; expert < plan.num_experts; ++expert) {
       const TokenCount tokens = counts.at(src, expert);

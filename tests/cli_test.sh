@@ -42,9 +42,14 @@ expect "unknown flag exits 2" 2 $?
 "$topoep" >/dev/null 2>&1
 expect "missing subcommand exits 2" 2 $?
 
-"$topoep" demo >"$work/out" 2>&1
+"$topoep" demo --steps 2 --out "$work/demo" >"$work/out" 2>&1
 expect "demo exits 0" 0 $?
 expect_text "demo shows the paper's cluster" "$work/out" "h800-4x8"
+expect_text "demo compares TopoEP with the baselines" "$work/out" "TopoEP step-time speedup over"
+for file in summary.json per_layer.csv per_step.csv timeline.json; do
+  [[ -s "$work/demo/$file" ]]
+  expect "demo writes $file" 0 $?
+done
 
 "$topoep" topology list >"$work/out" 2>&1
 expect "topology list exits 0" 0 $?
@@ -186,6 +191,51 @@ PY
 "$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
 expect "trace validate rejects a shape mismatch with exit 2" 2 $?
 expect_text "the chunk and tensor are named" "$work/out" "chunk-000000.safetensors: field 'counts'"
+
+# simulate: outputs, and errors that name what does not fit.
+"$topoep" trace synth --out "$work/sim.trace" --ranks 16 --experts 64 --layers 2 --steps 3 >/dev/null 2>&1
+expect "trace synth for simulate exits 0" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology h800-4x8 --model deepseek-v3 >"$work/out" 2>&1
+expect "simulate rejects a topology with another GPU count" 2 $?
+expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks"
+cat >"$work/model16.json" <<'JSON'
+{"name": "small", "source": "test", "num_experts": 64, "top_k": 8, "hidden_size": 1024,
+ "expert_ffn_size": 512, "moe_layers": 2, "dispatch_bytes": 1, "dispatch_scale_block": 128,
+ "combine_bytes": 2, "weight_bytes": 2, "dense_params_per_layer": 1000000, "tokens_per_rank": 256}
+JSON
+"$topoep" topology show h800-4x8 --json >"$work/topo.json" 2>/dev/null
+python3 - "$work/topo.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["name"], t["nodes"] = "h800-2x8", 2
+json.dump(t, open(sys.argv[1], "w"))
+PY
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --threads 2 --out "$work/sim" --timeline "$work/sim/timeline.json" >"$work/out" 2>&1
+expect "simulate exits 0" 0 $?
+expect_text "simulate prints the ideal row" "$work/out" "ideal"
+python3 - "$work/sim" <<'PY'
+import csv, json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+names = [p["planner"] for p in s["planners"]]
+assert names == ["topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"], names
+for p in s["planners"]:
+    assert 0 < p["percent_of_ideal"] <= 100.0 + 1e-9, p
+rows = list(csv.DictReader(open(d + "/per_layer.csv")))
+assert len(rows) == 3 * 2 * 2 * 6, len(rows)
+steps = list(csv.DictReader(open(d + "/per_step.csv")))
+assert len(steps) == 3 * 6, len(steps)
+t = json.load(open(d + "/timeline.json"))
+assert any(e.get("name") == "expert compute" for e in t["traceEvents"])
+PY
+expect "simulate writes summary, per-layer and per-step tables and a timeline" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners ideal >"$work/out" 2>&1
+expect "simulate rejects the ideal alone" 2 $?
+"$topoep" simulate --trace "$work/missing.trace" >"$work/out" 2>&1
+expect "simulate rejects a missing trace" 2 $?
+expect_text "the missing trace is named" "$work/out" "missing.trace"
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

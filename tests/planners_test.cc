@@ -16,6 +16,14 @@
 namespace topoep {
 namespace {
 
+// The default overheads, with EPLB replanning every `period` steps from `window` steps.
+PlannerOptions eplb_every(int period, int window) {
+  PlannerOptions options;
+  options.eplb_period_steps = period;
+  options.eplb_window_steps = window;
+  return options;
+}
+
 PlannerContext context_for(int experts, int ranks, int slots, bool weights) {
   return PlannerContext{TopologyView{ranks / 8, 8}, Placement::contiguous(experts, ranks, slots),
                         testing::corpus_cost(weights)};
@@ -34,7 +42,7 @@ RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
 Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
   const PlanCost cost =
       predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
-  return cost.times.total + overhead_time_ps(d.overhead, context.cost);
+  return cost.times.total + overhead_time_ps(d.overhead);
 }
 
 TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
@@ -42,7 +50,7 @@ TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
     const PlannerContext context = context_for(64, 32, 2, weights);
     std::vector<std::unique_ptr<Planner>> planners;
     for (const std::string& name : planner_names()) {
-      planners.push_back(make_planner(name, context, PlannerOptions{2, 2, 0, 20, 18, 20}));
+      planners.push_back(make_planner(name, context, eplb_every(2, 2)));
     }
     for (int step = 0; step < 5; ++step) {
       for (int microbatch = 0; microbatch < 2; ++microbatch) {
@@ -94,7 +102,7 @@ TEST(Planners, EplbHoldsExpertsPerGpuPlusSpareSlotsAndEveryExpert) {
 
 TEST(Planners, DeployedEplbReplansEveryPeriodFromPastStepsOnly) {
   const PlannerContext context = context_for(64, 32, 1, true);
-  auto planner = make_planner("eplb", context, PlannerOptions{2, 1, 0, 20, 18, 20});
+  auto planner = make_planner("eplb", context, eplb_every(2, 1));
   // Step 0: no history, the home layout. Step 1: still none (period 2). Step 2: replans.
   const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
   EXPECT_EQ(first.overhead.host_ps, 0);

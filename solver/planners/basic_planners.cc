@@ -13,7 +13,8 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
     : problem_{context.topology, context.placement, context.cost, 0},
-      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
+      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))),
+      judge_(options.judge) {}
 
 PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
   // Replicas placed by earlier microbatches of the same step stay resident (free to keep); a
@@ -27,6 +28,15 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   decision.resident = resident_;
   decision.plan = solve_topoep(problem_, counts, resident_).plan;
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
+  if (judge_ != nullptr) {
+    // The fallback keeps the resident replicas (idle, free) and sends every token home.
+    PlannerDecision fallback = decision;
+    fallback.plan = static_plan(counts, problem_.placement);
+    if (!resident_.empty()) fallback.plan.replica_expert = resident_;
+    if (judge_->price(fallback, counts) < judge_->price(decision, counts)) {
+      decision = std::move(fallback);
+    }
+  }
   resident_ = decision.plan.replica_expert;
   return decision;
 }

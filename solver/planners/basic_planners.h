@@ -26,6 +26,7 @@ class TopoepPlanner : public Planner {
  private:
   TopoepProblem problem_;
   Picoseconds solve_ps_;
+  std::shared_ptr<const DecisionJudge> judge_;
   int step_ = -1;
   std::vector<ExpertId> resident_;
 };

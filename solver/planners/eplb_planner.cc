@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "solver/eplb/eplb.h"
+#include "solver/phase_times.h"
 #include "solver/planners/instance_layout.h"
 
 namespace topoep {
@@ -41,16 +42,32 @@ PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
     if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
   }
   PlannerOverhead overhead;
+  // Per rank, weights sent and received inside the node and across nodes.
+  std::vector<std::int32_t> nvlink_out(R, 0), nvlink_in(R, 0), ib_out(R, 0), ib_in(R, 0);
   for (ExpertId e = 0; e < E; ++e) {
     for (const RankId rank : next[e]) {
       const auto& before = instances_[e];
       if (std::find(before.begin(), before.end(), rank) != before.end()) continue;
-      // The weights come from an old instance, inside the node if there is one.
-      const bool local = std::any_of(before.begin(), before.end(),
-                                     [&](RankId r) { return topology.same_node(r, rank); });
-      (local ? overhead.migration_nvlink_bytes : overhead.migration_ib_bytes) +=
-          context_.cost.replica_weight_bytes;
+      // The weights come from an old instance: the first inside the node if there is one, else
+      // the first (the home).
+      const auto local = std::find_if(before.begin(), before.end(),
+                                      [&](RankId r) { return topology.same_node(r, rank); });
+      if (local != before.end()) {
+        ++nvlink_out[*local];
+        ++nvlink_in[rank];
+        overhead.migration_nvlink_bytes += context_.cost.replica_weight_bytes;
+      } else {
+        ++ib_out[before.front()];
+        ++ib_in[rank];
+        overhead.migration_ib_bytes += context_.cost.replica_weight_bytes;
+      }
     }
+  }
+  for (RankId rank = 0; rank < R; ++rank) {
+    overhead.migration_ps =
+        std::max(overhead.migration_ps,
+                 link_phase_ps(nvlink_out[rank], nvlink_in[rank], ib_out[rank], ib_in[rank],
+                               context_.cost.replica_weight_bytes, context_.cost));
   }
   instances_ = std::move(next);
   // Device->host copy and sync, the CPU solve, and a cross-rank sum of the loads (a tree of

@@ -22,6 +22,18 @@ struct PlannerContext {
   CostParams cost;
 };
 
+struct PlannerDecision;
+
+// Prices a decision on its record; lower is better. The simulator passes its full cost model
+// (per-instance GEMM efficiency, backward pass), which the solver's integer model approximates:
+// TopoEP keeps the static plan when the judge prices that strictly lower, so it is never worse
+// than doing nothing under the model it is reported with.
+class DecisionJudge {
+ public:
+  virtual ~DecisionJudge() = default;
+  virtual Picoseconds price(const PlannerDecision& decision, const RoutingCounts& counts) const = 0;
+};
+
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).
 struct PlannerOptions {
   int eplb_period_steps = 10;         // EPLB as deployed: replan every K steps ...
@@ -30,12 +42,15 @@ struct PlannerOptions {
   double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
   double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
   double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)
+  std::shared_ptr<const DecisionJudge> judge;  // none: the solver's own cost model decides
 };
 
 struct PlannerOverhead {
   Picoseconds host_ps = 0;           // critical-path time outside the MoE layer's phases
   Bytes migration_nvlink_bytes = 0;  // expert weights a re-layout moves inside nodes
-  Bytes migration_ib_bytes = 0;      // ... and between nodes
+  Bytes migration_ib_bytes = 0;      // ... and between nodes (both summed over ranks)
+  // The migration's time: the busiest rank's sends or receives, NVLink and IB pipelined.
+  Picoseconds migration_ps = 0;
   // Backward pass: every replica's weight gradients (as large as its weights) are reduced back
   // to the expert's home rank. Charged alike for every planner's replicas.
   Bytes gradient_nvlink_bytes = 0;
@@ -71,9 +86,9 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerCont
 
 std::vector<std::string> planner_names();
 
-// The forward critical-path time of an overhead: host time plus the migrated weights at link
-// speed (each link class its own transfer). Gradient reduction is the backward pass's.
-Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const CostParams& cost);
+// The forward critical-path time of an overhead: host time plus the weight migration.
+// Gradient reduction is the backward pass's.
+Picoseconds overhead_time_ps(const PlannerOverhead& overhead);
 
 // Sets decision.overhead's gradient fields from its plan's replicas (see PlannerOverhead).
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context);

@@ -39,9 +39,8 @@ std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerCo
 
 }  // namespace
 
-Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const CostParams& cost) {
-  return overhead.host_ps + transfer_ps(overhead.migration_nvlink_bytes, cost.scale_up) +
-         transfer_ps(overhead.migration_ib_bytes, cost.scale_out);
+Picoseconds overhead_time_ps(const PlannerOverhead& overhead) {
+  return overhead.host_ps + overhead.migration_ps;
 }
 
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context) {

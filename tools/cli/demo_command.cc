@@ -1,68 +1,108 @@
 #include "tools/cli/demo_command.h"
 
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
 
 #include "models/model_json.h"
-#include "sim/solver_cost.h"
-#include "solver/balance_bound.h"
-#include "solver/plan_encoding.h"
-#include "solver/topoep_solver.h"
-#include "tools/cli/table.h"
-#include "tools/cli/topology_command.h"
+#include "sim/simulation.h"
+#include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
-#include "traces/synthetic_routing.h"
+#include "traces/synthetic_trace.h"
 
 namespace topoep {
 namespace {
 
-// The embedded defaults: the paper's 4 x 8 H800 cluster, DeepSeek-V3 dimensions, one spare slot
-// per GPU, and four seeded Zipf-skewed microbatch layers (the full replay comes with issue 6).
-void run_demo() {
-  std::cout << "TopoEP toolkit demo\n\nThe built-in cluster presets:\n\n";
-  print_preset_table(std::cout);
+namespace fs = std::filesystem;
 
-  const Topology topology = load_topology("h800-4x8");
-  const ModelSpec model = load_model("deepseek-v3");
-  const int tokens_per_rank = 1024;
-  TopoepProblem problem;
-  problem.topology = topology.view();
-  problem.placement = Placement::contiguous(model.num_experts, topology.num_gpus(), 1);
-  problem.cost = derive_solver_cost(topology, model, tokens_per_rank, true).params;
+struct DemoOptions {
+  std::string out = "topoep-demo";
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int steps = 16;
+};
 
-  std::cout << "\nTopoEP on " << topology.name << " with " << model.name << " (" << tokens_per_rank
-            << " tokens per GPU, top-" << model.top_k << ", S = 1), seeded Zipf routing:\n\n";
-  TextTable table({"layer", "max/mean static", "TopoEP", "bound", "IB MB static", "TopoEP",
-                   "predicted us static", "TopoEP", "new replicas", "plan hash"});
-  for (int layer = 0; layer < 4; ++layer) {
-    SyntheticRoutingSpec spec;
-    spec.num_ranks = topology.num_gpus();
-    spec.num_experts = model.num_experts;
-    spec.tokens_per_rank = tokens_per_rank;
-    spec.top_k = model.top_k;
-    spec.seed = 2026 + layer;
-    const RoutingCounts counts = generate_routing(spec);
-    const LayerPlan result = solve_topoep(problem, counts);
-    const double mean = static_cast<double>(counts.total()) / counts.num_ranks();
-    table.add_row(
-        {std::to_string(layer), format_fixed(result.static_cost.max_mean_load(), 3),
-         format_fixed(result.cost.max_mean_load(), 3),
-         format_fixed(balance_lower_bound(counts, problem.topology, problem.placement) / mean, 3),
-         format_fixed(result.static_cost.ib_dispatch_bytes / 1e6, 1),
-         format_fixed(result.cost.ib_dispatch_bytes / 1e6, 1),
-         format_fixed(result.static_cost.times.total / 1e6, 1),
-         format_fixed(result.cost.times.total / 1e6, 1), std::to_string(result.cost.new_replicas),
-         format_plan_hash(plan_hash(result.plan))});
+// The embedded default trace: DeepSeek-V3's shape (256 experts, top-8, its 58 MoE layers) on the
+// paper's 32 GPUs, 1024 tokens per GPU per microbatch, with the generator's calibrated skew,
+// drift and layer correlation (traces/README.md). Seeded: the same trace on every machine.
+SyntheticTraceSpec demo_trace_spec() {
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 32;
+  spec.gpus_per_node = 8;
+  spec.num_experts = 256;
+  spec.top_k = 8;
+  spec.num_layers = 58;
+  spec.microbatches = 2;
+  spec.steps = 16;
+  spec.tokens_per_rank = 1024;
+  spec.seed = 2026;
+  return spec;
+}
+
+// Removes the generated trace however the demo ends.
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
   }
-  table.print(std::cout);
+};
+
+void run_demo(const DemoOptions& options) {
+  SyntheticTraceSpec spec = demo_trace_spec();
+  spec.steps = options.steps;
+  TempDir trace{
+      (fs::temp_directory_path() / ("topoep-demo-trace-" + std::to_string(std::random_device{}())))
+          .string()};
+  write_synthetic_trace(spec, trace.path);
+
+  SimulationRequest request;
+  request.trace = trace.path;
+  request.config.topology = load_topology("h800-4x8");
+  request.config.model = load_model("deepseek-v3");
+  request.config.planners = {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
+  request.config.slots_per_rank = 1;
+  request.config.threads = options.threads;
+  // The default trace is 16 steps long: EPLB replans every 4 steps from the last 4 so that it
+  // adapts within it (the toolkit's default is every 10 steps, SGLang's every 1000).
+  request.config.planner_options.eplb_period_steps = 4;
+  request.config.planner_options.eplb_window_steps = 4;
+  request.out_dir = options.out;
+  request.timeline = options.out + "/timeline.json";
+  request.timeline_step = 1;
+
   std::cout
-      << "\n(predicted us: one MoE layer's forward dispatch + expert compute + combine +\n"
-         " exposed replica-weight traffic under the shared cost model; see solver/README.md)\n";
+      << "TopoEP toolkit demo: " << spec.steps << " training steps x " << spec.microbatches
+      << " microbatches x " << spec.num_layers << " MoE layers of seeded synthetic routing\n"
+      << "(DeepSeek-V3 shape: " << spec.num_experts << " experts, top-" << spec.top_k << ", "
+      << spec.tokens_per_rank << " tokens per GPU per microbatch, busiest expert " << spec.hot_ratio
+      << "x the mean)\n"
+      << "replayed on h800-4x8 (4 nodes x 8 H800, NVLink 160 GB/s, IB 48.5 GB/s per GPU) "
+         "with one spare expert slot per GPU.\nEPLB replans every 4 steps from the last 4.\n\n";
+  const SimulationResult result = run_simulation(request);
+  print_simulation_table(result.summary, std::cout);
+  std::cout << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
+               "layer, dense compute, planner overhead, replica gradient reduction, optimizer);\n"
+               "formulas and the source of every constant: sim/README.md.\n"
+            << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv and "
+            << "timeline.json (step 1; open it in ui.perfetto.dev).\n"
+            << "Replay your own trace: tools/topoep simulate --trace DIR --out DIR\n";
 }
 
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
-  app.add_subcommand("demo", "Run the main job on the embedded defaults")->callback(run_demo);
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Run the main job on the embedded defaults: generate a trace, compare every planner");
+  auto options = std::make_shared<DemoOptions>();
+  demo->add_option("--out", options->out, "Output directory")->capture_default_str();
+  demo->add_option("--steps", options->steps, "Training steps in the generated trace")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  demo->add_option("--threads", options->threads, "Host threads (results do not depend on it)")
+      ->capture_default_str();
+  demo->callback([options] { run_demo(*options); });
 }
 
 }  // namespace topoep

@@ -9,6 +9,7 @@
 #include "tools/cli/demo_command.h"
 #include "tools/cli/eplb_command.h"
 #include "tools/cli/exit_codes.h"
+#include "tools/cli/simulate_command.h"
 #include "tools/cli/solve_command.h"
 #include "tools/cli/topology_command.h"
 #include "tools/cli/trace_command.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   topoep::add_demo_command(app);
   topoep::add_eplb_command(app);
+  topoep::add_simulate_command(app);
   topoep::add_solve_command(app);
   topoep::add_topology_command(app);
   topoep::add_trace_command(app);

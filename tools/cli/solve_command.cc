@@ -136,7 +136,7 @@ void run_solve(const SolveOptions& options) {
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
         predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
-    const Picoseconds overhead = overhead_time_ps(d.overhead, problem.cost);
+    const Picoseconds overhead = overhead_time_ps(d.overhead);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
       const PhaseTimes bound =

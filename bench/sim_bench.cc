@@ -1,0 +1,63 @@
+// Replay throughput of the simulator, one core: layer-records per second through one planner
+// (read, plan, price, aggregate), on a seeded synthetic trace at DeepSeek-V3's shape on the
+// paper's cluster (E = 256, R = 32, top-8, 4096 tokens per GPU).
+
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "models/model_json.h"
+#include "sim/replay.h"
+#include "topologies/topology_presets.h"
+#include "traces/synthetic_trace.h"
+
+namespace topoep {
+namespace {
+
+class Discard : public ReplayObserver {
+ public:
+  void on_start(const TraceMetadata&, const CostModel&) override {}
+  void on_step(const StepResult& step) override { benchmark::DoNotOptimize(step.planners.data()); }
+};
+
+const std::string& bench_trace() {
+  static const std::string path = [] {
+    const std::string out =
+        (std::filesystem::temp_directory_path() / "topoep-sim-bench-trace").string();
+    std::filesystem::remove_all(out);
+    SyntheticTraceSpec spec;  // 32 ranks, 256 experts, top-8: the defaults
+    spec.num_layers = 8;
+    spec.microbatches = 2;
+    spec.steps = 2;
+    spec.tokens_per_rank = 4096;
+    spec.seed = 3;
+    write_synthetic_trace(spec, out);
+    return out;
+  }();
+  return path;
+}
+
+void BM_Replay(benchmark::State& state, const std::string& planner) {
+  SimConfig config;
+  config.topology = load_topology("h800-4x8");
+  config.model = load_model("deepseek-v3");
+  config.planners = {planner};
+  config.threads = 1;
+  const std::string& trace = bench_trace();
+  std::int64_t records = 0;
+  for (auto _ : state) {
+    Discard discard;
+    records += replay_trace(trace, config, discard);
+  }
+  state.counters["records_per_s"] =
+      benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_Replay, topoep, std::string("topoep"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, static, std::string("static"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, eplb, std::string("eplb"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"))->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace topoep
+
+BENCHMARK_MAIN();

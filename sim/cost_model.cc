@@ -1,0 +1,157 @@
+#include "sim/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/solver_cost.h"
+#include "solver/input_error.h"
+#include "solver/plan_cost.h"
+#include "solver/plan_encoding.h"
+
+namespace topoep {
+namespace {
+
+Picoseconds round_ps(double ps) { return static_cast<Picoseconds>(std::llround(ps)); }
+
+TokenCount busier(TokenCount out, TokenCount in) { return out > in ? out : in; }
+
+}  // namespace
+
+void check_sim_options(const SimOptions& options) {
+  if (!(options.weight_overlap_fraction >= 0 && options.weight_overlap_fraction <= 1)) {
+    throw InputError("weight_overlap_fraction", "must be in [0, 1]");
+  }
+  if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
+    throw InputError("activation_grad_bytes", "must be 1 to 8");
+  }
+  if (!(options.optimizer_bytes_per_param >= 0 && options.optimizer_bytes_per_param < 1e3)) {
+    throw InputError("optimizer_bytes_per_param", "must be in [0, 1000)");
+  }
+  if (options.tokens_per_rank < 0) throw InputError("tokens_per_rank", "must not be negative");
+}
+
+CostModel::CostModel(const Topology& topology, const ModelSpec& model, const SimOptions& options,
+                     std::int64_t tokens_per_rank)
+    : topology_(topology), model_(model), options_(options) {
+  check_sim_options(options);
+  if (tokens_per_rank < 1) throw InputError("tokens_per_rank", "must be at least 1");
+  const SolverCostDerivation derived =
+      derive_solver_cost(topology, model, static_cast<int>(tokens_per_rank), true);
+  solver_params_ = derived.params;
+  solver_params_.weight_overlap_ps = round_ps(
+      static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
+  flop_per_token_ = 6.0 * model.hidden_size * static_cast<double>(model.expert_ffn_size);
+  best_efficiency_ = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
+                                       topology.gemm_efficiency.efficiency.end());
+  grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
+}
+
+Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
+  if (tokens <= 0) return 0;
+  const double t = static_cast<double>(tokens);
+  // 1 TFLOP/s is 1 FLOP per picosecond.
+  return round_ps(
+      flop_per_token_ * t /
+      (topology_.gpu.peak_tflops_bf16 * gemm_efficiency_at(topology_.gemm_efficiency, t)));
+}
+
+Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
+  return round_ps(2.0 * static_cast<double>(model_.dense_params_per_layer) *
+                  static_cast<double>(tokens_on_rank) /
+                  (topology_.gpu.peak_tflops_bf16 * best_efficiency_));
+}
+
+Picoseconds CostModel::optimizer_ps(int layers) const {
+  const double expert_params =
+      3.0 * model_.hidden_size * static_cast<double>(model_.expert_ffn_size);
+  const double params_per_gpu = static_cast<double>(model_.dense_params_per_layer) +
+                                expert_params * model_.num_experts / topology_.num_gpus();
+  const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
+  // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
+  return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);
+}
+
+LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts& counts,
+                           Detail detail) const {
+  const TopologyView view = topology_.view();
+  const int num_ranks = view.num_ranks();
+  const int num_experts = counts.num_experts();
+
+  // The dense window before the layer: the busiest rank's tokens.
+  TokenCount busiest_row = 0;
+  for (RankId src = 0; src < num_ranks; ++src) {
+    TokenCount row = 0;
+    for (ExpertId e = 0; e < num_experts; ++e) row += counts.at(src, e);
+    busiest_row = std::max(busiest_row, row);
+  }
+  LayerCost cost;
+  cost.dense_forward = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
+  CostParams params = solver_params_;
+  params.weight_overlap_ps =
+      round_ps(static_cast<double>(cost.dense_forward) * options_.weight_overlap_fraction);
+
+  const PlanCost plan_cost =
+      predict_plan_cost(view, decision.placement, decision.plan, decision.resident, params);
+  cost.dispatch = plan_cost.times.dispatch;
+  cost.combine = plan_cost.times.combine;
+  cost.weight_exposed = plan_cost.times.weight_exposed;
+  cost.max_mean_load = plan_cost.max_mean_load();
+  cost.nvlink_dispatch_bytes = plan_cost.nvlink_dispatch_bytes;
+  cost.ib_dispatch_bytes = plan_cost.ib_dispatch_bytes;
+  cost.new_replicas = plan_cost.new_replicas;
+  cost.overhead = overhead_time_ps(decision.overhead);
+  cost.nvlink_weight_bytes =
+      plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
+  cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;
+
+  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens.
+  std::vector<TokenCount> instance_tokens(static_cast<std::size_t>(num_ranks) * num_experts, 0);
+  for (const Route& route : decision.plan.routes) {
+    instance_tokens[static_cast<std::size_t>(route.dst) * num_experts + route.expert] +=
+        route.tokens;
+  }
+  std::vector<Picoseconds> compute(num_ranks, 0);
+  Picoseconds compute_sum = 0;
+  TokenCount nvlink = 0, ib = 0;
+  for (RankId rank = 0; rank < num_ranks; ++rank) {
+    const TokenCount* row = &instance_tokens[static_cast<std::size_t>(rank) * num_experts];
+    for (ExpertId e = 0; e < num_experts; ++e) compute[rank] += instance_compute_ps(row[e]);
+    compute_sum += compute[rank];
+    cost.compute = std::max(cost.compute, compute[rank]);
+    nvlink = std::max(nvlink,
+                      busier(plan_cost.nvlink_tokens_out[rank], plan_cost.nvlink_tokens_in[rank]));
+    ib = std::max(ib, busier(plan_cost.ib_tokens_out[rank], plan_cost.ib_tokens_in[rank]));
+  }
+  cost.compute_mean = (compute_sum + num_ranks - 1) / num_ranks;
+  cost.compute_grad = 2 * cost.compute;
+  cost.combine_grad = link_phase_ps(nvlink, 0, ib, 0, grad_bytes_per_token_, params);
+  cost.dispatch_grad = cost.combine_grad;
+
+  if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
+  if (detail == Detail::kPerRank) {
+    RankPhaseTimes& r = cost.ranks;
+    for (auto* phase : {&r.dispatch, &r.compute, &r.combine, &r.weight_exposed, &r.combine_grad,
+                        &r.dispatch_grad}) {
+      phase->assign(num_ranks, 0);
+    }
+    for (RankId rank = 0; rank < num_ranks; ++rank) {
+      auto link = [&](Bytes per_token) {
+        return link_phase_ps(plan_cost.nvlink_tokens_out[rank], plan_cost.nvlink_tokens_in[rank],
+                             plan_cost.ib_tokens_out[rank], plan_cost.ib_tokens_in[rank], per_token,
+                             params);
+      };
+      r.dispatch[rank] = link(params.dispatch_bytes_per_token);
+      r.combine[rank] = link(params.combine_bytes_per_token);
+      r.combine_grad[rank] = r.dispatch_grad[rank] = link(grad_bytes_per_token_);
+      r.compute[rank] = compute[rank];
+      const Picoseconds weight =
+          link_phase_ps(plan_cost.weight_nvlink_out[rank], plan_cost.weight_nvlink_in[rank],
+                        plan_cost.weight_ib_out[rank], plan_cost.weight_ib_in[rank],
+                        params.replica_weight_bytes, params);
+      r.weight_exposed[rank] = std::max<Picoseconds>(0, weight - params.weight_overlap_ps);
+    }
+  }
+  return cost;
+}
+
+}  // namespace topoep

@@ -1,0 +1,108 @@
+#pragma once
+// The simulator's cost model: what one planner decision costs on one MoE layer and microbatch,
+// forward and backward, on a topology and model. Every constant comes from the topology and
+// model files or SimOptions; the formulas are in sim/README.md.
+//
+// Units: time in integer picoseconds (reported as µs), bytes, decimal GB/s in the files
+// (1 GB/s = 1000 bytes/µs). Deterministic: the same decision and counts give the same integers.
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model.h"
+#include "sim/sim_options.h"
+#include "solver/planners/planner.h"
+#include "topologies/topology.h"
+
+namespace topoep {
+
+// Per-rank phase times of one decision, [num_ranks] each (the timeline draws them).
+struct RankPhaseTimes {
+  std::vector<Picoseconds> dispatch, compute, combine, weight_exposed, combine_grad, dispatch_grad;
+};
+
+struct LayerCost {
+  // Forward phases, each the maximum over ranks (every phase waits for its slowest rank).
+  Picoseconds dispatch = 0;
+  Picoseconds compute = 0;
+  Picoseconds combine = 0;
+  Picoseconds weight_exposed = 0;  // new replicas' weights beyond the overlap window
+  // Backward: the combine's gradient travels like the dispatch, expert dgrad + wgrad is twice
+  // the forward compute, then the dispatch's gradient travels like the combine.
+  Picoseconds combine_grad = 0;
+  Picoseconds compute_grad = 0;
+  Picoseconds dispatch_grad = 0;
+  // The step's replica gradient reduction for this layer: set on the step's last microbatch.
+  Picoseconds grad_reduce = 0;
+  Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
+  Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
+  Picoseconds compute_mean = 0;   // forward compute averaged over ranks (the ideal's)
+  double max_mean_load = 1.0;
+  Bytes nvlink_dispatch_bytes = 0;  // forward dispatch, summed over ranks
+  Bytes ib_dispatch_bytes = 0;
+  Bytes nvlink_weight_bytes = 0;  // new replicas' weights and migrations
+  Bytes ib_weight_bytes = 0;
+  Bytes grad_reduce_nvlink_bytes = 0;
+  Bytes grad_reduce_ib_bytes = 0;
+  int new_replicas = 0;
+  std::uint64_t plan_hash = 0;  // 0 for the ideal
+  RankPhaseTimes ranks;         // filled only when asked for
+
+  Picoseconds moe_forward() const { return dispatch + compute + combine + weight_exposed; }
+  Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }
+  // The straggler time of the MoE layer, forward and backward.
+  Picoseconds moe() const { return moe_forward() + moe_backward(); }
+  // Everything this record puts on the step's critical path.
+  Picoseconds critical_path() const { return 3 * dense_forward + overhead + moe() + grad_reduce; }
+};
+
+class CostModel {
+ public:
+  // `tokens_per_rank` (per microbatch) sets the solver's linear compute rate: the GEMM
+  // efficiency at the expected tokens per expert. Throws InputError for bad options.
+  CostModel(const Topology& topology, const ModelSpec& model, const SimOptions& options,
+            std::int64_t tokens_per_rank);
+
+  const Topology& topology() const { return topology_; }
+  const ModelSpec& model() const { return model_; }
+  // The integer parameters planners decide with (sim/solver_cost.h), overlap window scaled.
+  const CostParams& solver_params() const { return solver_params_; }
+
+  // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
+  // 6 x hidden x ffn x tokens FLOP / (bf16 peak x efficiency(tokens)); 0 for no tokens.
+  Picoseconds instance_compute_ps(TokenCount tokens) const;
+  // Dense forward of one layer on the busiest rank: 2 x dense params x tokens FLOP at the bf16
+  // peak times the curve's best efficiency.
+  Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
+  // Optimizer step for `layers` layers: (dense params + E/R home experts' params) per GPU x
+  // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
+  Picoseconds optimizer_ps(int layers) const;
+
+  enum class Detail { kTimes, kWithHash, kPerRank };
+  // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
+  LayerCost price(const PlannerDecision& decision, const RoutingCounts& counts,
+                  Detail detail = Detail::kWithHash) const;
+
+ private:
+  Topology topology_;
+  ModelSpec model_;
+  SimOptions options_;
+  CostParams solver_params_;
+  double flop_per_token_ = 0;  // forward FFN FLOP of one token at one expert
+  double best_efficiency_ = 0;
+  Bytes grad_bytes_per_token_ = 0;
+};
+
+// Prices decisions by their MoE layer time under a CostModel (see DecisionJudge).
+class CostModelJudge : public DecisionJudge {
+ public:
+  explicit CostModelJudge(const CostModel& model) : model_(model) {}
+  Picoseconds price(const PlannerDecision& decision, const RoutingCounts& counts) const override {
+    return model_.price(decision, counts, CostModel::Detail::kTimes).moe();
+  }
+
+ private:
+  const CostModel& model_;
+};
+
+}  // namespace topoep

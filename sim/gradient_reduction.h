@@ -1,0 +1,38 @@
+#pragma once
+// The backward pass's reduction of replica weight gradients back to each expert's home rank.
+//
+// Model: per (expert, home), one pipelined chain reduce, as NCCL's reduce runs it: the replicas
+// on other nodes first (node by node, ascending), then those in the home's node, ending at the
+// home. Each hop carries one weight-sized gradient, so a chain crosses IB once per node it
+// leaves and each rank sends and receives at most one gradient per chain it is in. A rank's time
+// is the link formula of its busier direction per link class, the classes pipelined (max); the
+// reduction ends when the slowest rank ends.
+
+#include <vector>
+
+#include "solver/cost_params.h"
+#include "solver/topology_view.h"
+
+namespace topoep {
+
+// One replica of `expert` on `rank`, whose gradient goes to `home`.
+struct ReplicaInstance {
+  ExpertId expert;
+  RankId home;
+  RankId rank;
+  bool operator<(const ReplicaInstance& other) const;
+  bool operator==(const ReplicaInstance& other) const;
+};
+
+struct GradientReduction {
+  Bytes nvlink_bytes = 0;  // summed over hops
+  Bytes ib_bytes = 0;
+  Picoseconds time_ps = 0;
+};
+
+// `replicas` in any order; duplicates count once. `gradient_bytes`: one replica's gradient.
+GradientReduction reduce_replica_gradients(std::vector<ReplicaInstance> replicas,
+                                           const TopologyView& topology, Bytes gradient_bytes,
+                                           const CostParams& cost);
+
+}  // namespace topoep

@@ -1,0 +1,296 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <thread>
+
+#include "sim/gradient_reduction.h"
+#include "sim/progress.h"
+#include "solver/input_error.h"
+#include "traces/trace_reader.h"
+
+namespace topoep {
+namespace {
+
+constexpr const char* kIdeal = "ideal";
+
+// One planner instance on one layer, and the replicas it used in the current step (their
+// gradients are reduced once, at the step's end).
+struct LayerPlanner {
+  std::unique_ptr<Planner> planner;
+  std::vector<ReplicaInstance> step_replicas;
+};
+
+void note_replicas(const PlannerDecision& decision, std::vector<ReplicaInstance>& replicas) {
+  const Plan& plan = decision.plan;
+  for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
+    for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
+      const ExpertId expert = plan.replica_at(rank, slot);
+      if (expert != kNoExpert) {
+        replicas.push_back({expert, decision.placement.home_rank[expert], rank});
+      }
+    }
+  }
+}
+
+// The force-balanced bound for one record: compute at the best planner's mean, every transfer
+// no worse than the best planner's, nothing else (see solver/planners/ideal.h).
+LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
+  LayerCost ideal = *planned.front();
+  for (const LayerCost* cost : planned) {
+    ideal.dispatch = std::min(ideal.dispatch, cost->dispatch);
+    ideal.combine = std::min(ideal.combine, cost->combine);
+    ideal.combine_grad = std::min(ideal.combine_grad, cost->combine_grad);
+    ideal.dispatch_grad = std::min(ideal.dispatch_grad, cost->dispatch_grad);
+    ideal.compute_mean = std::min(ideal.compute_mean, cost->compute_mean);
+    ideal.nvlink_dispatch_bytes =
+        std::min(ideal.nvlink_dispatch_bytes, cost->nvlink_dispatch_bytes);
+    ideal.ib_dispatch_bytes = std::min(ideal.ib_dispatch_bytes, cost->ib_dispatch_bytes);
+  }
+  ideal.compute = ideal.compute_mean;
+  ideal.compute_grad = 2 * ideal.compute;
+  ideal.weight_exposed = ideal.grad_reduce = ideal.overhead = 0;
+  ideal.max_mean_load = 1.0;
+  ideal.nvlink_weight_bytes = ideal.ib_weight_bytes = 0;
+  ideal.grad_reduce_nvlink_bytes = ideal.grad_reduce_ib_bytes = 0;
+  ideal.new_replicas = 0;
+  ideal.plan_hash = 0;
+  ideal.ranks = RankPhaseTimes{};
+  return ideal;
+}
+
+class Replay {
+ public:
+  Replay(const SimConfig& config, const TraceMetadata& metadata, std::int64_t tokens_per_rank)
+      : config_(config),
+        metadata_(metadata),
+        cost_(config.topology, config.model, config.options, tokens_per_rank),
+        judge_(std::make_shared<CostModelJudge>(cost_)) {
+    PlannerOptions options = config.planner_options;
+    options.judge = judge_;
+    const PlannerContext context{
+        config.topology.view(),
+        Placement::contiguous(metadata.num_experts, metadata.num_ranks, config.slots_per_rank),
+        cost_.solver_params()};
+    for (std::size_t p = 0; p < config.planners.size(); ++p) {
+      if (config.planners[p] == kIdeal) {
+        ideal_index_ = static_cast<int>(p);
+      } else {
+        planned_.push_back(static_cast<int>(p));
+      }
+    }
+    layers_.resize(metadata.num_layers);
+    for (auto& layer : layers_) {
+      for (const int p : planned_) {
+        layer.push_back({make_planner(config.planners[p], context, options), {}});
+      }
+    }
+    optimizer_ps_ = cost_.optimizer_ps(metadata.num_layers);
+  }
+
+  const CostModel& cost() const { return cost_; }
+
+  StepResult run_step(std::vector<TraceRecord>& records) {
+    StepResult result;
+    result.step = records.front().step;
+    result.records.resize(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      result.records[i].step = records[i].step;
+      result.records[i].microbatch = records[i].microbatch;
+      result.records[i].layer = records[i].layer;
+      result.records[i].planners.resize(config_.planners.size());
+      if (records[i].layer == 0) result.tokens += records[i].counts.total() / metadata_.top_k;
+    }
+    plan_all(records, result);
+    if (ideal_index_ >= 0) {
+      for (RecordResult& record : result.records) {
+        std::vector<const LayerCost*> planned;
+        for (const int p : planned_) planned.push_back(&record.planners[p]);
+        record.planners[ideal_index_] = ideal_cost(planned);
+      }
+    }
+    result.planners.resize(config_.planners.size());
+    for (std::size_t p = 0; p < config_.planners.size(); ++p) {
+      StepTotals& totals = result.planners[p];
+      for (const RecordResult& record : result.records) {
+        const LayerCost& cost = record.planners[p];
+        totals.step_time += cost.critical_path();
+        totals.moe += cost.moe();
+        totals.moe_forward += cost.moe_forward();
+        totals.overhead += cost.overhead;
+        totals.dense += 3 * cost.dense_forward;
+        totals.grad_reduce += cost.grad_reduce;
+        totals.nvlink_dispatch_bytes += cost.nvlink_dispatch_bytes;
+        totals.ib_dispatch_bytes += cost.ib_dispatch_bytes;
+        totals.nvlink_weight_bytes += cost.nvlink_weight_bytes;
+        totals.ib_weight_bytes += cost.ib_weight_bytes;
+        totals.max_mean_load_mean += cost.max_mean_load;
+      }
+      totals.max_mean_load_mean /= static_cast<double>(result.records.size());
+      totals.optimizer = optimizer_ps_;
+      totals.step_time += optimizer_ps_;
+      totals.tokens_per_s = static_cast<double>(result.tokens) * 1e12 / totals.step_time;
+    }
+    return result;
+  }
+
+ private:
+  // One task per (layer, planner): its records in microbatch order, on one thread.
+  void plan_all(const std::vector<TraceRecord>& records, StepResult& result) {
+    const int num_layers = metadata_.num_layers;
+    const int planners = static_cast<int>(planned_.size());
+    const int tasks = num_layers * planners;
+    const bool detail = result.step == config_.detail_step;
+    std::atomic<int> next{0};
+    std::vector<std::exception_ptr> errors(tasks);
+    auto work = [&] {
+      for (int task = next++; task < tasks; task = next++) {
+        try {
+          run_task(task / planners, task % planners, records, detail, result);
+        } catch (...) {
+          errors[task] = std::current_exception();
+        }
+      }
+    };
+    const int workers = std::max(1, std::min(config_.threads, tasks));
+    std::vector<std::thread> threads;
+    for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (std::thread& thread : threads) thread.join();
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);  // the first task's, whatever the thread count
+    }
+  }
+
+  void run_task(int layer, int planner, const std::vector<TraceRecord>& records, bool detail,
+                StepResult& result) {
+    LayerPlanner& state = layers_[layer][planner];
+    const int p = planned_[planner];
+    const int microbatches = metadata_.microbatches;
+    for (int mb = 0; mb < microbatches; ++mb) {
+      const std::size_t index = static_cast<std::size_t>(mb) * metadata_.num_layers + layer;
+      const TraceRecord& record = records[index];
+      const PlannerDecision decision =
+          state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
+      LayerCost cost =
+          cost_.price(decision, record.counts,
+                      detail ? CostModel::Detail::kPerRank : CostModel::Detail::kWithHash);
+      note_replicas(decision, state.step_replicas);
+      if (mb == microbatches - 1) {
+        const GradientReduction reduction = reduce_replica_gradients(
+            std::move(state.step_replicas), config_.topology.view(),
+            cost_.solver_params().replica_weight_bytes, cost_.solver_params());
+        state.step_replicas.clear();
+        cost.grad_reduce = reduction.time_ps;
+        cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
+        cost.grad_reduce_ib_bytes = reduction.ib_bytes;
+      }
+      result.records[index].planners[p] = std::move(cost);
+    }
+  }
+
+  const SimConfig& config_;
+  TraceMetadata metadata_;
+  CostModel cost_;
+  std::shared_ptr<CostModelJudge> judge_;
+  std::vector<int> planned_;  // SimConfig indices of the planners that plan
+  int ideal_index_ = -1;
+  std::vector<std::vector<LayerPlanner>> layers_;  // [layer][planned_ index]
+  Picoseconds optimizer_ps_ = 0;
+};
+
+std::int64_t busiest_rank_tokens(const TraceRecord& record, int top_k) {
+  TokenCount busiest = 0;
+  for (RankId src = 0; src < record.counts.num_ranks(); ++src) {
+    TokenCount row = 0;
+    for (ExpertId e = 0; e < record.counts.num_experts(); ++e) row += record.counts.at(src, e);
+    busiest = std::max(busiest, row);
+  }
+  return std::max<std::int64_t>(1, (busiest + top_k - 1) / top_k);
+}
+
+}  // namespace
+
+void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
+  check_sim_options(config.options);
+  if (config.planners.empty()) throw InputError("planners", "name at least one planner");
+  const std::vector<std::string> known = planner_names();
+  bool planned = false;
+  for (std::size_t i = 0; i < config.planners.size(); ++i) {
+    const std::string& name = config.planners[i];
+    if (std::find(config.planners.begin(), config.planners.begin() + i, name) !=
+        config.planners.begin() + i) {
+      throw InputError("planners", "'" + name + "' is listed twice");
+    }
+    if (name == kIdeal) continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      make_planner(name, PlannerContext{}, PlannerOptions{});  // throws, listing the names
+    }
+    planned = true;
+  }
+  if (!planned) throw InputError("planners", "'ideal' is a bound on other planners: add one");
+  if (config.threads < 1) throw InputError("threads", "must be at least 1");
+  const int gpus = config.topology.num_gpus();
+  if (metadata.num_ranks != gpus) {
+    throw InputError("topology", "'" + config.topology.name + "' has " + std::to_string(gpus) +
+                                     " GPUs but the trace has " +
+                                     std::to_string(metadata.num_ranks) + " ranks");
+  }
+  if (metadata.num_experts != config.model.num_experts) {
+    throw InputError("model.num_experts",
+                     "'" + config.model.name + "' has " + std::to_string(config.model.num_experts) +
+                         " experts but the trace has " + std::to_string(metadata.num_experts));
+  }
+  if (metadata.top_k != config.model.top_k) {
+    throw InputError("model.top_k", "'" + config.model.name + "' routes each token to " +
+                                        std::to_string(config.model.top_k) +
+                                        " experts but the trace to " +
+                                        std::to_string(metadata.top_k));
+  }
+  if (metadata.num_experts % gpus != 0) {
+    throw InputError("num_experts", std::to_string(metadata.num_experts) +
+                                        " experts do not divide evenly over " +
+                                        std::to_string(gpus) + " GPUs");
+  }
+  const int max_slots = metadata.num_experts - metadata.num_experts / gpus;
+  if (config.slots_per_rank < 0 || config.slots_per_rank > max_slots) {
+    throw InputError("slots", "must be in [0, " + std::to_string(max_slots) + "] for " +
+                                  std::to_string(metadata.num_experts) + " experts on " +
+                                  std::to_string(gpus) + " GPUs");
+  }
+}
+
+std::int64_t replay_trace(const std::string& path, const SimConfig& config,
+                          ReplayObserver& observer) {
+  TraceReader reader(path);
+  const TraceMetadata& metadata = reader.metadata();
+  check_sim_config(config, metadata);
+  TraceRecord record;
+  bool more = reader.next(record);
+  std::int64_t tokens_per_rank = config.options.tokens_per_rank;
+  if (tokens_per_rank == 0) tokens_per_rank = metadata.tokens_per_rank;
+  if (tokens_per_rank == 0)
+    tokens_per_rank = more ? busiest_rank_tokens(record, metadata.top_k) : 1;
+  Replay replay(config, metadata, tokens_per_rank);
+  observer.on_start(metadata, replay.cost());
+
+  ProgressBar progress("records", metadata.num_records());
+  std::int64_t done = 0;
+  std::vector<TraceRecord> step;
+  while (more) {
+    step.clear();
+    const int current = record.step;
+    while (more && record.step == current) {
+      step.push_back(std::move(record));
+      more = reader.next(record);
+    }
+    observer.on_step(replay.run_step(step));
+    done += static_cast<std::int64_t>(step.size());
+    progress.update(done);
+  }
+  return done;
+}
+
+}  // namespace topoep

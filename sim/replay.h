@@ -1,0 +1,76 @@
+#pragma once
+// Streams a trace through a set of planners and the cost model, one step at a time.
+//
+// Records are read in trace order; the records of one step (microbatches x layers) are held in
+// memory, planned and priced on `threads` threads (one task per layer and planner: a planner
+// instance serves one layer and sees its records in microbatch order), then handed to the
+// observer in (microbatch, layer) order. Results are identical for any thread count.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "traces/trace_format.h"
+
+namespace topoep {
+
+struct SimConfig {
+  Topology topology;
+  ModelSpec model;
+  SimOptions options;
+  PlannerOptions planner_options;
+  // Planner names in report order: planner_names() and "ideal" (which needs another planner).
+  std::vector<std::string> planners;
+  int slots_per_rank = 1;
+  int threads = 1;
+  int detail_step = -1;  // this step's costs carry per-rank times (the timeline); -1: none
+};
+
+// One record, one LayerCost per planner in SimConfig order (the ideal included).
+struct RecordResult {
+  int step = 0;
+  int microbatch = 0;
+  int layer = 0;
+  std::vector<LayerCost> planners;
+};
+
+// A planner's totals over one step. Critical path = the records' critical paths + optimizer.
+struct StepTotals {
+  Picoseconds step_time = 0;
+  Picoseconds moe = 0;  // MoE layers' straggler time, forward and backward
+  Picoseconds moe_forward = 0;
+  Picoseconds overhead = 0;
+  Picoseconds dense = 0;  // forward and backward
+  Picoseconds grad_reduce = 0;
+  Picoseconds optimizer = 0;
+  Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
+  Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;
+  double max_mean_load_mean = 0;
+  double tokens_per_s = 0;
+};
+
+struct StepResult {
+  int step = 0;
+  std::int64_t tokens = 0;            // tokens the step trains on: every microbatch, every rank
+  std::vector<RecordResult> records;  // (microbatch, layer) order
+  std::vector<StepTotals> planners;   // SimConfig order
+};
+
+class ReplayObserver {
+ public:
+  virtual ~ReplayObserver() = default;
+  virtual void on_start(const TraceMetadata& metadata, const CostModel& cost) = 0;
+  virtual void on_step(const StepResult& step) = 0;
+};
+
+// Checks the names (InputError "planners") and SimConfig against the trace's metadata:
+// ranks = the topology's GPUs, experts and top-k = the model's (InputError naming the field).
+void check_sim_config(const SimConfig& config, const TraceMetadata& metadata);
+
+// Replays the trace at `path`. Throws FileInputError for a bad trace, InputError for a config
+// that does not fit it. Returns the number of records replayed.
+std::int64_t replay_trace(const std::string& path, const SimConfig& config,
+                          ReplayObserver& observer);
+
+}  // namespace topoep

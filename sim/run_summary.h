@@ -1,0 +1,55 @@
+#pragma once
+// A replay's figures per planner over the whole run, accumulated step by step.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/replay.h"
+
+namespace topoep {
+
+struct PlannerRunSummary {
+  std::string planner;
+  int steps = 0;
+  std::int64_t records = 0;
+  std::int64_t tokens = 0;
+  // Sums over the run, picoseconds.
+  Picoseconds step_time = 0, moe = 0, moe_forward = 0, overhead = 0, dense = 0, grad_reduce = 0,
+              optimizer = 0;
+  Picoseconds dispatch = 0, compute = 0, combine = 0, weight_exposed = 0, combine_grad = 0,
+              compute_grad = 0, dispatch_grad = 0;
+  Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0, nvlink_weight_bytes = 0,
+        ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0;
+  std::vector<double> max_mean_loads;  // one per record
+
+  double step_time_us() const;  // mean over steps
+  double tokens_per_s() const;  // all tokens over all step time
+  double median_max_mean_load() const;
+};
+
+class RunSummary {
+ public:
+  explicit RunSummary(std::vector<std::string> planners);
+  void add(const StepResult& step);
+
+  const std::vector<PlannerRunSummary>& planners() const { return planners_; }
+  // Index of `name`, or -1.
+  int index_of(const std::string& name) const;
+  // other's step time over this one's: above 1 when `planner` is faster.
+  double speedup(int planner, int other) const;
+  // The ideal's step time over this planner's, in percent; 0 without the ideal.
+  double percent_of_ideal(int planner) const;
+
+  // summary.json: the run's configuration and every planner's figures (times in µs).
+  nlohmann::json to_json(const nlohmann::json& run) const;
+
+ private:
+  std::vector<PlannerRunSummary> planners_;
+};
+
+// Exact decimal microseconds of an integer picosecond time, e.g. "12.345678".
+std::string format_us(Picoseconds ps);
+
+}  // namespace topoep

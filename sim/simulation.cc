@@ -1,0 +1,144 @@
+#include "sim/simulation.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "common/atomic_file.h"
+#include "common/file_input_error.h"
+#include "sim/csv_rows.h"
+#include "sim/timeline.h"
+#include "solver/input_error.h"
+#include "traces/trace_reader.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json run_description(const SimulationRequest& request, const TraceMetadata& metadata,
+                               const CostModel& cost) {
+  const SimConfig& c = request.config;
+  const CostParams& p = cost.solver_params();
+  return {
+      {"trace", request.trace},
+      {"trace_metadata", trace_metadata_to_json(metadata)},
+      {"topology", c.topology.name},
+      {"model", c.model.name},
+      {"planners", c.planners},
+      {"slots_per_rank", c.slots_per_rank},
+      {"sim_options",
+       {{"weight_overlap_fraction", c.options.weight_overlap_fraction},
+        {"activation_grad_bytes", c.options.activation_grad_bytes},
+        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param}}},
+      {"planner_options",
+       {{"eplb_period_steps", c.planner_options.eplb_period_steps},
+        {"eplb_window_steps", c.planner_options.eplb_window_steps},
+        {"eplb_groups", c.planner_options.eplb_groups},
+        {"host_roundtrip_us", c.planner_options.host_roundtrip_us},
+        {"eplb_cpu_us_per_layer", c.planner_options.eplb_cpu_us_per_layer},
+        {"topoep_solve_us", c.planner_options.topoep_solve_us}}},
+      {"solver_cost",
+       {{"compute_ps_per_token", p.compute_ps_per_token},
+        {"dispatch_bytes_per_token", p.dispatch_bytes_per_token},
+        {"combine_bytes_per_token", p.combine_bytes_per_token},
+        {"replica_weight_bytes", p.replica_weight_bytes},
+        {"weight_overlap_ps", p.weight_overlap_ps}}},
+  };
+}
+
+// Streams the CSV rows into temporaries and keeps the step the timeline draws.
+class OutputObserver : public ReplayObserver {
+ public:
+  OutputObserver(const SimulationRequest& request, SimulationResult& result)
+      : request_(request), result_(result) {
+    if (!request.out_dir.empty()) {
+      per_layer_ = std::make_unique<AtomicFile>(request.out_dir + "/per_layer.csv");
+      per_step_ = std::make_unique<AtomicFile>(request.out_dir + "/per_step.csv");
+      per_layer_->write(per_layer_csv_header());
+      per_step_->write(per_step_csv_header());
+    }
+  }
+
+  void on_start(const TraceMetadata& metadata, const CostModel& cost) override {
+    result_.metadata = metadata;
+    result_.run = run_description(request_, metadata, cost);
+  }
+
+  void on_step(const StepResult& step) override {
+    result_.summary.add(step);
+    if (per_layer_) {
+      per_layer_->write(per_layer_csv_rows(step, request_.config.planners));
+      per_step_->write(per_step_csv_rows(step, request_.config.planners));
+    }
+    if (!request_.timeline.empty() && step.step == request_.timeline_step) {
+      timeline_ = step_timeline(step, request_.config.planners, request_.config.topology.view());
+    }
+  }
+
+  // Writes the remaining files and renames everything into place.
+  void commit() {
+    std::unique_ptr<AtomicFile> summary, timeline;
+    if (per_layer_) {
+      summary = std::make_unique<AtomicFile>(request_.out_dir + "/summary.json");
+      summary->write(result_.summary.to_json(result_.run).dump(2) + "\n");
+    }
+    if (!request_.timeline.empty()) {
+      timeline = std::make_unique<AtomicFile>(request_.timeline);
+      timeline->write(timeline_.dump() + "\n");
+    }
+    for (AtomicFile* file : {per_layer_.get(), per_step_.get(), summary.get(), timeline.get()}) {
+      if (file != nullptr) file->commit();
+    }
+  }
+
+ private:
+  const SimulationRequest& request_;
+  SimulationResult& result_;
+  std::unique_ptr<AtomicFile> per_layer_, per_step_;
+  nlohmann::json timeline_;
+};
+
+}  // namespace
+
+SimulationResult run_simulation(const SimulationRequest& request) {
+  SimulationResult result{TraceMetadata{}, nlohmann::json::object(),
+                          RunSummary(request.config.planners), 0};
+  SimConfig config = request.config;
+  if (!request.timeline.empty()) {
+    if (request.timeline_step < 0) throw InputError("timeline_step", "must not be negative");
+    config.detail_step = request.timeline_step;
+  }
+  // Every check that can fail before the replay runs first, so a mistake costs no time.
+  const TraceMetadata metadata = TraceReader(request.trace).metadata();
+  check_sim_config(config, metadata);
+  if (!request.timeline.empty() && request.timeline_step >= metadata.steps) {
+    throw InputError("timeline_step", "the trace has " + std::to_string(metadata.steps) +
+                                          " steps (0 to " + std::to_string(metadata.steps - 1) +
+                                          ")");
+  }
+  bool created_dir = false;
+  if (!request.out_dir.empty()) {
+    std::error_code error;
+    if (fs::exists(request.out_dir) && !fs::is_directory(request.out_dir)) {
+      throw FileInputError(request.out_dir, "", "exists and is not a directory");
+    }
+    created_dir = fs::create_directories(request.out_dir, error);
+    if (error) throw FileInputError(request.out_dir, "", "cannot be created: " + error.message());
+  }
+  try {
+    SimulationRequest effective = request;
+    effective.config = config;
+    OutputObserver observer(effective, result);
+    result.records = replay_trace(request.trace, config, observer);
+    observer.commit();
+  } catch (...) {
+    if (created_dir) {
+      std::error_code ignored;
+      fs::remove(request.out_dir, ignored);  // only if still empty
+    }
+    throw;
+  }
+  return result;
+}
+
+}  // namespace topoep

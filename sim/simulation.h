@@ -1,0 +1,33 @@
+#pragma once
+// A whole simulation as the CLI runs it: replay a trace, summarise, and write the outputs
+// (summary.json, per_layer.csv, per_step.csv in a directory; a Chrome trace of one step).
+// Outputs appear whole or not at all: each is written beside its target and renamed into place
+// only after the whole replay succeeded.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/replay.h"
+#include "sim/run_summary.h"
+
+namespace topoep {
+
+struct SimulationRequest {
+  std::string trace;  // trace directory
+  SimConfig config;
+  std::string out_dir;   // empty: no files
+  std::string timeline;  // Chrome trace JSON path; empty: none
+  int timeline_step = 0;
+};
+
+struct SimulationResult {
+  TraceMetadata metadata;
+  nlohmann::json run;  // what summary.json records about the run
+  RunSummary summary;
+  std::int64_t records = 0;
+};
+
+// Throws FileInputError (trace, outputs) or InputError (configuration) before writing anything.
+SimulationResult run_simulation(const SimulationRequest& request);
+
+}  // namespace topoep

@@ -1,0 +1,100 @@
+#include "sim/timeline.h"
+
+namespace topoep {
+namespace {
+
+double to_us(Picoseconds ps) { return static_cast<double>(ps) / 1e6; }
+
+class TimelineBuilder {
+ public:
+  TimelineBuilder(nlohmann::json& events, int pid, int num_ranks)
+      : events_(events), pid_(pid), num_ranks_(num_ranks) {}
+
+  // A phase every rank spends alike.
+  void shared(const char* name, Picoseconds duration, const nlohmann::json& args) {
+    if (duration <= 0) return;
+    for (int rank = 0; rank < num_ranks_; ++rank) slice(name, rank, duration, args);
+    now_ += duration;
+  }
+
+  // A phase with per-rank durations that ends with the slowest rank.
+  void per_rank(const char* name, const std::vector<Picoseconds>& durations, int scale,
+                Picoseconds phase, const nlohmann::json& args) {
+    if (phase <= 0) return;
+    for (int rank = 0; rank < num_ranks_; ++rank) {
+      if (durations[rank] > 0) slice(name, rank, scale * durations[rank], args);
+    }
+    now_ += phase;
+  }
+
+  Picoseconds now() const { return now_; }
+
+ private:
+  void slice(const char* name, int rank, Picoseconds duration, const nlohmann::json& args) {
+    events_.push_back({{"name", name},
+                       {"ph", "X"},
+                       {"pid", pid_},
+                       {"tid", rank},
+                       {"ts", to_us(now_)},
+                       {"dur", to_us(duration)},
+                       {"args", args}});
+  }
+
+  nlohmann::json& events_;
+  int pid_;
+  int num_ranks_;
+  Picoseconds now_ = 0;
+};
+
+}  // namespace
+
+nlohmann::json step_timeline(const StepResult& step, const std::vector<std::string>& planners,
+                             const TopologyView& topology) {
+  nlohmann::json events = nlohmann::json::array();
+  const int num_ranks = topology.num_ranks();
+  for (std::size_t p = 0; p < planners.size(); ++p) {
+    if (planners[p] == "ideal") continue;
+    const int pid = static_cast<int>(p);
+    events.push_back(
+        {{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"args", {{"name", planners[p] + " (step " + std::to_string(step.step) + ")"}}}});
+    for (int rank = 0; rank < num_ranks; ++rank) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", rank},
+                        {"args",
+                         {{"name", "rank " + std::to_string(rank) + " (node " +
+                                       std::to_string(topology.node_of(rank)) + ")"}}}});
+    }
+    TimelineBuilder timeline(events, pid, num_ranks);
+    for (const RecordResult& record : step.records) {
+      const LayerCost& c = record.planners[p];
+      const nlohmann::json args = {{"microbatch", record.microbatch}, {"layer", record.layer}};
+      timeline.shared("dense forward", c.dense_forward, args);
+      timeline.shared("planner", c.overhead, args);
+      timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
+      timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args);
+      timeline.per_rank("expert compute", c.ranks.compute, 1, c.compute, args);
+      timeline.per_rank("combine", c.ranks.combine, 1, c.combine, args);
+    }
+    for (auto it = step.records.rbegin(); it != step.records.rend(); ++it) {
+      const LayerCost& c = it->planners[p];
+      const nlohmann::json args = {{"microbatch", it->microbatch}, {"layer", it->layer}};
+      timeline.per_rank("combine grad", c.ranks.combine_grad, 1, c.combine_grad, args);
+      timeline.per_rank("expert compute grad", c.ranks.compute, 2, c.compute_grad, args);
+      timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args);
+      timeline.shared("dense backward", 2 * c.dense_forward, args);
+    }
+    for (const RecordResult& record : step.records) {
+      timeline.shared("replica grad reduce", record.planners[p].grad_reduce,
+                      {{"layer", record.layer}});
+    }
+    timeline.shared("optimizer", step.planners[p].optimizer, nlohmann::json::object());
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace topoep

@@ -1,0 +1,144 @@
+// The simulator's cost model against closed forms worked by hand (sim/README.md).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/cost_model.h"
+#include "sim/gradient_reduction.h"
+#include "solver/input_error.h"
+#include "solver/static_plan.h"
+#include "tests/sim_fixtures.h"
+
+namespace topoep {
+namespace {
+
+RoutingCounts uniform_counts(int ranks, int experts, TokenCount per_pair) {
+  return RoutingCounts(
+      ranks, experts, std::vector<TokenCount>(static_cast<std::size_t>(ranks) * experts, per_pair));
+}
+
+PlannerContext context_for(const CostModel& model, int slots) {
+  const Topology& t = model.topology();
+  return PlannerContext{t.view(),
+                        Placement::contiguous(model.model().num_experts, t.num_gpus(), slots),
+                        model.solver_params()};
+}
+
+PlannerDecision static_decision(const PlannerContext& context, const RoutingCounts& counts) {
+  return make_planner("static", context, PlannerOptions{})->plan(RecordId{}, counts);
+}
+
+TEST(SimCostModel, UniformRoutingMatchesTheLinkAndComputeFormulas) {
+  // 2 nodes x 2 GPUs, 8 experts (2 per GPU), 10 tokens from every rank to every expert.
+  const CostModel model(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
+  const RoutingCounts counts = uniform_counts(4, 8, 10);
+  const LayerCost cost = model.price(static_decision(context_for(model, 0), counts), counts);
+  // Each rank sends 20 tokens to its node peer (NVLink) and 40 to the other node (IB), and
+  // receives as much: dispatch = max(2 us + 20,480 B / 100 GB/s, 5 us + 40,960 B / 25 GB/s).
+  EXPECT_EQ(cost.dispatch, 5000000 + 1638400);
+  EXPECT_EQ(cost.combine, 5000000 + 3276800);  // bf16: twice the bytes
+  // Two experts of 40 tokens per GPU: 6 x 1024 x 512 x 40 FLOP at 500 TFLOP/s each.
+  EXPECT_EQ(cost.compute, 2 * 251658);
+  EXPECT_EQ(cost.compute_grad, 2 * cost.compute);
+  EXPECT_EQ(cost.combine_grad, cost.combine);  // bf16 gradients travel both ways
+  EXPECT_EQ(cost.dispatch_grad, cost.combine);
+  EXPECT_EQ(cost.weight_exposed, 0);
+  // Dense: 2 x 1e6 params x 40 tokens at 500 TFLOP/s.
+  EXPECT_EQ(cost.dense_forward, 160000);
+  EXPECT_EQ(cost.ib_dispatch_bytes, 4 * 40 * 1024);
+  EXPECT_EQ(cost.nvlink_dispatch_bytes, 4 * 20 * 1024);
+  EXPECT_DOUBLE_EQ(cost.max_mean_load, 1.0);
+}
+
+TEST(SimCostModel, EveryPlannerTiesWithStaticOnUniformRouting) {
+  const CostModel model(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
+  const RoutingCounts counts = uniform_counts(4, 8, 10);
+  for (const int slots : {0, 1}) {
+    const PlannerContext context = context_for(model, slots);
+    const Picoseconds reference = model.price(static_decision(context, counts), counts).moe();
+    for (const std::string& name : planner_names()) {
+      // EPLB with spare slots replicates even under uniform load (its own layout rule).
+      if (slots > 0 && name.rfind("eplb", 0) == 0) continue;
+      const PlannerDecision decision =
+          make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
+      EXPECT_EQ(model.price(decision, counts).moe(), reference) << name << " S=" << slots;
+    }
+  }
+}
+
+TEST(SimCostModel, OneHotExpertIsSpreadByTopoepAndNotByStatic) {
+  // Every token goes to expert 0; compute dominates (100,000 tokens per rank).
+  const CostModel model(round_topology(2, 2), round_model(8, 1), SimOptions{}, 100000);
+  RoutingCounts counts(4, 8);
+  for (RankId r = 0; r < 4; ++r) counts.set(r, 0, 100000);
+  const PlannerContext context = context_for(model, 1);
+  const LayerCost before = model.price(static_decision(context, counts), counts);
+  const LayerCost after = model.price(
+      make_planner("topoep", context, PlannerOptions{})->plan(RecordId{}, counts), counts);
+  EXPECT_DOUBLE_EQ(before.max_mean_load, 4.0);
+  EXPECT_LE(after.max_mean_load, 1.05);
+  EXPECT_LT(after.compute, before.compute / 3);
+  EXPECT_LE(after.ib_dispatch_bytes, before.ib_dispatch_bytes);
+  EXPECT_LT(after.moe(), before.moe());
+  EXPECT_GT(after.new_replicas, 0);
+}
+
+TEST(SimCostModel, UniformAllToAllAcrossNodesMeetsTheNicBoundTimesNOverNMinusOne) {
+  for (const int nodes : {2, 4, 8}) {
+    // One expert per GPU, 1000 tokens from every rank to every expert: a uniform all-to-all.
+    const int ranks = 2 * nodes;
+    const CostModel model(round_topology(nodes, 2), round_model(ranks, 1), SimOptions{}, 1000);
+    const RoutingCounts counts = uniform_counts(ranks, ranks, 1000);
+    const LayerCost cost = model.price(static_decision(context_for(model, 0), counts), counts);
+    // Bytes each GPU's all-to-all buffer holds (itself included) over the time beyond alpha.
+    const double buffer_bytes = ranks * 1000.0 * 1024;
+    const double achieved_gb_per_s = buffer_bytes / ((cost.dispatch - 5000000) / 1e6) / 1000;
+    EXPECT_NEAR(achieved_gb_per_s, 25.0 * nodes / (nodes - 1), 1e-6) << nodes << " nodes";
+  }
+}
+
+TEST(SimCostModel, SmallInstancesPayForTheirWeightReadsOnTheEfficiencyCurve) {
+  Topology topology = round_topology(1, 2);
+  topology.gemm_efficiency.tokens_per_expert = {1, 100};
+  topology.gemm_efficiency.efficiency = {0.01, 1.0};
+  const CostModel model(topology, round_model(2, 1), SimOptions{}, 100);
+  // Below the curve's knee the time stops falling with the tokens: 1 token costs what ~1.5 do.
+  const double flop = 6.0 * 1024 * 512;
+  EXPECT_EQ(model.instance_compute_ps(100), std::llround(flop * 100 / 1000));
+  EXPECT_EQ(model.instance_compute_ps(1), std::llround(flop / (1000 * 0.01)));
+  EXPECT_EQ(model.instance_compute_ps(0), 0);
+}
+
+TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
+  const CostModel model(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
+  // (1e6 dense + 2 experts x 3 x 1024 x 512) params x 28 B at 2000 GB/s, for 3 layers.
+  const double bytes = 3 * (1e6 + 2 * 3 * 1024 * 512.0) * 28;
+  EXPECT_EQ(model.optimizer_ps(3), std::llround(bytes / 2000 * 1000));
+}
+
+TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
+  const TopologyView topology{2, 4};  // ranks 0-3 node 0, 4-7 node 1
+  CostParams cost;
+  cost.scale_up = LinkCost{100000, 2000000};
+  cost.scale_out = LinkCost{25000, 5000000};
+  // Expert 3 homed on rank 0 with replicas on 1, 5 and 6: 6 -> 5 (NVLink), 5 -> 1 (IB),
+  // 1 -> 0 (NVLink). Listed twice: duplicates count once.
+  const std::vector<ReplicaInstance> replicas = {{3, 0, 5}, {3, 0, 1}, {3, 0, 6}, {3, 0, 1}};
+  const GradientReduction reduction = reduce_replica_gradients(replicas, topology, 1000000, cost);
+  EXPECT_EQ(reduction.ib_bytes, 1000000);
+  EXPECT_EQ(reduction.nvlink_bytes, 2000000);
+  // The busiest rank sends or receives one gradient per class: IB dominates.
+  EXPECT_EQ(reduction.time_ps, transfer_ps(1000000, cost.scale_out));
+  EXPECT_EQ(reduce_replica_gradients({}, topology, 1000000, cost).time_ps, 0);
+}
+
+TEST(SimCostModel, RejectsOptionsOutOfRange) {
+  SimOptions options;
+  options.weight_overlap_fraction = 1.5;
+  EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), options, 10), InputError);
+  EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), SimOptions{}, 0), InputError);
+}
+
+}  // namespace
+}  // namespace topoep

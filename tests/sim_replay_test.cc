@@ -1,0 +1,281 @@
+// Trace replay: the bound and never-worse properties on every record, results independent of
+// the thread count, outputs that appear whole or not at all, clear errors for configurations
+// that do not fit the trace, and replays of the real traces in ../shared/traces/.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "models/model_json.h"
+#include "sim/simulation.h"
+#include "solver/input_error.h"
+#include "tests/sim_fixtures.h"
+#include "topologies/topology_presets.h"
+#include "traces/synthetic_trace.h"
+#include "traces/trace_import.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kAllPlanners = {"topoep",    "eplb",   "eplb-microbatch",
+                                               "shadowing", "static", "ideal"};
+
+std::string temp_path(const std::string& name) {
+  return (fs::path(testing::TempDir()) / name).string();
+}
+
+// 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x 2 microbatches x 3 layers.
+std::string small_trace() {
+  static const std::string path = [] {
+    const std::string out = temp_path("sim_small_trace");
+    fs::remove_all(out);
+    SyntheticTraceSpec spec;
+    spec.num_ranks = 16;
+    spec.num_experts = 64;
+    spec.num_layers = 3;
+    spec.steps = 3;
+    spec.tokens_per_rank = 512;
+    spec.seed = 7;
+    write_synthetic_trace(spec, out);
+    return out;
+  }();
+  return path;
+}
+
+SimConfig small_config() {
+  SimConfig config;
+  config.topology = round_topology(2, 8);
+  config.model = round_model(64, 8);
+  config.planners = kAllPlanners;
+  config.planner_options.eplb_period_steps = 1;
+  config.planner_options.eplb_window_steps = 1;
+  return config;
+}
+
+class Collect : public ReplayObserver {
+ public:
+  void on_start(const TraceMetadata&, const CostModel&) override {}
+  void on_step(const StepResult& step) override { steps.push_back(step); }
+  std::vector<StepResult> steps;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// No planner beats the ideal, and TopoEP never loses to static, on any record or step.
+void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::string>& planners,
+                  const std::string& what) {
+  const auto index = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(planners.begin(), planners.end(), name) -
+                                    planners.begin());
+  };
+  const std::size_t ideal = index("ideal"), topoep = index("topoep"), fixed = index("static");
+  ASSERT_LT(ideal, planners.size());
+  for (const StepResult& step : steps) {
+    for (const RecordResult& record : step.records) {
+      const std::string where = what + " step " + std::to_string(record.step) + " mb " +
+                                std::to_string(record.microbatch) + " layer " +
+                                std::to_string(record.layer);
+      for (std::size_t p = 0; p < planners.size(); ++p) {
+        EXPECT_LE(record.planners[ideal].critical_path(), record.planners[p].critical_path())
+            << where << " " << planners[p];
+        EXPECT_LE(record.planners[ideal].moe(), record.planners[p].moe())
+            << where << " " << planners[p];
+      }
+      EXPECT_LE(record.planners[topoep].moe(), record.planners[fixed].moe()) << where;
+      EXPECT_LE(record.planners[topoep].ib_dispatch_bytes, record.planners[fixed].ib_dispatch_bytes)
+          << where;
+    }
+    for (std::size_t p = 0; p < planners.size(); ++p) {
+      EXPECT_LE(step.planners[ideal].step_time, step.planners[p].step_time) << what;
+    }
+  }
+}
+
+TEST(SimReplay, IdealBoundsEveryPlannerAndTopoepNeverLosesToStatic) {
+  Collect collect;
+  EXPECT_EQ(replay_trace(small_trace(), small_config(), collect), 3 * 2 * 3);
+  ASSERT_EQ(collect.steps.size(), 3u);
+  check_bounds(collect.steps, kAllPlanners, "synthetic");
+}
+
+TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
+  Collect collect;
+  replay_trace(small_trace(), small_config(), collect);
+  for (const StepResult& step : collect.steps) {
+    EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      Picoseconds sum = step.planners[p].optimizer;
+      for (const RecordResult& record : step.records) sum += record.planners[p].critical_path();
+      EXPECT_EQ(step.planners[p].step_time, sum);
+      EXPECT_GT(step.planners[p].optimizer, 0);
+    }
+  }
+}
+
+TEST(SimReplay, OutputsAreIdenticalForOneAndTwoThreads) {
+  std::vector<std::string> outputs;
+  for (const int threads : {1, 2}) {
+    SimulationRequest request;
+    request.trace = small_trace();
+    request.config = small_config();
+    request.config.threads = threads;
+    request.out_dir = temp_path("sim_threads_" + std::to_string(threads));
+    request.timeline = request.out_dir + "/timeline.json";
+    fs::remove_all(request.out_dir);
+    run_simulation(request);
+    std::string all;
+    for (const char* file : {"summary.json", "per_layer.csv", "per_step.csv", "timeline.json"}) {
+      const std::string text = read_file(request.out_dir + "/" + file);
+      EXPECT_FALSE(text.empty()) << file;
+      all += text;
+    }
+    outputs.push_back(all);
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+}
+
+TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
+  SimulationRequest request;
+  request.trace = small_trace();
+  request.config = small_config();
+  request.timeline = temp_path("sim_timeline.json");
+  request.timeline_step = 2;
+  run_simulation(request);
+  const nlohmann::json timeline = nlohmann::json::parse(read_file(request.timeline));
+  // Per planner (pid), the last slice ends at the step's time; every rank has slices.
+  std::map<int, double> end_us;
+  std::map<int, std::set<int>> tracks;
+  for (const auto& event : timeline["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    const int pid = event["pid"];
+    end_us[pid] = std::max(end_us[pid], event["ts"].get<double>() + event["dur"].get<double>());
+    tracks[pid].insert(event["tid"].get<int>());
+  }
+  ASSERT_EQ(end_us.size(), kAllPlanners.size() - 1);  // the ideal has no per-rank times
+  for (const auto& [pid, ranks] : tracks) EXPECT_EQ(ranks.size(), 16u) << kAllPlanners[pid];
+  // The timeline's step is step 2: its length is that step's time in per_step terms.
+  Collect collect;
+  SimConfig config = small_config();
+  replay_trace(small_trace(), config, collect);
+  for (const auto& [pid, end] : end_us) {
+    EXPECT_NEAR(end, static_cast<double>(collect.steps[2].planners[pid].step_time) / 1e6, 1e-3)
+        << kAllPlanners[pid];
+  }
+}
+
+TEST(SimReplay, ConfigurationsThatDoNotFitTheTraceNameTheField) {
+  const auto field_of = [](SimConfig config) {
+    Collect collect;
+    try {
+      replay_trace(small_trace(), config, collect);
+    } catch (const InputError& error) {
+      EXPECT_TRUE(collect.steps.empty());
+      return error.field();
+    }
+    return std::string("no error");
+  };
+  SimConfig config = small_config();
+  config.topology = round_topology(4, 8);
+  EXPECT_EQ(field_of(config), "topology");
+  config = small_config();
+  config.model = round_model(128, 8);
+  EXPECT_EQ(field_of(config), "model.num_experts");
+  config = small_config();
+  config.model = round_model(64, 2);
+  EXPECT_EQ(field_of(config), "model.top_k");
+  config = small_config();
+  config.planners = {"topoep", "magic"};
+  EXPECT_EQ(field_of(config), "planner");
+  config.planners = {"ideal"};
+  EXPECT_EQ(field_of(config), "planners");
+  config.planners = {"static", "static"};
+  EXPECT_EQ(field_of(config), "planners");
+  config = small_config();
+  config.slots_per_rank = 61;
+  EXPECT_EQ(field_of(config), "slots");
+}
+
+TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
+  const std::string broken = temp_path("sim_broken_trace");
+  fs::remove_all(broken);
+  fs::copy(small_trace(), broken);
+  for (const auto& entry : fs::directory_iterator(broken)) {
+    if (entry.path().extension() == ".safetensors") fs::resize_file(entry.path(), 200);
+  }
+  SimulationRequest request;
+  request.trace = broken;
+  request.config = small_config();
+  request.out_dir = temp_path("sim_broken_out");
+  request.timeline = temp_path("sim_broken_timeline.json");
+  fs::remove_all(request.out_dir);
+  fs::remove(request.timeline);
+  EXPECT_THROW(run_simulation(request), std::runtime_error);
+  EXPECT_FALSE(fs::exists(request.out_dir));
+  EXPECT_FALSE(fs::exists(request.timeline));
+
+  // An existing output directory keeps its earlier files when a later run fails.
+  request.trace = small_trace();
+  run_simulation(request);
+  const std::string before = read_file(request.out_dir + "/summary.json");
+  request.trace = broken;
+  EXPECT_THROW(run_simulation(request), std::runtime_error);
+  EXPECT_EQ(read_file(request.out_dir + "/summary.json"), before);
+  for (const auto& entry : fs::directory_iterator(request.out_dir)) {
+    EXPECT_EQ(entry.path().string().find(".tmp-"), std::string::npos) << entry.path();
+  }
+}
+
+// The real traces, read in place from ../shared/traces/ (tools/test passes the folder).
+std::string shared_dir() {
+  const char* dir = std::getenv("TOPOEP_SHARED_DIR");
+  return dir == nullptr ? "" : dir;
+}
+
+TEST(SimReplayRealTraces, EsftLawOnDeepSeekV2LiteReplaysEndToEnd) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR not set";
+  const std::string trace = temp_path("sim_esft_law");
+  fs::remove_all(trace);
+  // 26 layers, 64 experts, top-6 on 32 ranks; two microbatches per step.
+  import_esft(shared_dir() + "/traces/esft-deepseek-v2-lite/law", 26, 64, 6,
+              ImportShape{32, 8, 64, 2}, PackingOptions{}, trace);
+  SimConfig config;
+  config.topology = load_topology("h800-4x8");
+  config.model = load_model("deepseek-v2-lite");
+  config.planners = kAllPlanners;
+  config.threads = 2;
+  Collect collect;
+  EXPECT_GT(replay_trace(trace, config, collect), 0);
+  check_bounds(collect.steps, kAllPlanners, "esft law");
+}
+
+TEST(SimReplayRealTraces, DeepSeekV3SharesOnSixtyFourGpusReplayEndToEnd) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR not set";
+  const std::string trace = temp_path("sim_v3_shares");
+  fs::remove_all(trace);
+  import_sglang_stats(shared_dir() + "/traces/sglang-deepseek-v3-stats/prefill_in4096.json", 8, 2,
+                      ImportShape{64, 8, 256, 1}, 11, trace);
+  SimConfig config;
+  config.topology = load_topology("h100-8x8");
+  config.model = load_model("deepseek-v3");
+  config.planners = kAllPlanners;
+  config.threads = 2;
+  Collect collect;
+  EXPECT_EQ(replay_trace(trace, config, collect), 2 * 58);
+  check_bounds(collect.steps, kAllPlanners, "v3 prefill_in4096 R=64");
+}
+
+}  // namespace
+}  // namespace topoep

@@ -1,0 +1,107 @@
+#include "tools/cli/simulate_command.h"
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "models/model_json.h"
+#include "sim/simulation.h"
+#include "tools/cli/simulation_table.h"
+#include "topologies/topology_presets.h"
+
+namespace topoep {
+namespace {
+
+struct SimulateOptions {
+  std::string trace;
+  std::string topology = "h800-4x8";
+  std::string model = "deepseek-v3";
+  std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
+  int slots = 1;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string out;
+  std::string timeline;
+  int timeline_step = 0;
+  SimOptions sim;
+  PlannerOptions planner;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream stream(text);
+  for (std::string name; std::getline(stream, name, ',');) {
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
+}
+
+void run_simulate(const SimulateOptions& options) {
+  SimulationRequest request;
+  request.trace = options.trace;
+  request.config.topology = load_topology(options.topology);
+  request.config.model = load_model(options.model);
+  request.config.options = options.sim;
+  request.config.planner_options = options.planner;
+  request.config.planners = split_names(options.planners);
+  request.config.slots_per_rank = options.slots;
+  request.config.threads = options.threads;
+  request.out_dir = options.out;
+  request.timeline = options.timeline;
+  request.timeline_step = options.timeline_step;
+  const SimulationResult result = run_simulation(request);
+  const TraceMetadata& m = result.metadata;
+  std::cout << "Replayed " << result.records << " records (" << m.steps << " steps x "
+            << m.microbatches << " microbatches x " << m.num_layers << " MoE layers) of "
+            << options.trace << "\non " << request.config.topology.name << " ("
+            << request.config.topology.nodes << " x " << request.config.topology.gpus_per_node
+            << " GPUs) with " << request.config.model.name << ", S = " << options.slots << "\n\n";
+  print_simulation_table(result.summary, std::cout);
+  if (!options.out.empty()) {
+    std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv\n";
+  }
+  if (!options.timeline.empty()) {
+    std::cout << "Wrote " << options.timeline << " (step " << options.timeline_step
+              << "; open it in ui.perfetto.dev)\n";
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "Replay a trace through planners and the cluster model");
+  auto o = std::make_shared<SimulateOptions>();
+  simulate->add_option("--trace", o->trace, "Trace directory (topoep trace format)")->required();
+  simulate->add_option("--topology", o->topology, "Preset or JSON file")->capture_default_str();
+  simulate->add_option("--model", o->model, "Model preset or JSON file")->capture_default_str();
+  simulate
+      ->add_option("--planners", o->planners,
+                   "Comma-separated: topoep, eplb, eplb-microbatch, shadowing, static, ideal")
+      ->capture_default_str();
+  simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
+      ->capture_default_str();
+  simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
+      ->capture_default_str();
+  simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
+  simulate->add_option("--timeline", o->timeline, "Write one step as Chrome trace JSON here");
+  simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
+      ->capture_default_str();
+  simulate
+      ->add_option("--weight-overlap", o->sim.weight_overlap_fraction,
+                   "Fraction of the dense compute that hides replica weight transfers")
+      ->capture_default_str();
+  simulate
+      ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
+                   "TopoEP's GPU solve time per layer, on the critical path")
+      ->capture_default_str();
+  simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
+      ->capture_default_str();
+  simulate
+      ->add_option("--eplb-window", o->planner.eplb_window_steps,
+                   "EPLB plans from the loads of the last W steps")
+      ->capture_default_str();
+  simulate->callback([o] { run_simulate(*o); });
+}
+
+}  // namespace topoep

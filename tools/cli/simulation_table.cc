@@ -1,0 +1,47 @@
+#include "tools/cli/simulation_table.h"
+
+#include "tools/cli/table.h"
+
+namespace topoep {
+
+void print_simulation_table(const RunSummary& summary, std::ostream& out) {
+  const auto& planners = summary.planners();
+  const int static_index = summary.index_of("static");
+  const bool has_ideal = summary.index_of("ideal") >= 0;
+  TextTable table({"planner", "step ms", "tokens/s", "vs static", "% of ideal", "MoE ms/step",
+                   "overhead ms/step", "max/mean (median)", "IB GB/step", "NVLink GB/step"});
+  for (std::size_t p = 0; p < planners.size(); ++p) {
+    const PlannerRunSummary& s = planners[p];
+    const double steps = s.steps > 0 ? s.steps : 1;
+    const int index = static_cast<int>(p);
+    table.add_row(
+        {s.planner, format_fixed(s.step_time_us() / 1e3, 2), format_fixed(s.tokens_per_s(), 0),
+         static_index >= 0 ? format_fixed(summary.speedup(index, static_index), 3) + "x" : "-",
+         has_ideal ? format_fixed(summary.percent_of_ideal(index), 1) : "-",
+         format_fixed(static_cast<double>(s.moe) / 1e9 / steps, 2),
+         format_fixed(static_cast<double>(s.overhead) / 1e9 / steps, 3),
+         format_fixed(s.median_max_mean_load(), 3),
+         format_fixed(
+             static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
+                 1e9 / steps,
+             2),
+         format_fixed(static_cast<double>(s.nvlink_dispatch_bytes + s.nvlink_weight_bytes +
+                                          s.grad_reduce_nvlink_bytes) /
+                          1e9 / steps,
+                      2)});
+  }
+  table.print(out);
+  const int topoep = summary.index_of("topoep");
+  if (topoep < 0) return;
+  out << "\nTopoEP step-time speedup over:";
+  const char* separator = " ";
+  for (std::size_t p = 0; p < planners.size(); ++p) {
+    if (static_cast<int>(p) == topoep || planners[p].planner == "ideal") continue;
+    out << separator << planners[p].planner << " "
+        << format_fixed(summary.speedup(topoep, static_cast<int>(p)), 3) << "x";
+    separator = ", ";
+  }
+  out << "\n";
+}
+
+}  // namespace topoep
