@@ -24,8 +24,9 @@ struct DemoOptions {
 };
 
 // The embedded default trace: DeepSeek-V3's shape (256 experts, top-8, its 58 MoE layers) on the
-// paper's 32 GPUs, 1024 tokens per GPU per microbatch, with the generator's calibrated skew,
-// drift and layer correlation (traces/README.md). Seeded: the same trace on every machine.
+// paper's 32 GPUs, 4096 tokens per GPU per microbatch (the model preset's), with the generator's
+// calibrated skew, drift and layer correlation (traces/README.md). Seeded: the same trace on
+// every machine.
 SyntheticTraceSpec demo_trace_spec() {
   SyntheticTraceSpec spec;
   spec.num_ranks = 32;
@@ -35,7 +36,7 @@ SyntheticTraceSpec demo_trace_spec() {
   spec.num_layers = 58;
   spec.microbatches = 2;
   spec.steps = 16;
-  spec.tokens_per_rank = 1024;
+  spec.tokens_per_rank = 4096;
   spec.seed = 2026;
   return spec;
 }
