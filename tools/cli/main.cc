@@ -11,6 +11,7 @@
 #include "tools/cli/exit_codes.h"
 #include "tools/cli/simulate_command.h"
 #include "tools/cli/solve_command.h"
+#include "tools/cli/sweep_command.h"
 #include "tools/cli/topology_command.h"
 #include "tools/cli/trace_command.h"
 #include "tools/cli/version.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   topoep::add_eplb_command(app);
   topoep::add_simulate_command(app);
   topoep::add_solve_command(app);
+  topoep::add_sweep_command(app);
   topoep::add_topology_command(app);
   topoep::add_trace_command(app);
   try {

@@ -1,0 +1,373 @@
+#include "sim/sweep.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "common/atomic_file.h"
+#include "common/file_input_error.h"
+#include "common/json_fields.h"
+#include "sim/progress.h"
+#include "sim/run_summary.h"
+#include "solver/input_error.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& metric_columns() {
+  static const std::vector<std::string> columns = {"step_time_us",
+                                                   "tokens_per_s",
+                                                   "speedup_vs_static",
+                                                   "percent_of_ideal",
+                                                   "moe_us_per_step",
+                                                   "moe_forward_us_per_step",
+                                                   "overhead_us_per_step",
+                                                   "grad_reduce_us_per_step",
+                                                   "max_mean_load_median",
+                                                   "ib_bytes_per_step",
+                                                   "nvlink_bytes_per_step",
+                                                   "steps",
+                                                   "records"};
+  return columns;
+}
+
+class SummaryObserver : public ReplayObserver {
+ public:
+  explicit SummaryObserver(RunSummary& summary) : summary_(summary) {}
+  void on_start(const TraceMetadata&, const CostModel&) override {}
+  void on_step(const StepResult& step) override { summary_.add(step); }
+
+ private:
+  RunSummary& summary_;
+};
+
+// Removes a generated trace however the point ends.
+struct TempTrace {
+  std::string path;
+  ~TempTrace() {
+    std::error_code ignored;
+    if (!path.empty()) fs::remove_all(path, ignored);
+  }
+};
+
+std::vector<nlohmann::json> simulate_point(const SweepPoint& point) {
+  TempTrace temp;
+  std::string trace = point.trace_path;
+  if (trace.empty()) {
+    temp.path = (fs::temp_directory_path() /
+                 ("topoep-sweep-" + std::to_string(::getpid()) + "-" + std::to_string(point.index) +
+                  "-" + std::to_string(std::random_device{}())))
+                    .string();
+    write_synthetic_trace(point.synthetic, temp.path);
+    trace = temp.path;
+  }
+  RunSummary summary(point.config.planners);
+  SummaryObserver observer(summary);
+  replay_trace(trace, point.config, observer);
+  std::vector<nlohmann::json> rows;
+  const int fixed = summary.index_of("static");
+  for (std::size_t p = 0; p < summary.planners().size(); ++p) {
+    const PlannerRunSummary& s = summary.planners()[p];
+    const double steps = std::max(1, s.steps);
+    nlohmann::json row = {{"point", point.index}, {"point_key", point.key}};
+    for (const auto& [key, value] : point.columns.items()) row[key] = value;
+    row["planner"] = s.planner;
+    row["step_time_us"] = s.step_time_us();
+    row["tokens_per_s"] = s.tokens_per_s();
+    row["speedup_vs_static"] =
+        fixed >= 0 ? nlohmann::json(summary.speedup(static_cast<int>(p), fixed)) : nlohmann::json();
+    row["percent_of_ideal"] = summary.index_of("ideal") >= 0
+                                  ? nlohmann::json(summary.percent_of_ideal(static_cast<int>(p)))
+                                  : nlohmann::json();
+    row["moe_us_per_step"] = static_cast<double>(s.moe) / 1e6 / steps;
+    row["moe_forward_us_per_step"] = static_cast<double>(s.moe_forward) / 1e6 / steps;
+    row["overhead_us_per_step"] = static_cast<double>(s.overhead) / 1e6 / steps;
+    row["grad_reduce_us_per_step"] = static_cast<double>(s.grad_reduce) / 1e6 / steps;
+    row["max_mean_load_median"] = s.median_max_mean_load();
+    row["ib_bytes_per_step"] =
+        static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
+        steps;
+    row["nvlink_bytes_per_step"] =
+        static_cast<double>(s.nvlink_dispatch_bytes + s.nvlink_weight_bytes +
+                            s.grad_reduce_nvlink_bytes) /
+        steps;
+    row["steps"] = s.steps;
+    row["records"] = s.records;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string csv_cell(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (!value.is_string()) return value.dump();
+  const std::string text = value.get<std::string>();
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+// Writes the rows, sorted by point then the grid's planner order, as JSON lines and CSV.
+void write_results(std::vector<nlohmann::json> rows, const std::vector<std::string>& planners,
+                   const std::string& base) {
+  const auto planner_rank = [&](const nlohmann::json& row) {
+    return std::find(planners.begin(), planners.end(), row["planner"].get<std::string>()) -
+           planners.begin();
+  };
+  std::sort(rows.begin(), rows.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
+    if (a["point"] != b["point"]) return a["point"].get<int>() < b["point"].get<int>();
+    return planner_rank(a) < planner_rank(b);
+  });
+  std::vector<std::string> header = {"point"};
+  for (const std::string& c : sweep_parameter_columns()) header.push_back(c);
+  header.push_back("planner");
+  for (const std::string& c : metric_columns()) header.push_back(c);
+  AtomicFile jsonl(base + ".jsonl"), csv(base + ".csv");
+  std::string line;
+  for (const std::string& c : header) line += (line.empty() ? "" : ",") + c;
+  csv.write(line + "\n");
+  for (const nlohmann::json& row : rows) {
+    jsonl.write(row.dump() + "\n");
+    line.clear();
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      line += (i == 0 ? "" : ",") + csv_cell(row.value(header[i], nlohmann::json()));
+    }
+    csv.write(line + "\n");
+  }
+  jsonl.commit();
+  csv.commit();
+}
+
+// Rows of a JSON-lines results file. With `repair`, a torn last line (a killed writer) is cut
+// off the file; any other bad line is an error naming the file and line.
+std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
+  std::string text = read_text_file(path);
+  const std::size_t end = text.rfind('\n');
+  const std::size_t whole = end == std::string::npos ? 0 : end + 1;
+  if (whole != text.size()) {
+    if (!repair) throw FileInputError(path, "", "ends in the middle of a line");
+    fs::resize_file(path, whole);
+    text.resize(whole);
+  }
+  std::vector<nlohmann::json> rows;
+  std::size_t begin = 0;
+  for (int line = 1; begin < text.size(); ++line) {
+    const std::size_t stop = text.find('\n', begin);
+    const std::string where = path + ":" + std::to_string(line);
+    nlohmann::json row = parse_json_text(text.substr(begin, stop - begin), where);
+    if (!row.is_object() || !row.contains("point_key") || !row["point_key"].is_string() ||
+        !row.contains("planner") || !row.contains("point")) {
+      throw FileInputError(where, "", "is not a sweep results row");
+    }
+    rows.push_back(std::move(row));
+    begin = stop + 1;
+  }
+  return rows;
+}
+
+// Rows grouped by point key; a point counts only with one row per planner of the grid.
+std::map<std::string, std::vector<nlohmann::json>> complete_points(
+    const std::vector<nlohmann::json>& rows, const std::vector<std::string>& planners) {
+  std::map<std::string, std::vector<nlohmann::json>> by_key;
+  for (const nlohmann::json& row : rows) by_key[row["point_key"].get<std::string>()].push_back(row);
+  for (auto it = by_key.begin(); it != by_key.end();) {
+    std::vector<std::string> names;
+    for (const auto& row : it->second) names.push_back(row["planner"].get<std::string>());
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> wanted = planners;
+    std::sort(wanted.begin(), wanted.end());
+    it = names == wanted ? std::next(it) : by_key.erase(it);
+  }
+  return by_key;
+}
+
+}  // namespace
+
+void parse_shard(const std::string& text, SweepOptions* options) {
+  const std::size_t slash = text.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    std::size_t used = 0;
+    options->shard = std::stoi(text.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("index");
+    options->shards = std::stoi(text.substr(slash + 1), &used);
+    if (used != text.size() - slash - 1) throw std::invalid_argument("count");
+  } catch (const std::exception&) {
+    throw InputError("--shard", "'" + text + "' is not I/N (e.g. 0/4)");
+  }
+  if (options->shards < 1 || options->shard < 0 || options->shard >= options->shards) {
+    throw InputError("--shard", "'" + text + "': need 0 <= I < N");
+  }
+}
+
+SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
+  if (options.threads < 1) throw InputError("--threads", "must be at least 1");
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    throw InputError("--shard", "need 0 <= I < N");
+  }
+  std::error_code error;
+  fs::create_directories(options.out_dir, error);
+  if (error) throw FileInputError(options.out_dir, "", "cannot be created: " + error.message());
+  const std::string base = options.out_dir + "/" +
+                           (options.shards == 1 ? std::string("results")
+                                                : "results-shard-" + std::to_string(options.shard) +
+                                                      "-of-" + std::to_string(options.shards));
+  SweepReport report;
+  report.jsonl_path = base + ".jsonl";
+  report.csv_path = base + ".csv";
+  const std::string partial = base + ".partial.jsonl";
+
+  std::vector<nlohmann::json> kept;
+  for (const std::string& path : {report.jsonl_path, partial}) {
+    if (!fs::exists(path)) continue;
+    if (!options.resume) {
+      throw FileInputError(path, "",
+                           "exists: pass --resume to continue that sweep, or another --out");
+    }
+    const auto points = complete_points(read_rows(path, path == partial), grid.planners);
+    for (const auto& [key, rows] : points) kept.insert(kept.end(), rows.begin(), rows.end());
+  }
+  const auto done = complete_points(kept, grid.planners);
+
+  std::vector<const SweepPoint*> pending;
+  std::vector<nlohmann::json> rows;
+  for (const SweepPoint& point : grid.points) {
+    if (point.index % options.shards != options.shard) continue;
+    ++report.points_in_shard;
+    const auto it = done.find(point.key);
+    if (it == done.end()) {
+      pending.push_back(&point);
+      continue;
+    }
+    ++report.points_skipped;
+    for (nlohmann::json row : it->second) {
+      row["point"] = point.index;  // the grid's numbering, should the grid have been reordered
+      rows.push_back(std::move(row));
+    }
+  }
+
+  std::FILE* log = std::fopen(partial.c_str(), "ab");
+  if (log == nullptr) throw FileInputError(partial, "", "cannot be written");
+  std::mutex mutex;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::exception_ptr> errors(pending.size());
+  ProgressBar progress("points", static_cast<std::int64_t>(pending.size()));
+  std::int64_t finished = 0;
+  bool write_failed = false;
+  auto work = [&] {
+    for (std::size_t i = next++; i < pending.size() && !stop; i = next++) {
+      try {
+        std::vector<nlohmann::json> point_rows = simulate_point(*pending[i]);
+        std::string text;
+        for (const nlohmann::json& row : point_rows) text += row.dump() + "\n";
+        std::lock_guard<std::mutex> lock(mutex);
+        // One write per point and a sync: the partial file only ever holds whole points.
+        if (std::fwrite(text.data(), 1, text.size(), log) != text.size() || std::fflush(log) != 0 ||
+            fsync(fileno(log)) != 0) {
+          write_failed = true;
+          stop = true;
+        }
+        rows.insert(rows.end(), point_rows.begin(), point_rows.end());
+        ++report.points_run;
+        progress.update(++finished);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        stop = true;
+      }
+    }
+  };
+  const int workers = std::max(1, std::min<int>(options.threads, static_cast<int>(pending.size())));
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
+  std::fclose(log);
+  if (write_failed) throw FileInputError(partial, "", "writing failed (disk full?)");
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("sweep point " + std::to_string(pending[i]->index) + " " +
+                               pending[i]->key + ": " + e.what() +
+                               " (finished points are kept: rerun with --resume)");
+    }
+  }
+  write_results(std::move(rows), grid.planners, base);
+  fs::remove(partial, error);
+  return report;
+}
+
+int merge_sweep(const SweepGrid& grid, const std::string& out_dir) {
+  if (!fs::is_directory(out_dir)) throw FileInputError(out_dir, "", "is not a directory");
+  const std::regex shard_name(R"(results-shard-(\d+)-of-(\d+)\.jsonl)");
+  std::map<int, std::string> shards;
+  int count = -1;
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, shard_name)) continue;
+    const int n = std::stoi(match[2]);
+    if (count >= 0 && n != count) {
+      throw FileInputError(
+          entry.path().string(), "",
+          "is a shard of " + std::to_string(n) + " but others are of " + std::to_string(count));
+    }
+    count = n;
+    shards[std::stoi(match[1])] = entry.path().string();
+  }
+  if (count < 0) throw FileInputError(out_dir, "", "holds no results-shard-I-of-N.jsonl files");
+  for (int i = 0; i < count; ++i) {
+    if (shards.count(i) == 0) {
+      throw FileInputError(out_dir, "",
+                           "shard " + std::to_string(i) + " of " + std::to_string(count) +
+                               " is missing (results-shard-" + std::to_string(i) + "-of-" +
+                               std::to_string(count) + ".jsonl)");
+    }
+  }
+  std::map<std::string, std::vector<nlohmann::json>> by_key;
+  for (const auto& [index, path] : shards) {
+    for (nlohmann::json& row : read_rows(path, false)) {
+      by_key[row["point_key"].get<std::string>()].push_back(std::move(row));
+    }
+  }
+  std::vector<nlohmann::json> rows;
+  for (const SweepPoint& point : grid.points) {
+    auto it = by_key.find(point.key);
+    if (it == by_key.end()) {
+      throw FileInputError(
+          out_dir, "",
+          "point " + std::to_string(point.index) + " " + point.key + " is missing from the shards");
+    }
+    if (it->second.size() != grid.planners.size()) {
+      throw FileInputError(
+          out_dir, "",
+          "point " + std::to_string(point.index) + " " + point.key + " has " +
+              std::to_string(it->second.size()) + " rows, expected one per planner (" +
+              std::to_string(grid.planners.size()) + "): duplicated or incomplete");
+    }
+    for (nlohmann::json& row : it->second) rows.push_back(std::move(row));
+    by_key.erase(it);
+  }
+  if (!by_key.empty()) {
+    throw FileInputError(
+        out_dir, "", "the shards hold a point the grid does not name: " + by_key.begin()->first);
+  }
+  write_results(rows, grid.planners, out_dir + "/results");
+  return static_cast<int>(rows.size());
+}
+
+}  // namespace topoep

@@ -1,0 +1,45 @@
+#pragma once
+// Runs a sweep's points through the simulator and keeps its results table.
+//
+// Results: one row per (point, planner), as JSON lines and CSV, in point order then the grid's
+// planner order, whatever the thread count. While running, each finished point's rows are
+// appended whole to BASE.partial.jsonl and synced to disk; at the end BASE.jsonl and BASE.csv
+// are written and renamed into place and the partial file is removed. A killed sweep thus loses
+// at most the points in flight, and --resume skips every point already in the partial or final
+// file. BASE is "results", or "results-shard-I-of-N" for a shard.
+
+#include <string>
+#include <vector>
+
+#include "sim/sweep_grid.h"
+
+namespace topoep {
+
+struct SweepOptions {
+  std::string out_dir = "sweep-results";
+  int threads = 1;
+  int shard = 0;  // this process runs the points with index % shards == shard
+  int shards = 1;
+  bool resume = false;
+};
+
+struct SweepReport {
+  int points_in_shard = 0;
+  int points_skipped = 0;  // already in the output (--resume)
+  int points_run = 0;
+  std::string jsonl_path, csv_path;
+};
+
+// Parses "I/N" (0 <= I < N); throws InputError naming "--shard".
+void parse_shard(const std::string& text, SweepOptions* options);
+
+// Throws FileInputError for outputs that exist without --resume or cannot be written; a
+// point's simulation error stops the sweep with the point named (finished points stay in the
+// partial file).
+SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options);
+
+// Joins the shard files in `out_dir` into results.jsonl and results.csv after checking that
+// every point of `grid` appears exactly once and nothing else does. Returns the rows written.
+int merge_sweep(const SweepGrid& grid, const std::string& out_dir);
+
+}  // namespace topoep

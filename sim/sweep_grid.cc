@@ -1,0 +1,322 @@
+#include "sim/sweep_grid.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/json_fields.h"
+#include "models/model_json.h"
+#include "solver/input_error.h"
+#include "topologies/topology_presets.h"
+#include "traces/trace_reader.h"
+
+namespace topoep {
+namespace {
+
+const std::vector<std::string> kIntegerKeys = {"nodes",
+                                               "gpus_per_node",
+                                               "slots",
+                                               "activation_grad_bytes",
+                                               "eplb_period_steps",
+                                               "eplb_window_steps"};
+const std::vector<std::string> kStringKeys = {"topology", "model"};
+
+bool contains(const std::vector<std::string>& list, const std::string& key) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+class GridReader {
+ public:
+  explicit GridReader(std::string path) : path_(std::move(path)) {}
+
+  SweepGrid read() {
+    const nlohmann::json root = parse_json_text(read_text_file(path_), path_);
+    if (!root.is_object()) throw FileInputError(path_, "", "a grid is a JSON object");
+    SweepGrid grid;
+    grid.planners = {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
+    std::vector<std::string> axes;
+    nlohmann::json listed = nlohmann::json::array({nlohmann::json::object()});
+    for (const auto& [key, value] : root.items()) {
+      if (key == "comment") continue;
+      if (key == "planners") {
+        grid.planners = read_planners(value);
+      } else if (key == "points") {
+        listed = read_points(value);
+      } else if (contains(sweep_parameter_columns(), key)) {
+        if (!value.is_array() || value.empty()) fail(key, "must be a non-empty list of values");
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          check_value(key, value[i], key + "[" + std::to_string(i) + "]");
+        }
+        axes.push_back(key);
+      } else {
+        fail(key, "unknown key (known: planners, points, " + known_keys() + ")");
+      }
+    }
+    const bool has_trace = contains(axes, "trace") ||
+                           std::all_of(listed.begin(), listed.end(),
+                                       [](const nlohmann::json& p) { return p.contains("trace"); });
+    if (!has_trace) fail("trace", "is required: trace directories or {\"synthetic\": {...}}");
+    // Axes in the documented order, the last varying fastest.
+    std::sort(axes.begin(), axes.end(), [](const std::string& a, const std::string& b) {
+      const auto& order = sweep_parameter_columns();
+      return std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
+    });
+    std::vector<std::size_t> digit(axes.size(), 0);
+    for (bool more = true; more;) {
+      for (const nlohmann::json& extra : listed) {
+        nlohmann::json values = extra;
+        for (std::size_t a = 0; a < axes.size(); ++a) values[axes[a]] = root[axes[a]][digit[a]];
+        grid.points.push_back(prepare(static_cast<int>(grid.points.size()), values, grid.planners));
+      }
+      more = false;
+      for (std::size_t a = axes.size(); a-- > 0;) {
+        if (++digit[a] < root[axes[a]].size()) {
+          more = true;
+          break;
+        }
+        digit[a] = 0;
+      }
+    }
+    return grid;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw FileInputError(path_, key, message);
+  }
+
+  static std::string known_keys() {
+    std::string text;
+    for (const std::string& key : sweep_parameter_columns())
+      text += (text.empty() ? "" : ", ") + key;
+    return text;
+  }
+
+  std::vector<std::string> read_planners(const nlohmann::json& value) const {
+    if (!value.is_array() || value.empty()) fail("planners", "must be a non-empty list of names");
+    std::vector<std::string> planners;
+    for (const auto& name : value) {
+      if (!name.is_string()) fail("planners", "must list planner names (strings)");
+      planners.push_back(name.get<std::string>());
+    }
+    return planners;
+  }
+
+  nlohmann::json read_points(const nlohmann::json& value) const {
+    if (!value.is_array() || value.empty()) fail("points", "must be a non-empty list of objects");
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string where = "points[" + std::to_string(i) + "]";
+      if (!value[i].is_object()) fail(where, "must be an object of parameter values");
+      for (const auto& [key, v] : value[i].items()) {
+        if (!contains(sweep_parameter_columns(), key)) {
+          fail(where + "." + key, "unknown key (known: " + known_keys() + ")");
+        }
+        check_value(key, v, where + "." + key);
+      }
+    }
+    return value;
+  }
+
+  void check_value(const std::string& key, const nlohmann::json& v,
+                   const std::string& where) const {
+    if (key == "trace") {
+      if (v.is_string()) return;
+      if (v.is_object() && v.size() == 1 && v.contains("synthetic") && v["synthetic"].is_object())
+        return;
+      fail(where, "must be a trace directory or {\"synthetic\": {...}}");
+    }
+    if (contains(kStringKeys, key)) {
+      if (!v.is_string()) fail(where, "must be a preset name or a file path");
+      return;
+    }
+    if (contains(kIntegerKeys, key)) {
+      const std::int64_t min = key == "slots" ? 0 : 1;
+      if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
+          v.get<std::int64_t>() > 1000000) {
+        fail(where, "must be an integer >= " + std::to_string(min));
+      }
+      return;
+    }
+    if (!v.is_number() || !(v.get<double>() >= 0)) fail(where, "must be a number >= 0");
+    if ((key == "nvlink_gb_per_s" || key == "ib_gb_per_s") && !(v.get<double>() > 0)) {
+      fail(where, "must be above 0");
+    }
+  }
+
+  const Topology& topology(const std::string& name) {
+    auto it = topologies_.find(name);
+    if (it == topologies_.end()) it = topologies_.emplace(name, load_topology(name)).first;
+    return it->second;
+  }
+
+  const ModelSpec& model(const std::string& name) {
+    auto it = models_.find(name);
+    if (it == models_.end()) it = models_.emplace(name, load_model(name)).first;
+    return it->second;
+  }
+
+  const TraceMetadata& trace_metadata(const std::string& path) {
+    auto it = traces_.find(path);
+    if (it == traces_.end()) it = traces_.emplace(path, TraceReader(path).metadata()).first;
+    return it->second;
+  }
+
+  SyntheticTraceSpec synthetic_spec(const nlohmann::json& spec_json, const SimConfig& config) {
+    JsonObjectReader r(spec_json, path_, "trace.synthetic");
+    SyntheticTraceSpec spec;
+    spec.num_ranks = config.topology.num_gpus();
+    spec.gpus_per_node = config.topology.gpus_per_node;
+    spec.num_experts = config.model.num_experts;
+    spec.top_k = config.model.top_k;
+    if (r.has("steps")) spec.steps = static_cast<int>(r.int_field("steps", 1, 1000000));
+    if (r.has("microbatches"))
+      spec.microbatches = static_cast<int>(r.int_field("microbatches", 1, 100000));
+    if (r.has("layers")) spec.num_layers = static_cast<int>(r.int_field("layers", 1, 100000));
+    if (r.has("tokens_per_rank")) {
+      spec.tokens_per_rank = static_cast<int>(r.int_field("tokens_per_rank", 1, 1 << 24));
+    }
+    if (r.has("popularity")) {
+      const std::string popularity = r.string_field("popularity");
+      if (popularity != "zipf" && popularity != "lognormal") {
+        r.fail("popularity", "must be zipf or lognormal");
+      }
+      spec.popularity = popularity == "zipf" ? Popularity::kZipf : Popularity::kLogNormal;
+    }
+    if (r.has("hot_ratio")) spec.hot_ratio = r.number_field("hot_ratio", 1, false, 1e9);
+    if (r.has("drift")) spec.drift_per_step = r.number_field("drift", 0, false, 1);
+    if (r.has("layer_correlation"))
+      spec.layer_correlation = r.number_field("layer_correlation", 0, false, 1);
+    if (r.has("rank_variation"))
+      spec.rank_variation = r.number_field("rank_variation", 0, false, 4);
+    if (r.has("seed")) spec.seed = static_cast<std::uint64_t>(r.int_field("seed", 0, INT64_MAX));
+    r.finish();
+    check_synthetic_trace_spec(spec);
+    return spec;
+  }
+
+  // The grid key an InputError from the checks most likely comes from, for the message.
+  static std::string key_for(const std::string& field, const nlohmann::json& values) {
+    if (field == "topology" || field == "num_experts") {
+      for (const char* key : {"nodes", "gpus_per_node", "topology"}) {
+        if (values.contains(key)) return key;
+      }
+      return field == "topology" ? "trace" : "model";
+    }
+    if (field.rfind("model", 0) == 0) return values.contains("model") ? "model" : "trace";
+    if (field == "planner") return "planners";
+    return field;
+  }
+
+  SweepPoint prepare(int index, const nlohmann::json& values,
+                     const std::vector<std::string>& planners) {
+    SweepPoint point;
+    point.index = index;
+    point.values = values;
+    point.key = values.dump();
+    const auto get = [&](const char* key, auto fallback) {
+      return values.contains(key) ? values[key].get<decltype(fallback)>() : fallback;
+    };
+    try {
+      SimConfig& c = point.config;
+      c.topology = topology(get("topology", std::string("h800-4x8")));
+      c.topology.nodes = get("nodes", c.topology.nodes);
+      c.topology.gpus_per_node = get("gpus_per_node", c.topology.gpus_per_node);
+      c.topology.scale_up.bandwidth_gb_per_s =
+          get("nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s);
+      c.topology.scale_out.bandwidth_gb_per_s =
+          get("ib_gb_per_s", c.topology.scale_out.bandwidth_gb_per_s);
+      c.topology.scale_up.latency_us = get("nvlink_latency_us", c.topology.scale_up.latency_us);
+      c.topology.scale_out.latency_us = get("ib_latency_us", c.topology.scale_out.latency_us);
+      c.model = model(get("model", std::string("deepseek-v3")));
+      c.slots_per_rank = get("slots", 1);
+      c.options.weight_overlap_fraction =
+          get("weight_overlap_fraction", c.options.weight_overlap_fraction);
+      c.options.activation_grad_bytes =
+          get("activation_grad_bytes", c.options.activation_grad_bytes);
+      c.options.optimizer_bytes_per_param =
+          get("optimizer_bytes_per_param", c.options.optimizer_bytes_per_param);
+      PlannerOptions& o = c.planner_options;
+      o.topoep_solve_us = get("topoep_solve_us", o.topoep_solve_us);
+      o.host_roundtrip_us = get("host_roundtrip_us", o.host_roundtrip_us);
+      o.eplb_cpu_us_per_layer = get("eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer);
+      o.eplb_period_steps = get("eplb_period_steps", o.eplb_period_steps);
+      o.eplb_window_steps = get("eplb_window_steps", o.eplb_window_steps);
+      c.planners = planners;
+      c.threads = 1;
+      if (o.eplb_period_steps < 1 || o.eplb_window_steps < 1) {
+        throw InputError("eplb_period_steps", "EPLB's period and window must be at least 1");
+      }
+      const nlohmann::json& trace = values.at("trace");
+      TraceMetadata metadata;
+      if (trace.is_string()) {
+        point.trace_path = trace.get<std::string>();
+        metadata = trace_metadata(point.trace_path);
+      } else {
+        point.synthetic = synthetic_spec(trace["synthetic"], c);
+        metadata.num_ranks = point.synthetic.num_ranks;
+        metadata.num_experts = point.synthetic.num_experts;
+        metadata.top_k = point.synthetic.top_k;
+      }
+      check_sim_config(c, metadata);
+      point.columns = {{"trace", trace.is_string() ? trace.get<std::string>()
+                                                   : "synthetic:" + trace["synthetic"].dump()},
+                       {"topology", get("topology", std::string("h800-4x8"))},
+                       {"model", get("model", std::string("deepseek-v3"))},
+                       {"nodes", c.topology.nodes},
+                       {"gpus_per_node", c.topology.gpus_per_node},
+                       {"nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s},
+                       {"ib_gb_per_s", c.topology.scale_out.bandwidth_gb_per_s},
+                       {"nvlink_latency_us", c.topology.scale_up.latency_us},
+                       {"ib_latency_us", c.topology.scale_out.latency_us},
+                       {"slots", c.slots_per_rank},
+                       {"weight_overlap_fraction", c.options.weight_overlap_fraction},
+                       {"activation_grad_bytes", c.options.activation_grad_bytes},
+                       {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
+                       {"topoep_solve_us", o.topoep_solve_us},
+                       {"host_roundtrip_us", o.host_roundtrip_us},
+                       {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
+                       {"eplb_period_steps", o.eplb_period_steps},
+                       {"eplb_window_steps", o.eplb_window_steps}};
+    } catch (const InputError& error) {
+      fail(key_for(error.field(), values),
+           "point " + std::to_string(index) + " " + point.key + ": " + error.what());
+    } catch (const FileInputError& error) {
+      if (error.file() == path_) throw;  // the grid's own field (a synthetic trace spec)
+      // A trace, topology or model file the point names is unreadable or invalid.
+      throw FileInputError(path_, "", "point " + std::to_string(index) + ": " + error.what());
+    }
+    return point;
+  }
+
+  std::string path_;
+  std::map<std::string, Topology> topologies_;
+  std::map<std::string, ModelSpec> models_;
+  std::map<std::string, TraceMetadata> traces_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& sweep_parameter_columns() {
+  static const std::vector<std::string> columns = {"trace",
+                                                   "topology",
+                                                   "model",
+                                                   "nodes",
+                                                   "gpus_per_node",
+                                                   "nvlink_gb_per_s",
+                                                   "ib_gb_per_s",
+                                                   "nvlink_latency_us",
+                                                   "ib_latency_us",
+                                                   "slots",
+                                                   "weight_overlap_fraction",
+                                                   "activation_grad_bytes",
+                                                   "optimizer_bytes_per_param",
+                                                   "topoep_solve_us",
+                                                   "host_roundtrip_us",
+                                                   "eplb_cpu_us_per_layer",
+                                                   "eplb_period_steps",
+                                                   "eplb_window_steps"};
+  return columns;
+}
+
+SweepGrid load_sweep_grid(const std::string& path) { return GridReader(path).read(); }
+
+}  // namespace topoep

@@ -1,0 +1,58 @@
+#pragma once
+// A sweep's grid file and the points it names.
+//
+// The grid is a JSON object. Every key but "planners" and "points" is an axis: a non-empty
+// array of values, and the sweep runs their cross-product. "points" (optional) lists objects of
+// axis values that are combined with every cross-product point, for sets that are not a
+// product. "planners" lists the planners compared at every point (default: all six). Keys:
+//
+//   trace          trace directories, or {"synthetic": {...}} generated per point for its
+//                  shape (steps, microbatches, layers, tokens_per_rank, popularity, hot_ratio,
+//                  drift, layer_correlation, rank_variation, seed)      (required)
+//   topology, model                     presets or files (default h800-4x8, deepseek-v3)
+//   nodes, gpus_per_node                override the topology's shape
+//   nvlink_gb_per_s, ib_gb_per_s, nvlink_latency_us, ib_latency_us
+//                                       override the achieved link figures
+//   slots                               spare slots per GPU (default 1)
+//   weight_overlap_fraction, activation_grad_bytes, optimizer_bytes_per_param  (SimOptions)
+//   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
+//   eplb_window_steps                   (PlannerOptions)
+//
+// Points are numbered in enumeration order: axes in the order above, the last varying fastest,
+// then the listed points. A point's key is its canonical JSON (keys sorted): results name their
+// point by it, so shards, resumes and merges match points by what they are.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/replay.h"
+#include "traces/synthetic_trace.h"
+
+namespace topoep {
+
+struct SweepPoint {
+  int index = 0;
+  std::string key;         // canonical JSON of the point's grid values
+  nlohmann::json values;   // the point's grid values (an object)
+  nlohmann::json columns;  // every parameter's effective value, for the results table
+  SimConfig config;
+  std::string trace_path;  // empty for a synthetic trace
+  SyntheticTraceSpec synthetic;
+};
+
+struct SweepGrid {
+  std::vector<std::string> planners;
+  std::vector<SweepPoint> points;
+};
+
+// The parameter columns every results row carries, in table order.
+const std::vector<std::string>& sweep_parameter_columns();
+
+// Reads the grid at `path` and prepares every point, checking each one against its trace
+// before anything runs. Throws FileInputError naming the grid file and the key: unknown key,
+// empty list, a value of the wrong type, or an impossible point (e.g. experts not divisible
+// by the GPUs, a trace with another rank count).
+SweepGrid load_sweep_grid(const std::string& path);
+
+}  // namespace topoep

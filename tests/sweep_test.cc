@@ -1,0 +1,172 @@
+// Sweeps: the grid's points and errors, results independent of threads and sharding, merges
+// that catch missing and duplicated shards, and resumes that lose nothing.
+
+#include "sim/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/file_input_error.h"
+#include "solver/input_error.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  const std::string path = (fs::path(testing::TempDir()) / name).string();
+  fs::remove_all(path);
+  return path;
+}
+
+std::string write_grid(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// 2 x 3 x 2 = 12 points, three planners each, small synthetic DeepSeek-V3 routing.
+const char* kGrid = R"({
+  "planners": ["topoep", "static", "ideal"],
+  "trace": [{"synthetic": {"steps": 2, "layers": 2, "tokens_per_rank": 128, "seed": 5}}],
+  "nodes": [2, 4],
+  "slots": [0, 1, 2],
+  "ib_gb_per_s": [25, 50]
+})";
+
+std::string run(const SweepGrid& grid, const std::string& out, int threads, int shard = 0,
+                int shards = 1, bool resume = false) {
+  SweepOptions options;
+  options.out_dir = out;
+  options.threads = threads;
+  options.shard = shard;
+  options.shards = shards;
+  options.resume = resume;
+  return run_sweep(grid, options).jsonl_path;
+}
+
+std::string field_of_grid_error(const std::string& text) {
+  try {
+    load_sweep_grid(write_grid("bad_grid.json", text));
+  } catch (const FileInputError& error) {
+    return error.field();
+  }
+  return "no error";
+}
+
+// Axes vary in the documented key order (nodes, ib_gb_per_s, slots), the last fastest.
+TEST(SweepGrid, RunsTheCrossProductLastAxisFastest) {
+  const SweepGrid grid = load_sweep_grid(write_grid("grid.json", kGrid));
+  ASSERT_EQ(grid.points.size(), 12u);
+  EXPECT_EQ(grid.points[0].columns["nodes"], 2);
+  EXPECT_EQ(grid.points[0].columns["slots"], 0);
+  EXPECT_EQ(grid.points[0].columns["ib_gb_per_s"], 25.0);
+  EXPECT_EQ(grid.points[1].columns["slots"], 1);
+  EXPECT_EQ(grid.points[3].columns["ib_gb_per_s"], 50.0);
+  EXPECT_EQ(grid.points[3].columns["slots"], 0);
+  EXPECT_EQ(grid.points[6].columns["nodes"], 4);
+  EXPECT_EQ(grid.points[6].config.topology.num_gpus(), 32);
+  EXPECT_EQ(grid.points[0].columns["model"], "deepseek-v3");  // defaults fill the columns
+}
+
+TEST(SweepGrid, ListedPointsCombineWithEveryAxisValue) {
+  const SweepGrid grid = load_sweep_grid(write_grid("points.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "slots": [0, 1],
+    "points": [{"nodes": 2, "gpus_per_node": 8}, {"nodes": 1, "gpus_per_node": 16}]
+  })"));
+  ASSERT_EQ(grid.points.size(), 4u);
+  EXPECT_EQ(grid.points[1].columns["gpus_per_node"], 16);
+  EXPECT_EQ(grid.points[2].columns["slots"], 1);
+}
+
+TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
+  EXPECT_EQ(field_of_grid_error(R"({"trace": ["x"], "nodez": [1]})"), "nodez");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": []})"), "trace");
+  EXPECT_EQ(field_of_grid_error(R"({"nodes": [2]})"), "trace");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": ["one"]})"), "slots[0]");
+  // 256 experts do not divide over 3 x 8 GPUs.
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [3]})"), "nodes");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": [300]})"), "slots");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"stepz": 1}}]})"),
+            "trace.synthetic.stepz");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "planners": ["fast"]})"),
+            "planners");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "points": [{"colour": 1}]})"),
+            "points[0].colour");
+}
+
+TEST(Sweep, ResultsDoNotDependOnThreadsOrShards) {
+  const SweepGrid grid = load_sweep_grid(write_grid("grid.json", kGrid));
+  const std::string dir1 = temp_path("sweep_t1");
+  const std::string one = read_file(run(grid, dir1, 1));
+  EXPECT_EQ(std::count(one.begin(), one.end(), '\n'), 12 * 3);
+  EXPECT_EQ(read_file(run(grid, temp_path("sweep_t2"), 2)), one);
+  const std::string sharded = temp_path("sweep_shards");
+  for (int shard = 0; shard < 3; ++shard) run(grid, sharded, 2, shard, 3);
+  EXPECT_EQ(merge_sweep(grid, sharded), 12 * 3);
+  EXPECT_EQ(read_file(sharded + "/results.jsonl"), one);
+  EXPECT_EQ(read_file(sharded + "/results.csv"), read_file(dir1 + "/results.csv"));
+}
+
+TEST(Sweep, MergeCatchesMissingAndDuplicatedShards) {
+  const SweepGrid grid = load_sweep_grid(write_grid("grid.json", kGrid));
+  const std::string dir = temp_path("sweep_merge");
+  for (int shard = 0; shard < 2; ++shard) run(grid, dir, 1, shard, 2);
+  const std::string shard1 = dir + "/results-shard-1-of-2.jsonl";
+  const std::string kept = read_file(shard1);
+  fs::remove(shard1);
+  EXPECT_THROW(merge_sweep(grid, dir), FileInputError);
+  // Shard 0's first point also in shard 1: duplicated.
+  const std::string shard0 = read_file(dir + "/results-shard-0-of-2.jsonl");
+  std::ofstream(shard1) << kept << shard0.substr(0, shard0.find('\n') + 1);
+  EXPECT_THROW(merge_sweep(grid, dir), FileInputError);
+  std::ofstream(shard1) << kept;
+  EXPECT_EQ(merge_sweep(grid, dir), 12 * 3);
+}
+
+TEST(Sweep, ResumeRunsOnlyWhatAKilledSweepLostAndRepairsATornLine) {
+  const SweepGrid grid = load_sweep_grid(write_grid("grid.json", kGrid));
+  const std::string full = read_file(run(grid, temp_path("sweep_full"), 2));
+  // A sweep killed after its first point, in the middle of writing the second.
+  const std::string dir = temp_path("sweep_killed");
+  fs::create_directories(dir);
+  std::size_t three_lines = 0;
+  for (int i = 0; i < 3; ++i) three_lines = full.find('\n', three_lines) + 1;
+  std::ofstream(dir + "/results.partial.jsonl")
+      << full.substr(0, three_lines) << "{\"point\": 1, \"po";
+  EXPECT_THROW(run(grid, dir, 2), FileInputError);  // outputs exist: --resume is needed
+  SweepOptions options;
+  options.out_dir = dir;
+  options.threads = 2;
+  options.resume = true;
+  const SweepReport report = run_sweep(grid, options);
+  EXPECT_EQ(report.points_skipped, 1);
+  EXPECT_EQ(report.points_run, 11);
+  EXPECT_EQ(read_file(report.jsonl_path), full);
+  EXPECT_FALSE(fs::exists(dir + "/results.partial.jsonl"));
+}
+
+TEST(Sweep, ShardArgumentsAreChecked) {
+  SweepOptions options;
+  parse_shard("2/5", &options);
+  EXPECT_EQ(options.shard, 2);
+  EXPECT_EQ(options.shards, 5);
+  for (const char* bad : {"5/5", "-1/2", "1", "a/b", "1/0", "1/2x"}) {
+    EXPECT_THROW(parse_shard(bad, &options), InputError) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace topoep

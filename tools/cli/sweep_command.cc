@@ -1,0 +1,65 @@
+#include "tools/cli/sweep_command.h"
+
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "sim/sweep.h"
+#include "solver/input_error.h"
+
+namespace topoep {
+namespace {
+
+struct SweepCommandOptions {
+  std::string grid;
+  std::string shard = "0/1";
+  SweepOptions sweep;
+};
+
+void run_sweep_command(const SweepCommandOptions& options) {
+  if (options.grid.empty()) throw InputError("--grid", "is required");
+  SweepOptions sweep = options.sweep;
+  parse_shard(options.shard, &sweep);
+  const SweepGrid grid = load_sweep_grid(options.grid);  // every point checked before any runs
+  const SweepReport report = run_sweep(grid, sweep);
+  std::cout << "Sweep of " << grid.points.size() << " points x " << grid.planners.size()
+            << " planners";
+  if (sweep.shards > 1) std::cout << ", shard " << sweep.shard << "/" << sweep.shards;
+  std::cout << ": ran " << report.points_run << " points, " << report.points_skipped
+            << " already done.\nWrote " << report.jsonl_path << " and " << report.csv_path << "\n";
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "Run a grid of topology, replication and cost parameters through the simulator");
+  auto o = std::make_shared<SweepCommandOptions>();
+  o->sweep.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  sweep->add_option("--grid", o->grid, "Grid file (JSON; see sim/README.md)");
+  sweep->add_option("--out", o->sweep.out_dir, "Results directory")->capture_default_str();
+  sweep
+      ->add_option("--threads", o->sweep.threads,
+                   "Points run in parallel (results do not depend on it)")
+      ->capture_default_str();
+  sweep->add_option("--shard", o->shard, "Run the points with index % N == I (I/N)")
+      ->capture_default_str();
+  sweep->add_flag("--resume", o->sweep.resume, "Skip points already in the results");
+  sweep->require_subcommand(0, 1);
+
+  CLI::App* merge = sweep->add_subcommand("merge", "Join shard results, checking none is missing");
+  auto grid = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>("sweep-results");
+  merge->add_option("--grid", *grid, "The grid the shards ran")->required();
+  merge->add_option("--out", *out, "The directory holding the shard files")->capture_default_str();
+  merge->callback([grid, out] {
+    const int rows = merge_sweep(load_sweep_grid(*grid), *out);
+    std::cout << "Merged " << rows << " rows into " << *out << "/results.jsonl and results.csv\n";
+  });
+  sweep->callback([o, merge] {
+    if (merge->parsed()) return;
+    run_sweep_command(*o);
+  });
+}
+
+}  // namespace topoep
