@@ -96,6 +96,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   cost.combine = plan_cost.times.combine;
   cost.weight_exposed = plan_cost.times.weight_exposed;
   cost.max_mean_load = plan_cost.max_mean_load();
+  cost.loads = plan_cost.loads;
   cost.nvlink_dispatch_bytes = plan_cost.nvlink_dispatch_bytes;
   cost.ib_dispatch_bytes = plan_cost.ib_dispatch_bytes;
   cost.new_replicas = plan_cost.new_replicas;

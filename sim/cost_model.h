@@ -45,8 +45,9 @@ struct LayerCost {
   Bytes grad_reduce_nvlink_bytes = 0;
   Bytes grad_reduce_ib_bytes = 0;
   int new_replicas = 0;
-  std::uint64_t plan_hash = 0;  // 0 for the ideal
-  RankPhaseTimes ranks;         // filled only when asked for
+  std::uint64_t plan_hash = 0;    // 0 for the ideal
+  std::vector<TokenCount> loads;  // tokens each rank processes, [num_ranks] (empty: the ideal)
+  RankPhaseTimes ranks;           // filled only when asked for
 
   Picoseconds moe_forward() const { return dispatch + compute + combine + weight_exposed; }
   Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }

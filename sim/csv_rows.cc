@@ -62,6 +62,28 @@ std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::st
   return rows;
 }
 
+std::string rank_loads_csv_header(int num_ranks) {
+  std::vector<std::string> fields = {"step", "microbatch", "layer", "planner"};
+  for (int r = 0; r < num_ranks; ++r) fields.push_back("rank_" + std::to_string(r));
+  return join(fields);
+}
+
+std::string rank_loads_csv_rows(const StepResult& step, const std::vector<std::string>& planners) {
+  std::string rows;
+  for (const RecordResult& record : step.records) {
+    for (std::size_t p = 0; p < planners.size(); ++p) {
+      const LayerCost& c = record.planners[p];
+      if (c.loads.empty()) continue;
+      std::vector<std::string> fields = {std::to_string(record.step),
+                                         std::to_string(record.microbatch),
+                                         std::to_string(record.layer), planners[p]};
+      for (const TokenCount load : c.loads) fields.push_back(std::to_string(load));
+      rows += join(fields);
+    }
+  }
+  return rows;
+}
+
 std::string per_step_csv_header() {
   return "step,planner,step_time_us,tokens_per_s,moe_us,moe_forward_us,overhead_us,dense_us,"
          "grad_reduce_us,optimizer_us,max_mean_load_mean,nvlink_dispatch_bytes,"

@@ -13,6 +13,11 @@ namespace topoep {
 std::string per_layer_csv_header();
 std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::string>& planners);
 
+// rank_loads.csv: one row per record and planner (not the ideal), the tokens each rank
+// processes: step, microbatch, layer, planner, rank_0 ... rank_{R-1}.
+std::string rank_loads_csv_header(int num_ranks);
+std::string rank_loads_csv_rows(const StepResult& step, const std::vector<std::string>& planners);
+
 std::string per_step_csv_header();
 std::string per_step_csv_rows(const StepResult& step, const std::vector<std::string>& planners);
 

@@ -58,6 +58,7 @@ LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
   ideal.new_replicas = 0;
   ideal.plan_hash = 0;
   ideal.ranks = RankPhaseTimes{};
+  ideal.loads.clear();
   return ideal;
 }
 

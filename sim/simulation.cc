@@ -56,6 +56,10 @@ class OutputObserver : public ReplayObserver {
       per_step_ = std::make_unique<AtomicFile>(request.out_dir + "/per_step.csv");
       per_layer_->write(per_layer_csv_header());
       per_step_->write(per_step_csv_header());
+      if (request.rank_loads) {
+        rank_loads_ = std::make_unique<AtomicFile>(request.out_dir + "/rank_loads.csv");
+        rank_loads_->write(rank_loads_csv_header(request.config.topology.num_gpus()));
+      }
     }
   }
 
@@ -70,6 +74,7 @@ class OutputObserver : public ReplayObserver {
       per_layer_->write(per_layer_csv_rows(step, request_.config.planners));
       per_step_->write(per_step_csv_rows(step, request_.config.planners));
     }
+    if (rank_loads_) rank_loads_->write(rank_loads_csv_rows(step, request_.config.planners));
     if (!request_.timeline.empty() && step.step == request_.timeline_step) {
       timeline_ = step_timeline(step, request_.config.planners, request_.config.topology.view());
     }
@@ -86,7 +91,8 @@ class OutputObserver : public ReplayObserver {
       timeline = std::make_unique<AtomicFile>(request_.timeline);
       timeline->write(timeline_.dump() + "\n");
     }
-    for (AtomicFile* file : {per_layer_.get(), per_step_.get(), summary.get(), timeline.get()}) {
+    for (AtomicFile* file :
+         {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline.get()}) {
       if (file != nullptr) file->commit();
     }
   }
@@ -94,7 +100,7 @@ class OutputObserver : public ReplayObserver {
  private:
   const SimulationRequest& request_;
   SimulationResult& result_;
-  std::unique_ptr<AtomicFile> per_layer_, per_step_;
+  std::unique_ptr<AtomicFile> per_layer_, per_step_, rank_loads_;
   nlohmann::json timeline_;
 };
 
@@ -115,6 +121,9 @@ SimulationResult run_simulation(const SimulationRequest& request) {
     throw InputError("timeline_step", "the trace has " + std::to_string(metadata.steps) +
                                           " steps (0 to " + std::to_string(metadata.steps - 1) +
                                           ")");
+  }
+  if (request.rank_loads && request.out_dir.empty()) {
+    throw InputError("rank_loads", "needs an output directory (--out)");
   }
   bool created_dir = false;
   if (!request.out_dir.empty()) {

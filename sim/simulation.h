@@ -15,8 +15,9 @@ namespace topoep {
 struct SimulationRequest {
   std::string trace;  // trace directory
   SimConfig config;
-  std::string out_dir;   // empty: no files
-  std::string timeline;  // Chrome trace JSON path; empty: none
+  std::string out_dir;      // empty: no files
+  bool rank_loads = false;  // also rank_loads.csv in out_dir (per-rank tokens of every record)
+  std::string timeline;     // Chrome trace JSON path; empty: none
   int timeline_step = 0;
 };
 

@@ -237,5 +237,27 @@ expect "simulate rejects the ideal alone" 2 $?
 expect "simulate rejects a missing trace" 2 $?
 expect_text "the missing trace is named" "$work/out" "missing.trace"
 
+# sweep: results, shards and merge, and grid errors that name the key.
+cat >"$work/grid.json" <<'JSON'
+{"planners": ["topoep", "static"], "model": ["$work/model16.json"], "topology": ["$work/topo.json"],
+ "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}], "slots": [0, 1]}
+JSON
+sed -i "s#\$work#$work#g" "$work/grid.json"
+"$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
+expect "sweep exits 0" 0 $?
+[[ $(wc -l <"$work/sweep/results.csv") == 5 ]]
+expect "sweep writes a header and one row per point and planner" 0 $?
+"$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
+expect "sweep refuses to overwrite results without --resume" 2 $?
+"$topoep" sweep --grid "$work/grid.json" --out "$work/shards" --shard 1/2 >"$work/out" 2>&1
+expect "sweep shard exits 0" 0 $?
+"$topoep" sweep merge --grid "$work/grid.json" --out "$work/shards" >"$work/out" 2>&1
+expect "merge with a missing shard exits 2" 2 $?
+expect_text "the missing shard is named" "$work/out" "shard 0 of 2 is missing"
+echo '{"trace": [{"synthetic": {}}], "slots": []}' >"$work/bad-grid.json"
+"$topoep" sweep --grid "$work/bad-grid.json" --out "$work/bad-sweep" >"$work/out" 2>&1
+expect "a grid with an empty list exits 2" 2 $?
+expect_text "the empty key is named" "$work/out" "bad-grid.json: field 'slots'"
+
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

@@ -71,6 +71,7 @@ void run_demo(const DemoOptions& options) {
   request.config.planner_options.eplb_window_steps = 4;
   request.out_dir = options.out;
   request.timeline = options.out + "/timeline.json";
+  request.rank_loads = true;
   request.timeline_step = 1;
 
   std::cout
@@ -86,8 +87,8 @@ void run_demo(const DemoOptions& options) {
   std::cout << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
                "layer, dense compute, planner overhead, replica gradient reduction, optimizer);\n"
                "formulas and the source of every constant: sim/README.md.\n"
-            << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv and "
-            << "timeline.json (step 1; open it in ui.perfetto.dev).\n"
+            << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv, "
+            << "rank_loads.csv and timeline.json (step 1; open it in ui.perfetto.dev).\n"
             << "Replay your own trace: tools/topoep simulate --trace DIR --out DIR\n";
 }
 

@@ -23,6 +23,7 @@ struct SimulateOptions {
   std::string out;
   std::string timeline;
   int timeline_step = 0;
+  bool rank_loads = false;
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -48,6 +49,7 @@ void run_simulate(const SimulateOptions& options) {
   request.config.threads = options.threads;
   request.out_dir = options.out;
   request.timeline = options.timeline;
+  request.rank_loads = options.rank_loads;
   request.timeline_step = options.timeline_step;
   const SimulationResult result = run_simulation(request);
   const TraceMetadata& m = result.metadata;
@@ -58,7 +60,8 @@ void run_simulate(const SimulateOptions& options) {
             << " GPUs) with " << request.config.model.name << ", S = " << options.slots << "\n\n";
   print_simulation_table(result.summary, std::cout);
   if (!options.out.empty()) {
-    std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv\n";
+    std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv"
+              << (options.rank_loads ? ", rank_loads.csv" : "") << "\n";
   }
   if (!options.timeline.empty()) {
     std::cout << "Wrote " << options.timeline << " (step " << options.timeline_step
@@ -85,6 +88,8 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
   simulate->add_option("--timeline", o->timeline, "Write one step as Chrome trace JSON here");
+  simulate->add_flag("--rank-loads", o->rank_loads,
+                     "Also write rank_loads.csv (tokens per GPU of every record) to --out");
   simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
       ->capture_default_str();
   simulate

@@ -1,0 +1,221 @@
+"""Plots of the TopoEP toolkit's outputs, shared by the notebooks and tools/plot.
+
+Inputs are the files the toolkit writes:
+  replay (topoep simulate --out DIR --rank-loads, or topoep demo): summary.json, per_layer.csv,
+    per_step.csv, rank_loads.csv
+  sweep (topoep sweep --out DIR): results.csv
+  solver report (tools/solver_report DIR): solver_bench.json, determinism.csv
+
+Run as a program, it writes the key plots of a results directory as PNG files:
+  python3 notebooks/topoep_plots.py RESULTS_DIR [--out PNG_DIR]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: files, not windows
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static"]
+
+
+# --- replay ---------------------------------------------------------------------------------
+
+def load_replay(directory):
+    """The outputs of one simulation: summary (dict) and per_layer, per_step, rank_loads
+    (DataFrames; rank_loads is None when the run did not write it)."""
+    with open(os.path.join(directory, "summary.json")) as f:
+        summary = json.load(f)
+    replay = {
+        "summary": summary,
+        "per_layer": pd.read_csv(os.path.join(directory, "per_layer.csv")),
+        "per_step": pd.read_csv(os.path.join(directory, "per_step.csv")),
+        "rank_loads": None,
+    }
+    loads = os.path.join(directory, "rank_loads.csv")
+    if os.path.exists(loads):
+        replay["rank_loads"] = pd.read_csv(loads)
+    return replay
+
+
+def plot_straggler_by_layer(replay, ax=None):
+    """MoE layer straggler time (forward + backward), averaged over records, per layer."""
+    ax = ax or plt.subplots(figsize=(9, 4))[1]
+    per_layer = replay["per_layer"]
+    means = per_layer.groupby(["layer", "planner"])["moe_us"].mean().unstack("planner")
+    order = [p["planner"] for p in replay["summary"]["planners"]]
+    (means[order] / 1e3).plot(ax=ax, marker=".")
+    ax.set_xlabel("MoE layer")
+    ax.set_ylabel("straggler time per layer (ms, fwd + bwd)")
+    ax.set_title("MoE layer time by planner")
+    return ax
+
+
+def plot_load_heatmaps(replay, planners=("static", "topoep"), step=0, microbatch=0):
+    """GPU token load over the mean, layers x ranks, one panel per planner."""
+    loads = replay["rank_loads"]
+    if loads is None:
+        raise ValueError("no rank_loads.csv: run simulate with --rank-loads")
+    planners = [p for p in planners if p in set(loads["planner"])]
+    fig, axes = plt.subplots(1, len(planners), figsize=(5 * len(planners), 4), squeeze=False)
+    rank_columns = [c for c in loads.columns if c.startswith("rank_")]
+    selected = loads[(loads["step"] == step) & (loads["microbatch"] == microbatch)]
+    images = []
+    for ax, planner in zip(axes[0], planners):
+        rows = selected[selected["planner"] == planner].sort_values("layer")
+        matrix = rows[rank_columns].to_numpy(dtype=float)
+        matrix = matrix / matrix.mean(axis=1, keepdims=True)
+        images.append(ax.imshow(matrix, aspect="auto", cmap="magma", vmin=0))
+        ax.set_title(f"{planner}: load / mean (step {step}, mb {microbatch})")
+        ax.set_xlabel("rank")
+        ax.set_ylabel("MoE layer")
+    vmax = max(image.get_clim()[1] for image in images)
+    for image in images:
+        image.set_clim(0, vmax)
+    fig.colorbar(images[-1], ax=axes[0].tolist())
+    return fig
+
+
+def plot_bytes_by_link(replay, ax=None):
+    """Bytes per step by link class (dispatch, replica weights, gradient reduction)."""
+    ax = ax or plt.subplots(figsize=(8, 4))[1]
+    rows = {}
+    for p in replay["summary"]["planners"]:
+        b = p["per_step_bytes"]
+        rows[p["planner"]] = {
+            "IB dispatch": b["ib_dispatch"],
+            "IB weights + grads": b["ib_weights"] + b["ib_grad_reduce"],
+            "NVLink dispatch": b["nvlink_dispatch"],
+            "NVLink weights + grads": b["nvlink_weights"] + b["nvlink_grad_reduce"],
+        }
+    (pd.DataFrame(rows).T / 1e9).plot.bar(ax=ax, stacked=True)
+    ax.set_ylabel("GB per step")
+    ax.set_title("Traffic by link class")
+    return ax
+
+
+def plot_gain_over_baselines(replay, planner="topoep", ax=None):
+    """Step-time speedup of `planner` over every other planner."""
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    entry = next(p for p in replay["summary"]["planners"] if p["planner"] == planner)
+    gains = pd.Series(entry["speedup_over"])
+    gains.plot.bar(ax=ax, color="tab:green")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylabel(f"{planner} speedup (x)")
+    ax.set_title(f"{planner} step-time speedup over each planner")
+    return ax
+
+
+# --- sweeps ---------------------------------------------------------------------------------
+
+def load_sweep(directory):
+    """results.csv of a sweep, with the IB/NVLink bandwidth ratio added."""
+    results = pd.read_csv(os.path.join(directory, "results.csv"))
+    results["ib_nvlink_ratio"] = results["ib_gb_per_s"] / results["nvlink_gb_per_s"]
+    return results
+
+
+def speedups(results, planner="topoep"):
+    """Per point, `planner`'s step-time speedup over each other planner (columns)."""
+    times = results.pivot_table(index="point", columns="planner", values="step_time_us")
+    gains = pd.DataFrame({other: times[other] / times[planner]
+                          for other in times.columns if other not in (planner, "ideal")})
+    parameters = results.drop_duplicates("point").set_index("point")
+    return gains.join(parameters.drop(columns=["planner"]))
+
+
+def plot_gain_vs(results, x, planner="topoep", ax=None):
+    """Mean speedup of `planner` over each baseline as a function of parameter `x`."""
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    gains = speedups(results, planner)
+    baselines = [b for b in BASELINES if b in gains.columns]
+    gains.groupby(x)[baselines].mean().plot(ax=ax, marker="o")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{planner} speedup (x)")
+    ax.set_title(f"{planner} speedup vs {x}")
+    return ax
+
+
+# --- solver report --------------------------------------------------------------------------
+
+def load_solver_report(directory):
+    """Google Benchmark JSON of the solver bench and the determinism table."""
+    with open(os.path.join(directory, "solver_bench.json")) as f:
+        bench = json.load(f)
+    rows = [b for b in bench["benchmarks"]
+            if b.get("aggregate_name", "median") == "median" or b.get("run_type") == "iteration"]
+    latency = pd.DataFrame(rows)
+    determinism = pd.read_csv(os.path.join(directory, "determinism.csv"))
+    return {"context": bench["context"], "latency": latency, "determinism": determinism}
+
+
+def plot_solver_latency(report, ax=None):
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    latency = report["latency"].drop_duplicates("run_name", keep="last")
+    latency.set_index("run_name")["real_time"].plot.bar(ax=ax, color="tab:blue")
+    unit = latency["time_unit"].iloc[0] if len(latency) else "us"
+    ax.set_ylabel(f"median solve time ({unit})")
+    ax.set_title("TopoEP host solve latency per layer")
+    return ax
+
+
+def determinism_summary(report):
+    """Per case and layer: how many distinct plan hashes the thread counts and backends
+    produced (determinism: exactly one)."""
+    d = report["determinism"]
+    return d.groupby(["case", "layer"]).agg(runs=("plan_hash", "size"),
+                                 distinct_hashes=("plan_hash", "nunique"),
+                                 plan_hash=("plan_hash", "first"))
+
+
+# --- tools/plot -----------------------------------------------------------------------------
+
+def write_all(results_dir, out_dir):
+    """Writes the key plots for whatever `results_dir` holds; returns the files written."""
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+
+    def save(figure, name):
+        path = os.path.join(out_dir, name)
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+        written.append(path)
+
+    if os.path.exists(os.path.join(results_dir, "summary.json")):
+        replay = load_replay(results_dir)
+        save(plot_straggler_by_layer(replay).figure, "straggler_by_layer.png")
+        save(plot_bytes_by_link(replay).figure, "bytes_by_link.png")
+        if any(p["planner"] == "topoep" for p in replay["summary"]["planners"]):
+            save(plot_gain_over_baselines(replay).figure, "gain_over_baselines.png")
+        if replay["rank_loads"] is not None:
+            save(plot_load_heatmaps(replay), "load_heatmaps.png")
+    if os.path.exists(os.path.join(results_dir, "results.csv")):
+        results = load_sweep(results_dir)
+        for x in ("slots", "ib_nvlink_ratio", "nodes"):
+            if results[x].nunique() > 1:
+                save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
+    if os.path.exists(os.path.join(results_dir, "solver_bench.json")):
+        save(plot_solver_latency(load_solver_report(results_dir)).figure, "solver_latency.png")
+    if not written:
+        raise SystemExit(f"{results_dir}: no toolkit results found (summary.json, results.csv "
+                         "or solver_bench.json)")
+    return written
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Write the key plots of a results directory")
+    parser.add_argument("results_dir")
+    parser.add_argument("--out", help="PNG directory (default: RESULTS_DIR/plots)")
+    args = parser.parse_args(argv)
+    for path in write_all(args.results_dir, args.out or os.path.join(args.results_dir, "plots")):
+        print(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The notebooks run headless on data this test generates (a replay, a sweep, a solver report),
+# the plot module writes every key PNG, and the committed notebooks carry no outputs.
+# Usage: notebooks_test.sh TOPOEP SOLVER_BENCH SOLVER_REPORT NOTEBOOK...
+set -uo pipefail
+topoep=$(realpath "$1")
+bench=$(realpath "$2")
+solver_report=$(realpath "$3")
+shift 3
+notebooks=()
+for notebook in "$@"; do notebooks+=("$(realpath "$notebook")"); done
+work=${TEST_TMPDIR:-$(mktemp -d)}
+export HOME=$work MPLBACKEND=Agg PATH=/usr/bin:$PATH  # Debian's python3 with pandas
+failures=0
+expect() {  # expect NAME WANTED_RC ACTUAL_RC
+  if [[ $2 != "$3" ]]; then
+    echo "FAIL: $1: exit code $3, expected $2"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+
+"$topoep" trace synth --out "$work/trace" --experts 256 --layers 4 --steps 2 \
+  --tokens-per-rank 2048 --seed 3 >/dev/null
+expect "synthetic trace" 0 $?
+"$topoep" simulate --trace "$work/trace" --out "$work/replay" --rank-loads --threads 2 >/dev/null
+expect "replay with rank loads" 0 $?
+cat >"$work/grid.json" <<'JSON'
+{"planners": ["topoep", "eplb", "static", "ideal"],
+ "trace": [{"synthetic": {"steps": 2, "layers": 2, "tokens_per_rank": 2048, "seed": 4}}],
+ "nodes": [2, 4], "slots": [0, 1], "ib_gb_per_s": [25, 50]}
+JSON
+"$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" --threads 2 >/dev/null
+expect "sweep" 0 $?
+TOPOEP_BIN=$topoep TOPOEP_SOLVER_BENCH=$bench "$solver_report" "$work/solver" --quick >/dev/null
+expect "solver report" 0 $?
+
+notebook_dir=$(dirname "${notebooks[0]}")
+for notebook in "${notebooks[@]}"; do
+  [[ $notebook == *.ipynb ]] || continue
+  name=$(basename "$notebook")
+  python3 - "$notebook" <<'PY'
+import json, sys
+cells = json.load(open(sys.argv[1]))["cells"]
+dirty = [i for i, c in enumerate(cells)
+         if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+sys.exit(f"cells {dirty} carry outputs: clear them before committing" if dirty else 0)
+PY
+  expect "$name is committed without outputs" 0 $?
+  TOPOEP_REPLAY_DIR=$work/replay TOPOEP_SWEEP_DIR=$work/sweep TOPOEP_SOLVER_DIR=$work/solver \
+    jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 \
+    --output-dir "$work/executed" "$notebook" >"$work/nbconvert.log" 2>&1
+  rc=$?
+  [[ $rc == 0 ]] || tail -30 "$work/nbconvert.log"
+  expect "$name executes" 0 $rc
+done
+
+for results in replay sweep solver; do
+  python3 "$notebook_dir/topoep_plots.py" "$work/$results" --out "$work/png-$results" >"$work/out"
+  expect "plots of the $results" 0 $?
+done
+for png in straggler_by_layer load_heatmaps bytes_by_link gain_over_baselines; do
+  [[ -s "$work/png-replay/$png.png" ]]
+  expect "replay plot $png.png" 0 $?
+done
+for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes; do
+  [[ -s "$work/png-sweep/$png.png" ]]
+  expect "sweep plot $png.png" 0 $?
+done
+[[ -s "$work/png-solver/solver_latency.png" ]]
+expect "solver latency plot" 0 $?
+python3 "$notebook_dir/topoep_plots.py" "$work" >"$work/out" 2>&1
+expect "a directory without results is an error" 1 $?
+
+echo "$failures failure(s)"
+[[ $failures == 0 ]]
