@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <random>
-#include <regex>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -193,6 +192,27 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
   return by_key;
 }
 
+// "results-shard-I-of-N.jsonl" -> I, N.
+bool parse_shard_file_name(const std::string& name, int* index, int* count) {
+  const std::string prefix = "results-shard-", middle = "-of-", suffix = ".jsonl";
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return false;
+  }
+  const std::string core = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const std::size_t at = core.find(middle);
+  if (at == std::string::npos) return false;
+  const std::string i = core.substr(0, at), n = core.substr(at + middle.size());
+  const auto digits = [](const std::string& text) {
+    return !text.empty() && text.size() < 9 &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(i) || !digits(n)) return false;
+  *index = std::stoi(i);
+  *count = std::stoi(n);
+  return true;
+}
+
 }  // namespace
 
 void parse_shard(const std::string& text, SweepOptions* options) {
@@ -313,21 +333,18 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
 
 int merge_sweep(const SweepGrid& grid, const std::string& out_dir) {
   if (!fs::is_directory(out_dir)) throw FileInputError(out_dir, "", "is not a directory");
-  const std::regex shard_name(R"(results-shard-(\d+)-of-(\d+)\.jsonl)");
   std::map<int, std::string> shards;
   int count = -1;
   for (const auto& entry : fs::directory_iterator(out_dir)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, match, shard_name)) continue;
-    const int n = std::stoi(match[2]);
+    int index = 0, n = 0;
+    if (!parse_shard_file_name(entry.path().filename().string(), &index, &n)) continue;
     if (count >= 0 && n != count) {
       throw FileInputError(
           entry.path().string(), "",
           "is a shard of " + std::to_string(n) + " but others are of " + std::to_string(count));
     }
     count = n;
-    shards[std::stoi(match[1])] = entry.path().string();
+    shards[index] = entry.path().string();
   }
   if (count < 0) throw FileInputError(out_dir, "", "holds no results-shard-I-of-N.jsonl files");
   for (int i = 0; i < count; ++i) {

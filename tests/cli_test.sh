@@ -4,26 +4,7 @@
 set -uo pipefail
 topoep=$1
 work=${TEST_TMPDIR:-$(mktemp -d)}
-failures=0
-
-expect() {  # expect NAME WANTED_RC ACTUAL_RC
-  if [[ $2 != "$3" ]]; then
-    echo "FAIL: $1: exit code $3, expected $2"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
-
-expect_text() {  # expect_text NAME FILE TEXT
-  if ! grep -qF -- "$3" "$2"; then
-    echo "FAIL: $1: '$3' not in output:"
-    cat "$2"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 "$topoep" --version >"$work/out" 2>&1
 expect "--version exits 0" 0 $?

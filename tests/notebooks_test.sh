@@ -11,15 +11,7 @@ notebooks=()
 for notebook in "$@"; do notebooks+=("$(realpath "$notebook")"); done
 work=${TEST_TMPDIR:-$(mktemp -d)}
 export HOME=$work MPLBACKEND=Agg PATH=/usr/bin:$PATH  # Debian's python3 with pandas
-failures=0
-expect() {  # expect NAME WANTED_RC ACTUAL_RC
-  if [[ $2 != "$3" ]]; then
-    echo "FAIL: $1: exit code $3, expected $2"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 "$topoep" trace synth --out "$work/trace" --experts 256 --layers 4 --steps 2 \
   --tokens-per-rank 2048 --seed 3 >/dev/null
