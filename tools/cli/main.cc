@@ -6,6 +6,7 @@
 
 #include "common/file_input_error.h"
 #include "solver/input_error.h"
+#include "tools/cli/calibration_commands.h"
 #include "tools/cli/demo_command.h"
 #include "tools/cli/eplb_command.h"
 #include "tools/cli/exit_codes.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app("TopoEP: topology-aware load balancing for expert-parallel MoE training", "topoep");
   app.set_version_flag("--version", std::string("topoep ") + topoep::kVersion);
   app.require_subcommand(1);
+  topoep::add_calibration_commands(app);
   topoep::add_demo_command(app);
   topoep::add_eplb_command(app);
   topoep::add_simulate_command(app);

@@ -1,0 +1,205 @@
+#include "harness/calibration.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "common/file_input_error.h"
+#include "common/json_fields.h"
+
+namespace topoep {
+namespace {
+
+// Rows of a simple CSV (no quoted fields): the header's columns, then values by name.
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  int column(const std::string& name, const std::string& path) const {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) throw FileInputError(path, name, "column missing");
+    return static_cast<int>(it - header.begin());
+  }
+};
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream stream(line);
+  for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.push_back("");
+  return fields;
+}
+
+Csv read_csv(const std::string& path) {
+  std::stringstream text(read_text_file(path));
+  Csv csv;
+  std::string line;
+  if (!std::getline(text, line)) throw FileInputError(path, "", "is empty");
+  csv.header = split(line);
+  for (int n = 2; std::getline(text, line); ++n) {
+    if (line.empty()) continue;
+    csv.rows.push_back(split(line));
+    if (csv.rows.back().size() != csv.header.size()) {
+      throw FileInputError(path + ":" + std::to_string(n), "",
+                           "has " + std::to_string(csv.rows.back().size()) +
+                               " fields, the header " + std::to_string(csv.header.size()));
+    }
+  }
+  return csv;
+}
+
+double number(const std::string& text, const std::string& path, const std::string& column) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(value)) return value;
+  } catch (const std::exception&) {
+  }
+  throw FileInputError(path, column, "'" + text + "' is not a number");
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
+LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
+  LinkFit fit;
+  fit.samples = static_cast<int>(samples.size());
+  Eigen::MatrixXd a(samples.size(), 2);
+  Eigen::VectorXd b(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    a(i, 0) = 1.0;
+    a(i, 1) = samples[i].first;
+    b(i) = samples[i].second;
+  }
+  // time = alpha + bytes x (1 / bytes-per-µs); QR for a well-conditioned least-squares solve.
+  const Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
+  fit.latency_us = std::max(0.0, x(0));
+  const double us_per_byte = x(1);
+  fit.bandwidth_gb_per_s = us_per_byte > 0 ? 1.0 / us_per_byte / 1000.0 : 0.0;
+  fit.rms_residual_us = std::sqrt((a * x - b).squaredNorm() / std::max<double>(1, samples.size()));
+  return fit;
+}
+
+GemmEfficiencyCurve fit_gemm_curve(const std::vector<std::vector<double>>& samples,
+                                   double peak_tflops) {
+  std::map<double, std::vector<double>> by_tokens;
+  for (const auto& s : samples) {
+    // peak TFLOP/s = 1e6 FLOP per µs x peak.
+    by_tokens[s[0]].push_back(s[1] / (peak_tflops * 1e6 * s[2]));
+  }
+  GemmEfficiencyCurve curve;
+  for (const auto& [tokens, efficiencies] : by_tokens) {
+    curve.tokens_per_expert.push_back(tokens);
+    curve.efficiency.push_back(std::clamp(median(efficiencies), 1e-9, 1.0));
+  }
+  return curve;
+}
+
+Topology calibrate_topology(const Topology& base, const std::string& dir) {
+  Topology t = base;
+  const std::string links_path = dir + "/link_samples.csv";
+  const std::string gemm_path = dir + "/gemm_samples.csv";
+  if (!std::filesystem::exists(links_path) && !std::filesystem::exists(gemm_path)) {
+    throw FileInputError(dir, "", "holds neither link_samples.csv nor gemm_samples.csv");
+  }
+  // One GPU measures no links: a missing file keeps the base's figures.
+  const Csv links = std::filesystem::exists(links_path) ? read_csv(links_path)
+                                                        : Csv{{"link", "bytes", "time_us"}, {}};
+  const int link_col = links.column("link", links_path),
+            bytes_col = links.column("bytes", links_path),
+            time_col = links.column("time_us", links_path);
+  std::map<std::string, std::vector<std::pair<double, double>>> by_link;
+  for (const auto& row : links.rows) {
+    if (row[link_col] != "nvlink" && row[link_col] != "ib") {
+      throw FileInputError(links_path, "link", "'" + row[link_col] + "' is not nvlink or ib");
+    }
+    by_link[row[link_col]].push_back({number(row[bytes_col], links_path, "bytes"),
+                                      number(row[time_col], links_path, "time_us")});
+  }
+  for (const auto& [name, samples] : by_link) {
+    if (samples.size() < 2) throw FileInputError(links_path, name, "needs at least two samples");
+    const LinkFit fit = fit_link(samples);
+    if (fit.bandwidth_gb_per_s <= 0) {
+      throw FileInputError(links_path, name, "time does not grow with bytes: no bandwidth to fit");
+    }
+    LinkSpec& link = name == "nvlink" ? t.scale_up : t.scale_out;
+    link.bandwidth_gb_per_s = fit.bandwidth_gb_per_s;
+    link.latency_us = fit.latency_us;
+    std::ostringstream source;
+    source << "calibrated by topoep calibrate from " << links_path << ": least squares over "
+           << fit.samples << " transfers, rms residual " << fit.rms_residual_us
+           << " us. Before: " << link.source;
+    link.source = source.str();
+  }
+  const Csv gemms = std::filesystem::exists(gemm_path) ? read_csv(gemm_path)
+                                                       : Csv{{"tokens", "flop", "time_us"}, {}};
+  const int tokens_col = gemms.column("tokens", gemm_path),
+            flop_col = gemms.column("flop", gemm_path),
+            gemm_time_col = gemms.column("time_us", gemm_path);
+  std::vector<std::vector<double>> samples;
+  for (const auto& row : gemms.rows) {
+    samples.push_back({number(row[tokens_col], gemm_path, "tokens"),
+                       number(row[flop_col], gemm_path, "flop"),
+                       number(row[gemm_time_col], gemm_path, "time_us")});
+  }
+  if (!samples.empty()) {
+    const std::string before = t.gemm_efficiency.source;
+    t.gemm_efficiency = fit_gemm_curve(samples, t.gpu.peak_tflops_bf16);
+    t.gemm_efficiency.source =
+        "calibrated by topoep calibrate from " + gemm_path + " (" + std::to_string(samples.size()) +
+        " timings, median per token count, against the bf16 peak). Before: " + before;
+  }
+  return t;
+}
+
+std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
+                                          const std::string& measured_csv) {
+  const Csv sim = read_csv(sim_csv), measured = read_csv(measured_csv);
+  const auto key_of = [](const Csv& csv, const std::vector<std::string>& row,
+                         const std::string& path) {
+    return row[csv.column("step", path)] + "," + row[csv.column("microbatch", path)] + "," +
+           row[csv.column("layer", path)] + "," + row[csv.column("planner", path)];
+  };
+  std::map<std::string, const std::vector<std::string>*> simulated;
+  for (const auto& row : sim.rows) simulated[key_of(sim, row, sim_csv)] = &row;
+  std::vector<PhaseError> errors;
+  for (const char* phase :
+       {"dispatch_us", "compute_us", "combine_us", "weight_exposed_us", "overhead_us", "moe_us"}) {
+    PhaseError e;
+    e.phase = phase;
+    double sum = 0;
+    for (const auto& row : measured.rows) {
+      const std::string key = key_of(measured, row, measured_csv);
+      const auto it = simulated.find(key);
+      const std::string& value = row[measured.column(phase, measured_csv)];
+      if (it == simulated.end() || value.empty()) continue;
+      const std::string& sim_value = (*it->second)[sim.column(phase, sim_csv)];
+      if (sim_value.empty()) continue;
+      const double m = number(value, measured_csv, phase), s = number(sim_value, sim_csv, phase);
+      if (m <= 0) continue;
+      const double relative = std::abs(s - m) / m;
+      ++e.rows;
+      sum += relative;
+      if (relative >= e.worst_relative) {
+        e.worst_relative = relative;
+        e.worst_at = key;
+      }
+    }
+    if (e.rows > 0) e.mean_relative = sum / e.rows;
+    errors.push_back(e);
+  }
+  if (std::all_of(errors.begin(), errors.end(), [](const PhaseError& e) { return e.rows == 0; })) {
+    throw FileInputError(measured_csv, "",
+                         "no record matches " + sim_csv + " by (step, microbatch, layer, planner)");
+  }
+  return errors;
+}
+
+}  // namespace topoep

@@ -1,0 +1,47 @@
+#pragma once
+// Fits the simulator's link and GEMM constants from harness measurements (microbench.h) by
+// least squares (Eigen), and compares simulated per-layer phase times with measured ones.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topologies/topology.h"
+
+namespace topoep {
+
+struct LinkFit {
+  double latency_us = 0;          // alpha, clamped at 0
+  double bandwidth_gb_per_s = 0;  // decimal GB/s
+  int samples = 0;
+  double rms_residual_us = 0;
+};
+
+// time_us = alpha + bytes / bandwidth over (bytes, time_us) samples (at least two sizes).
+LinkFit fit_link(const std::vector<std::pair<double, double>>& bytes_time_us);
+
+// Efficiency at each measured token count: FLOP / (peak x time), the median over samples at
+// that count, clamped to (0, 1]. `samples` are (tokens, flop, time_us).
+GemmEfficiencyCurve fit_gemm_curve(const std::vector<std::vector<double>>& samples,
+                                   double peak_tflops);
+
+// `base` with the fits from DIR/link_samples.csv and DIR/gemm_samples.csv (either may be
+// missing; a link class or the curve without samples keeps the base's figures). Sources say what
+// was fitted from what.
+Topology calibrate_topology(const Topology& base, const std::string& dir);
+
+struct PhaseError {
+  std::string phase;  // a per_layer.csv column, e.g. "dispatch_us"
+  int rows = 0;       // records both files have a value for (measured > 0)
+  double mean_relative = 0;
+  double worst_relative = 0;
+  std::string worst_at;  // "step,microbatch,layer,planner"
+};
+
+// Matches rows of two per_layer.csv files by (step, microbatch, layer, planner) and reports
+// |simulated - measured| / measured per phase. Throws FileInputError for unreadable files or
+// when no rows match.
+std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
+                                          const std::string& measured_csv);
+
+}  // namespace topoep

@@ -1,0 +1,40 @@
+#pragma once
+// The harness's replay: for each trace record, every rank gathers the global routing counts,
+// runs the planner, and the ranks compare plan hashes (a difference stops the run, naming the
+// record and the ranks); then the layer runs for real (moe_layer.h) and again with the static
+// plan, and the outputs must agree within the tolerance: rerouting never changes the math.
+// Rank 0 writes per-layer measurements in the simulator's per_layer.csv schema.
+
+#include <cstdint>
+#include <string>
+
+#include "harness/comm.h"
+#include "harness/moe_layer.h"
+#include "models/model.h"
+#include "topologies/topology.h"
+
+namespace topoep {
+
+struct HarnessConfig {
+  std::string trace;
+  Topology topology;
+  ModelSpec model;
+  std::string planner = "topoep";
+  int slots_per_rank = 1;
+  MoeDims dims;                  // the executed FFN's (scaled-down) dimensions
+  std::int64_t max_records = 0;  // 0: all
+  int perturb_rank = -1;         // this rank corrupts its copy of the counts (a check of checks)
+  double tolerance = 1e-4;       // max |plan - static| over max |static|
+  std::string out_dir;           // rank 0 writes per_layer.csv and per_rank.csv here
+};
+
+// A check the harness makes failed (plan hashes or outputs differ); every rank throws it.
+class HarnessCheckError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Returns the records run. Throws FileInputError/InputError for bad inputs (on every rank).
+std::int64_t run_harness(const HarnessConfig& config, Comm& comm);
+
+}  // namespace topoep

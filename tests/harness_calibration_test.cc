@@ -1,0 +1,138 @@
+// The harness's pure parts: plan segments (the transfer layout both ends derive from a plan),
+// the expert FFN's weight round trip, the least-squares fits behind `topoep calibrate`
+// (recovering known constants from synthetic measurements), and `topoep compare`.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_input_error.h"
+#include "harness/calibration.h"
+#include "harness/moe_layer.h"
+#include "tests/sim_fixtures.h"
+#include "traces/splitmix64.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  const std::string path = (fs::path(testing::TempDir()) / name).string();
+  fs::remove_all(path);
+  fs::create_directories(path);
+  return path;
+}
+
+TEST(PlanSegments, SplitEachSourceExpertPairInRouteOrder) {
+  Plan plan;
+  plan.num_ranks = 2;
+  plan.num_experts = 2;
+  plan.slots_per_rank = 1;
+  plan.replica_expert = {kNoExpert, 0};
+  plan.routes = {{0, 0, 0, 5}, {0, 0, 1, 3}, {0, 1, 1, 2}, {1, 0, 1, 4}};
+  const std::vector<Segment> segments = plan_segments(plan);
+  ASSERT_EQ(segments.size(), 4u);
+  EXPECT_EQ(segments[1].first, 5);  // assignments 5..7 of (0, expert 0) go to rank 1
+  EXPECT_EQ(segments[1].count, 3);
+  EXPECT_EQ(segments[2].first, 0);  // a new (src, expert) pair starts at 0
+  EXPECT_EQ(segments[3].first, 0);
+}
+
+TEST(ExpertFfn, WeightsSurviveTheWireAndGiveTheSameOutputs) {
+  const ExpertWeights w = make_expert_weights(3, 16, 8, 7);
+  const std::vector<float> packed = pack_weights(w);
+  const ExpertWeights back = unpack_weights(packed.data(), 16, 8);
+  RowMatrix x(4, 16);
+  for (int t = 0; t < 4; ++t) token_activation(7, 0, 1, 3, t, 16, x.row(t).data());
+  EXPECT_EQ(expert_forward(w, x), expert_forward(back, x));
+  EXPECT_NE(make_expert_weights(4, 16, 8, 7).gate, w.gate);  // another expert, other weights
+}
+
+TEST(Calibration, RecoversLinkLatencyAndBandwidthFromNoisyTransfers) {
+  // 4.2 us + bytes / 37.5 GB/s, with +-1% multiplicative noise.
+  SplitMix64 random(11);
+  std::vector<std::pair<double, double>> samples;
+  for (double bytes = 1024; bytes <= 64e6; bytes *= 2) {
+    const double time = 4.2 + bytes / 37.5e3;
+    samples.push_back({bytes, time * (1 + 0.02 * (random.uniform_open() - 0.5))});
+  }
+  const LinkFit fit = fit_link(samples);
+  EXPECT_NEAR(fit.bandwidth_gb_per_s, 37.5, 0.4);
+  EXPECT_NEAR(fit.latency_us, 4.2, 0.5);
+}
+
+TEST(Calibration, RecoversTheGemmEfficiencyCurveAndWritesAValidTopology) {
+  const std::string dir = temp_dir("calibration");
+  Topology base = round_topology(2, 2);  // 1000 TFLOP/s bf16
+  std::ofstream links(dir + "/link_samples.csv");
+  links << "link,bytes,time_us\n";
+  for (double bytes = 1e3; bytes <= 1e8; bytes *= 10) {
+    links << "nvlink," << bytes << "," << 2.5 + bytes / 300e3 << "\n";
+    links << "ib," << bytes << "," << 8.0 + bytes / 40e3 << "\n";
+  }
+  links.close();
+  std::ofstream gemms(dir + "/gemm_samples.csv");
+  gemms << "tokens,flop,time_us\n";
+  for (int tokens : {1, 8, 64, 512, 4096}) {
+    const double efficiency = std::min(0.7, 0.7 * tokens / 300.0);
+    const double flop = 6.0 * 4096 * 1024 * tokens;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      gemms << tokens << "," << flop << "," << flop / (1000 * 1e6 * efficiency) << "\n";
+    }
+  }
+  gemms.close();
+  const Topology t = calibrate_topology(base, dir);
+  // The CSV holds six significant digits: the fits are exact to about that.
+  EXPECT_NEAR(t.scale_up.bandwidth_gb_per_s, 300.0, 1e-3);
+  EXPECT_NEAR(t.scale_up.latency_us, 2.5, 1e-4);
+  EXPECT_NEAR(t.scale_out.bandwidth_gb_per_s, 40.0, 1e-3);
+  EXPECT_NEAR(t.scale_out.latency_us, 8.0, 1e-4);
+  ASSERT_EQ(t.gemm_efficiency.tokens_per_expert.size(), 5u);
+  EXPECT_NEAR(t.gemm_efficiency.efficiency[0], 0.7 / 300, 1e-7);
+  EXPECT_NEAR(t.gemm_efficiency.efficiency[4], 0.7, 1e-5);
+  EXPECT_NE(t.scale_out.source.find("calibrated"), std::string::npos);
+}
+
+TEST(Calibration, BadMeasurementsNameTheFileAndColumn) {
+  const std::string dir = temp_dir("calibration_bad");
+  std::ofstream(dir + "/link_samples.csv") << "link,bytes,time_us\nnvlink,1000,abc\nnvlink,2,3\n";
+  std::ofstream(dir + "/gemm_samples.csv") << "tokens,flop,time_us\n";
+  try {
+    calibrate_topology(round_topology(2, 2), dir);
+    FAIL() << "no error";
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), dir + "/link_samples.csv");
+    EXPECT_EQ(error.field(), "time_us");
+  }
+}
+
+TEST(Compare, ReportsThePerPhaseRelativeErrorOfMatchingRecords) {
+  const std::string dir = temp_dir("compare");
+  const std::string header =
+      "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
+      "weight_exposed_us,overhead_us\n";
+  std::ofstream(dir + "/sim.csv") << header << "0,0,0,topoep,30,10,10,10,0,1\n"
+                                  << "0,0,1,topoep,30,10,10,10,0,1\n";
+  std::ofstream(dir + "/measured.csv") << header << "0,0,0,topoep,33,8,10,15,,1\n"
+                                       << "0,0,1,topoep,30,10,10,10,,2\n"
+                                       << "9,0,0,topoep,1,1,1,1,,1\n";  // no simulated match
+  const std::vector<PhaseError> errors = compare_per_layer(dir + "/sim.csv", dir + "/measured.csv");
+  const auto phase = [&](const std::string& name) {
+    return *std::find_if(errors.begin(), errors.end(),
+                         [&](const PhaseError& e) { return e.phase == name; });
+  };
+  EXPECT_EQ(phase("dispatch_us").rows, 2);
+  EXPECT_NEAR(phase("dispatch_us").worst_relative, 0.25, 1e-12);  // |10 - 8| / 8
+  EXPECT_EQ(phase("dispatch_us").worst_at, "0,0,0,topoep");
+  EXPECT_NEAR(phase("combine_us").mean_relative, (5.0 / 15) / 2, 1e-12);
+  EXPECT_EQ(phase("weight_exposed_us").rows, 0);  // not measured
+  EXPECT_NEAR(phase("overhead_us").worst_relative, 0.5, 1e-12);
+  std::ofstream(dir + "/other.csv") << header << "5,0,0,topoep,1,1,1,1,,1\n";
+  EXPECT_THROW(compare_per_layer(dir + "/sim.csv", dir + "/other.csv"), FileInputError);
+}
+
+}  // namespace
+}  // namespace topoep

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The harness in host mode under mpirun, 4 ranks on a 2 x 2 topology: identical plan hashes,
+# outputs equal to the static plan's (TopoEP, and EPLB per microbatch, whose replicas move),
+# a deliberately perturbed rank caught and named, the simulator's per-layer schema, and the
+# measurement -> calibrate -> compare loop.
+# Usage: harness_test.sh TOPOEP TOPOEP_HARNESS
+set -uo pipefail
+topoep=$(realpath "$1")
+harness=$(realpath "$2")
+work=${TEST_TMPDIR:-$(mktemp -d)}
+source "$(dirname "$0")/expect.sh"
+export PATH=/usr/bin:$PATH HOME=$work
+# Under --config=asan, LeakSanitizer stays off for the MPI processes only: OpenMPI's own
+# allocations (hwloc, components it dlopens) outlive MPI_Finalize. ASan and UBSan stay on.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+mpi=(mpirun --allow-run-as-root --oversubscribe -np 4)
+
+"$topoep" topology show h800-4x8 --json >"$work/topo.json"
+python3 - "$work" <<'PY'
+import json, sys
+d = sys.argv[1]
+t = json.load(open(d + "/topo.json"))
+t["name"], t["nodes"], t["gpus_per_node"] = "host-2x2", 2, 2
+json.dump(t, open(d + "/topo.json", "w"))
+# DeepSeek-V3's expert sizes with 8 experts: the planner sees real costs, the harness runs
+# the FFN at --hidden/--ffn.
+json.dump({"name": "v3-8", "source": "test", "num_experts": 8, "top_k": 2, "hidden_size": 7168,
+           "expert_ffn_size": 2048, "moe_layers": 2, "dispatch_bytes": 1,
+           "dispatch_scale_block": 128, "combine_bytes": 2, "weight_bytes": 2,
+           "dense_params_per_layer": 187105280, "tokens_per_rank": 8192},
+          open(d + "/model.json", "w"))
+PY
+"$topoep" trace synth --out "$work/trace" --ranks 4 --gpus-per-node 2 --experts 8 --top-k 2 \
+  --layers 2 --steps 2 --tokens-per-rank 8192 --hot-ratio 3 >/dev/null
+expect "small trace" 0 $?
+common=(--trace "$work/trace" --topology "$work/topo.json" --model "$work/model.json" --hidden 32 --ffn 16)
+
+"${mpi[@]}" "$harness" run "${common[@]}" --out "$work/measured" >"$work/out" 2>&1
+expect "topoep on 4 ranks: hashes identical, outputs equal the static plan's" 0 $?
+expect_text "the run says what it checked" "$work/out" "plan hashes identical, outputs equal"
+[[ $(wc -l <"$work/measured/per_layer.csv") == 9 && $(wc -l <"$work/measured/per_rank.csv") == 33 ]]
+expect "one row per record, and per record and rank" 0 $?
+head -1 "$work/measured/per_layer.csv" >"$work/header"
+"$topoep" simulate "${common[@]:0:6}" --planners topoep --out "$work/sim" >/dev/null 2>&1
+expect "the simulator replays the same trace" 0 $?
+cmp -s "$work/header" <(head -1 "$work/sim/per_layer.csv")
+expect "measurements share the simulator's per-layer schema" 0 $?
+"$topoep" compare --sim "$work/sim" --measured "$work/measured" >"$work/out" 2>&1
+expect "compare exits 0" 0 $?
+expect_text "compare reports dispatch" "$work/out" "dispatch_us"
+
+"${mpi[@]}" "$harness" run "${common[@]}" --planner eplb-microbatch --out "$work/eplb" >"$work/out" 2>&1
+expect "eplb-microbatch: replicas move and outputs still agree" 0 $?
+python3 - "$work/eplb/per_layer.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(0 if sum(int(r["new_replicas"]) for r in rows) > 0 else "no replica moved")
+PY
+expect "replica weights moved between ranks" 0 $?
+
+"${mpi[@]}" "$harness" run "${common[@]}" --perturb-rank 2 >"$work/out" 2>&1
+expect "a perturbed rank stops the run with exit 3" 3 $?
+expect_text "the record and the rank are named" "$work/out" "record 0 (step 0, microbatch 0, layer 0): plan hashes differ"
+expect_text "rank 2 is named" "$work/out" "rank 2 0x"
+
+"${mpi[@]}" "$harness" run "${common[@]}" --topology h800-4x8 >"$work/out" 2>&1
+expect "a topology with another GPU count exits 2" 2 $?
+
+"${mpi[@]}" "$harness" microbench --topology "$work/topo.json" --out "$work/micro" >"$work/out" 2>&1
+expect "microbench" 0 $?
+"$topoep" calibrate --measurements "$work/micro" --topology "$work/topo.json" --out "$work/calibrated.json" >"$work/out" 2>&1
+expect "calibrate fits the measurements" 0 $?
+"$topoep" topology validate "$work/calibrated.json" >"$work/out" 2>&1
+expect "the calibrated topology is valid" 0 $?
+
+echo "$failures failure(s)"
+[[ $failures == 0 ]]
