@@ -1,14 +1,12 @@
 #pragma once
-// One expert's feed-forward network at the harness's dimensions: gate and up projections, SiLU,
-// down projection, in fp32 with Eigen (host mode). Weights are a function of the expert id and
-// a seed, so the home rank builds them and a replica receives them over the wire: the harness
-// moves replica weights for real.
+// One expert's feed-forward network on the host: gate and up projections, SiLU, down
+// projection, in fp32 with Eigen. The harness's host mode runs it; the weights come from
+// synthetic_values.h, so a home rank builds them and a replica receives them over the wire.
 
 #include <Eigen/Dense>
-#include <cstdint>
 #include <vector>
 
-#include "solver/types.h"
+#include "harness/synthetic_values.h"
 
 namespace topoep {
 
@@ -20,7 +18,6 @@ struct ExpertWeights {
   RowMatrix down;  // [ffn][hidden]
 };
 
-// Uniform in +-1/sqrt(fan-in), from SplitMix64 seeded by (seed, expert).
 ExpertWeights make_expert_weights(ExpertId expert, int hidden, int ffn, std::uint64_t seed);
 
 // The weights as one contiguous buffer (gate, up, down, row-major) and back.
@@ -29,10 +26,5 @@ ExpertWeights unpack_weights(const float* data, int hidden, int ffn);
 
 // y = (silu(x gate) * (x up)) down for the rows of x ([tokens][hidden]).
 RowMatrix expert_forward(const ExpertWeights& weights, const RowMatrix& x);
-
-// The activation of token-assignment `j` that `src` routed to `expert` in record `record`:
-// `hidden` values in [-1, 1), the same on every rank.
-void token_activation(std::uint64_t seed, std::int64_t record, RankId src, ExpertId expert,
-                      TokenCount j, int hidden, float* out);
 
 }  // namespace topoep

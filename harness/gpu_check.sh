@@ -2,7 +2,8 @@
 # The GPU check, for one GPU and under 5 minutes: builds with --config=cuda, runs the GPU tests
 # (CUDA plans bit-identical to the host's on the golden corpus; the device plan hash), measures
 # the device TopoEP solve latency and one expert's GEMM timings at DeepSeek-V3's dimensions with
-# cuBLAS, and fits the topology's grouped-GEMM efficiency curve from them.
+# cuBLAS, fits the topology's grouped-GEMM efficiency curve from them, and runs the harness's
+# cuda mode (NCCL + cuBLAS) end to end on one rank.
 # Usage: harness/gpu_check.sh [OUT_DIR (gpu-check)] [BASE_TOPOLOGY (h200-8x8)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,10 +13,28 @@ cd "$root"
 tools/setup
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 bazel test --config=cuda --test_output=errors //tests:topoep_cuda_test //tests:device_plan_hash_test
-bazel build --config=cuda //harness:gpu_microbench //tools/cli:topoep
+bazel build --config=cuda //harness:gpu_microbench //harness:topoep-harness //tools/cli:topoep
 mkdir -p "$out"
 bazel-bin/harness/gpu_microbench --out "$out"
 bazel-bin/tools/cli/topoep calibrate --measurements "$out" --topology "$topology" \
   --out "$out/calibrated-topology.json"
 echo "device solve latency (us per layer):"
 column -s, -t <"$out/solve_latency.csv"
+
+# The cuda mode on one rank: DeepSeek-V3's expert sizes, every expert on this GPU (S = 0), a
+# few records; the outputs must match the static plan's within bf16 tolerance.
+python3 - "$out" <<'PY'
+import json, subprocess, sys
+out = sys.argv[1]
+t = json.loads(subprocess.check_output(["bazel-bin/tools/cli/topoep", "topology", "show",
+                                        "h200-8x8", "--json"]))
+t["name"], t["nodes"], t["gpus_per_node"] = "one-gpu", 1, 1
+json.dump(t, open(out + "/one-gpu.json", "w"))
+PY
+rm -rf "$out/trace"
+bazel-bin/tools/cli/topoep trace synth --out "$out/trace" --ranks 1 --gpus-per-node 1 \
+  --experts 256 --layers 2 --steps 1 --tokens-per-rank 4096 >/dev/null
+mpirun --allow-run-as-root -np 1 bazel-bin/harness/topoep-harness run --mode cuda \
+  --trace "$out/trace" --topology "$out/one-gpu.json" --model deepseek-v3 --slots 0 \
+  --hidden 7168 --ffn 2048 --tolerance 3e-2 --out "$out/harness-cuda"
+column -s, -t <"$out/harness-cuda/per_layer.csv" | cut -c1-160

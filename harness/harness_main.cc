@@ -13,10 +13,15 @@
 #include "common/file_input_error.h"
 #include "harness/harness_run.h"
 #include "harness/microbench.h"
+#include "harness/moe_layer.h"
 #include "harness/mpi_comm.h"
 #include "models/model_json.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
+
+#if defined(TOPOEP_WITH_CUDA)
+#include "harness/cuda/cuda_layer.h"
+#endif
 
 namespace {
 
@@ -31,13 +36,16 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
   CLI::App app("TopoEP validation harness (host mode: MPI + Eigen)", "topoep-harness");
   app.require_subcommand(1);
   topoep::HarnessConfig config;
-  std::string topology = "h800-4x8", model = "deepseek-v3", out;
+  std::string topology = "h800-4x8", model = "deepseek-v3", out, mode = "host";
   CLI::App* replay = app.add_subcommand("run", "Execute every record's plan and check it");
   replay->add_option("--trace", config.trace, "Trace directory")->required();
   replay->add_option("--topology", topology, "Preset or file; GPUs = MPI ranks")
       ->capture_default_str();
   replay->add_option("--model", model, "Preset or file (the planner's costs)")
       ->capture_default_str();
+  replay->add_option("--mode", mode, "host (MPI + Eigen) or cuda (NCCL + cuBLAS)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"host", "cuda"}));
   replay->add_option("--planner", config.planner, "Any topoep solve planner")
       ->capture_default_str();
   replay->add_option("--slots", config.slots_per_rank, "Spare slots per GPU")
@@ -71,7 +79,22 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
     }
     if (replay->parsed()) {
       config.model = topoep::load_model(model);
-      const std::int64_t records = topoep::run_harness(config, comm);
+      const topoep::TopologyView view = config.topology.view();
+      topoep::LayerFactory make_layer = [&] {
+        return std::make_unique<topoep::MoeLayer>(comm, view, config.dims);
+      };
+      if (mode == "cuda") {
+#if defined(TOPOEP_WITH_CUDA)
+        const auto context = topoep::make_cuda_context(comm);
+        make_layer = [&, context] {
+          return topoep::make_cuda_layer(context, comm, view, config.dims);
+        };
+#else
+        throw topoep::InputError("--mode",
+                                 "this build has no cuda mode (build with --config=cuda)");
+#endif
+      }
+      const std::int64_t records = topoep::run_harness(config, comm, make_layer);
       if (comm.rank() == 0) {
         std::cout << "ran " << records << " records on " << comm.size()
                   << " ranks: plan hashes identical, outputs equal the static plan's"

@@ -55,7 +55,7 @@ void check_hashes(Comm& comm, std::uint64_t hash, const std::string& where) {
 
 }  // namespace
 
-std::int64_t run_harness(const HarnessConfig& config, Comm& comm) {
+std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFactory& make_layer) {
   TraceReader reader(config.trace);
   const TraceMetadata& m = reader.metadata();
   const int R = comm.size();
@@ -77,8 +77,8 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm) {
   for (int l = 0; l < m.num_layers; ++l) {
     planners.push_back(make_planner(config.planner, context, PlannerOptions{}));
   }
-  std::vector<MoeLayer> layers;
-  for (int l = 0; l < m.num_layers; ++l) layers.emplace_back(comm, view, config.dims);
+  std::vector<std::unique_ptr<LayerExecutor>> layers;
+  for (int l = 0; l < m.num_layers; ++l) layers.push_back(make_layer());
 
   std::unique_ptr<AtomicFile> per_layer, per_rank;
   if (comm.rank() == 0 && !config.out_dir.empty()) {
@@ -104,7 +104,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm) {
     if (comm.rank() == config.perturb_rank) {
       counts.set(0, 0, counts.at(0, 0) + 1);  // one token more: this rank's plan must differ
     }
-    MoeLayer& layer = layers[record.layer];
+    LayerExecutor& layer = *layers[record.layer];
     if (record.step != last_step[record.layer]) {  // a new step starts from the home layout
       last_step[record.layer] = record.step;
       layer.set_home(context.placement);
@@ -119,19 +119,20 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm) {
 
     if (decision.placement.home_rank != context.placement.home_rank)
       layer.set_home(decision.placement);
-    RowMatrix planned, reference;
+    std::vector<float> planned, reference;
     const LayerTimes t = layer.run(decision.plan, decision.placement, counts, index, &planned);
     layer.keep_replicas(decision.plan.replica_expert, decision.plan.slots_per_rank);
     // The same layer with every token at home (untimed): the outputs must agree.
-    MoeLayer home_only(comm, view, config.dims);
-    home_only.set_home(decision.placement);
-    home_only.run(static_plan(counts, decision.placement), decision.placement, counts, index,
-                  &reference);
-    const double scale = std::max(1e-30, static_cast<double>(reference.cwiseAbs().maxCoeff()));
-    const double error =
-        planned.size() == 0
-            ? 0.0
-            : static_cast<double>((planned - reference).cwiseAbs().maxCoeff()) / scale;
+    const std::unique_ptr<LayerExecutor> home_only = make_layer();
+    home_only->set_home(decision.placement);
+    home_only->run(static_plan(counts, decision.placement), decision.placement, counts, index,
+                   &reference);
+    double scale = 1e-30, difference = 0;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      scale = std::max(scale, static_cast<double>(std::abs(reference[i])));
+      difference = std::max(difference, static_cast<double>(std::abs(planned[i] - reference[i])));
+    }
+    const double error = difference / scale;
     const double worst = comm.max(error);
     if (worst > config.tolerance) {
       throw HarnessCheckError(where + ": outputs with the plan differ from the static plan's by " +

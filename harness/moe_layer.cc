@@ -1,25 +1,11 @@
 #include "harness/moe_layer.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace topoep {
-
-std::vector<Segment> plan_segments(const Plan& plan) {
-  std::vector<Segment> segments;
-  segments.reserve(plan.routes.size());
-  TokenCount offset = 0;
-  for (std::size_t i = 0; i < plan.routes.size(); ++i) {
-    const Route& r = plan.routes[i];
-    if (i == 0 || r.src != plan.routes[i - 1].src || r.expert != plan.routes[i - 1].expert) {
-      offset = 0;
-    }
-    segments.push_back({r.src, r.expert, r.dst, offset, r.tokens});
-    offset += r.tokens;
-  }
-  return segments;
-}
 
 MoeLayer::MoeLayer(Comm& comm, const TopologyView& topology, const MoeDims& dims)
     : comm_(comm), topology_(topology), dims_(dims) {}
@@ -60,24 +46,18 @@ double MoeLayer::timed(const std::function<void()>& phase) {
 }
 
 LayerTimes MoeLayer::run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                         std::int64_t record, RowMatrix* out) {
+                         std::int64_t record, std::vector<float>* out) {
   const int me = comm_.rank(), R = comm_.size(), h = dims_.hidden;
   LayerTimes times;
 
   // Replica weights: this rank's slots that hold an expert it lacks need its weights.
-  std::vector<ExpertId> incoming;
-  for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
-    const ExpertId e = plan.replica_at(me, slot);
-    if (e != kNoExpert && replicas_.count(e) == 0) incoming.push_back(e);
-  }
-  // Homes learn which replicas are missing from the receivers' requests (one int per expert).
-  std::vector<std::int64_t> want(plan.num_experts, 0);
-  for (const ExpertId e : incoming) want[e] = 1;
-  const std::vector<std::int64_t> wanted = comm_.allgather(want);
+  const ReplicaRequests moves =
+      request_replicas(comm_, plan, [&](ExpertId e) { return replicas_.count(e) > 0; });
+  const std::vector<ExpertId>& incoming = moves.fetch;
   std::vector<std::vector<float>> weight_send(R);
   for (RankId rank = 0; rank < R; ++rank) {
     for (ExpertId e = 0; e < plan.num_experts; ++e) {
-      if (wanted[static_cast<std::size_t>(rank) * plan.num_experts + e] == 0) continue;
+      if (!moves.requested(rank, e, plan.num_experts)) continue;
       if (placement.home_rank[e] != me) continue;
       const std::vector<float> packed = pack_weights(weights(e));
       weight_send[rank].insert(weight_send[rank].end(), packed.begin(), packed.end());
@@ -88,7 +68,7 @@ LayerTimes MoeLayer::run(const Plan& plan, const Placement& placement, const Rou
     const std::size_t size = static_cast<std::size_t>(3) * h * dims_.ffn;
     std::vector<std::size_t> offset(R, 0);
     for (ExpertId e = 0; e < plan.num_experts; ++e) {  // ascending expert per home, as sent
-      if (want[e] == 0) continue;
+      if (std::find(incoming.begin(), incoming.end(), e) == incoming.end()) continue;
       const RankId home = placement.home_rank[e];
       replicas_[e] = unpack_weights(received[home].data() + offset[home], h, dims_.ffn);
       offset[home] += size;
@@ -145,19 +125,14 @@ LayerTimes MoeLayer::run(const Plan& plan, const Placement& placement, const Rou
   // Combine: outputs go back; this rank reassembles its assignments in (expert, j) order.
   std::vector<std::vector<float>> returned;
   times.combine_us = timed([&] { returned = comm_.alltoallv(results); });
-  TokenCount mine = 0;
-  for (ExpertId e = 0; e < counts.num_experts(); ++e) mine += counts.at(me, e);
-  out->resize(mine, h);
-  std::vector<TokenCount> expert_begin(counts.num_experts() + 1, 0);
-  for (ExpertId e = 0; e < counts.num_experts(); ++e) {
-    expert_begin[e + 1] = expert_begin[e] + counts.at(me, e);
-  }
+  const std::vector<TokenCount> expert_begin = expert_rows(counts, me);
+  out->assign(static_cast<std::size_t>(expert_begin.back()) * h, 0.0f);
   std::vector<std::size_t> offset(R, 0);
   for (const Segment& s : segments) {
     if (s.src != me) continue;
     for (TokenCount j = 0; j < s.count; ++j) {
       std::copy_n(returned[s.dst].data() + offset[s.dst], h,
-                  out->row(expert_begin[s.expert] + s.first + j).data());
+                  out->data() + static_cast<std::size_t>(expert_begin[s.expert] + s.first + j) * h);
       offset[s.dst] += h;
     }
   }

@@ -10,7 +10,8 @@
 
 #include "common/file_input_error.h"
 #include "harness/calibration.h"
-#include "harness/moe_layer.h"
+#include "harness/expert_ffn.h"
+#include "harness/layer_executor.h"
 #include "tests/sim_fixtures.h"
 #include "traces/splitmix64.h"
 
