@@ -21,6 +21,7 @@
 
 #if defined(TOPOEP_WITH_CUDA)
 #include "harness/cuda/cuda_layer.h"
+#include "harness/cuda/device_planner.h"
 #endif
 
 namespace {
@@ -83,18 +84,27 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
       topoep::LayerFactory make_layer = [&] {
         return std::make_unique<topoep::MoeLayer>(comm, view, config.dims);
       };
+      topoep::PlannerFactory make_planner = [&](const topoep::PlannerContext& context) {
+        return topoep::make_planner(config.planner, context, topoep::PlannerOptions{});
+      };
       if (mode == "cuda") {
 #if defined(TOPOEP_WITH_CUDA)
         const auto context = topoep::make_cuda_context(comm);
         make_layer = [&, context] {
           return topoep::make_cuda_layer(context, comm, view, config.dims);
         };
+        if (config.planner == "topoep") {  // the TopoEP solve on the device
+          make_planner = [](const topoep::PlannerContext& planner_context) {
+            return std::unique_ptr<topoep::Planner>(
+                topoep::make_device_topoep_planner(planner_context));
+          };
+        }
 #else
         throw topoep::InputError("--mode",
                                  "this build has no cuda mode (build with --config=cuda)");
 #endif
       }
-      const std::int64_t records = topoep::run_harness(config, comm, make_layer);
+      const std::int64_t records = topoep::run_harness(config, comm, make_layer, make_planner);
       if (comm.rank() == 0) {
         std::cout << "ran " << records << " records on " << comm.size()
                   << " ranks: plan hashes identical, outputs equal the static plan's"

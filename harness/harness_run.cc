@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/atomic_file.h"
+#include "harness/cuda/device_planner.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
@@ -55,7 +56,8 @@ void check_hashes(Comm& comm, std::uint64_t hash, const std::string& where) {
 
 }  // namespace
 
-std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFactory& make_layer) {
+std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFactory& make_layer,
+                         const PlannerFactory& make_layer_planner) {
   TraceReader reader(config.trace);
   const TraceMetadata& m = reader.metadata();
   const int R = comm.size();
@@ -75,7 +77,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
           .params};
   std::vector<std::unique_ptr<Planner>> planners;  // one per layer: planners keep state
   for (int l = 0; l < m.num_layers; ++l) {
-    planners.push_back(make_planner(config.planner, context, PlannerOptions{}));
+    planners.push_back(make_layer_planner(context));
   }
   std::vector<std::unique_ptr<LayerExecutor>> layers;
   for (int l = 0; l < m.num_layers; ++l) layers.push_back(make_layer());
@@ -91,8 +93,8 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
         "overhead_us,dense_forward_us,critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash\n");
     per_rank->write(
-        "step,microbatch,layer,planner,rank,solve_us,weights_us,dispatch_us,compute_us,"
-        "combine_us,tokens,nvlink_bytes_out,ib_bytes_out,replicas_received\n");
+        "step,microbatch,layer,planner,rank,solve_us,plan_copy_us,weights_us,dispatch_us,"
+        "compute_us,combine_us,tokens,nvlink_bytes_out,ib_bytes_out,replicas_received\n");
   }
 
   TraceRecord record;
@@ -113,7 +115,14 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     const double solve_start = comm.now_us();
     const PlannerDecision decision =
         planners[record.layer]->plan(RecordId{record.step, record.microbatch}, counts);
-    const double solve_us = comm.now_us() - solve_start;
+    double solve_us = comm.now_us() - solve_start, plan_copy_us = 0;
+    // On the device: the solve by CUDA events, and the plan's copy to the host (the host sync
+    // that remains) apart.
+    if (const auto* device =
+            dynamic_cast<const DeviceTopoepPlanner*>(planners[record.layer].get())) {
+      solve_us = device->last_times().solve_us;
+      plan_copy_us = device->last_times().plan_copy_us;
+    }
     const std::uint64_t hash = plan_hash(decision.plan);
     check_hashes(comm, hash, where);
 
@@ -141,14 +150,15 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     }
 
     // Phase times: each rank's own, and the slowest rank's (what the simulator predicts).
-    const double phases[] = {solve_us, t.weights_us, t.dispatch_us, t.compute_us, t.combine_us};
-    double slowest[5];
-    for (int i = 0; i < 5; ++i) slowest[i] = comm.max(phases[i]);
+    const double phases[] = {solve_us,     t.weights_us, t.dispatch_us,
+                             t.compute_us, t.combine_us, plan_copy_us};
+    double slowest[6];
+    for (int i = 0; i < 6; ++i) slowest[i] = comm.max(phases[i]);
     const std::vector<double> tokens = comm.gather(static_cast<double>(t.tokens_processed));
     const std::vector<double> nvlink = comm.gather(static_cast<double>(t.nvlink_bytes_out));
     const std::vector<double> ib = comm.gather(static_cast<double>(t.ib_bytes_out));
-    std::vector<std::vector<double>> each(5);
-    for (int i = 0; i < 5; ++i) each[i] = comm.gather(phases[i]);
+    std::vector<std::vector<double>> each(6);
+    for (int i = 0; i < 6; ++i) each[i] = comm.gather(phases[i]);
     const std::vector<double> received = comm.gather(t.replicas_received);
     if (per_layer) {
       const std::string id = std::to_string(record.step) + "," + std::to_string(record.microbatch) +
@@ -160,8 +170,9 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
         nvlink_total += nvlink[r];
         ib_total += ib[r];
         new_replicas += received[r];
-        per_rank->write(id + "," + std::to_string(r) + "," + us(each[0][r]) + "," + us(each[1][r]) +
-                        "," + us(each[2][r]) + "," + us(each[3][r]) + "," + us(each[4][r]) + "," +
+        per_rank->write(id + "," + std::to_string(r) + "," + us(each[0][r]) + "," + us(each[5][r]) +
+                        "," + us(each[1][r]) + "," + us(each[2][r]) + "," + us(each[3][r]) + "," +
+                        us(each[4][r]) + "," +
                         std::to_string(static_cast<std::int64_t>(tokens[r])) + "," +
                         std::to_string(static_cast<std::int64_t>(nvlink[r])) + "," +
                         std::to_string(static_cast<std::int64_t>(ib[r])) + "," +

@@ -14,6 +14,7 @@
 #include "harness/comm.h"
 #include "harness/layer_executor.h"
 #include "models/model.h"
+#include "solver/planners/planner.h"
 #include "topologies/topology.h"
 
 namespace topoep {
@@ -40,8 +41,11 @@ class HarnessCheckError : public std::runtime_error {
 // Makes one layer's executor (host or cuda mode); called once per MoE layer and once per record
 // for the static reference.
 using LayerFactory = std::function<std::unique_ptr<LayerExecutor>()>;
+// Makes one layer's planner (cuda mode: TopoEP on the device, cuda/device_planner.h).
+using PlannerFactory = std::function<std::unique_ptr<Planner>(const PlannerContext&)>;
 
 // Returns the records run. Throws FileInputError/InputError for bad inputs (on every rank).
-std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFactory& make_layer);
+std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFactory& make_layer,
+                         const PlannerFactory& make_layer_planner);
 
 }  // namespace topoep
