@@ -8,6 +8,7 @@
 
 #include "common/atomic_file.h"
 #include "harness/cuda/device_planner.h"
+#include "sim/per_layer_schema.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
@@ -79,19 +80,31 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
   for (int l = 0; l < m.num_layers; ++l) {
     planners.push_back(make_layer_planner(context));
   }
-  std::vector<std::unique_ptr<LayerExecutor>> layers;
-  for (int l = 0; l < m.num_layers; ++l) layers.push_back(make_layer());
+  // Per layer: the executor that runs the plans, the one that runs the static reference, and
+  // the home layout each holds, so that home weights are built only when the layout changes.
+  struct LayerState {
+    std::unique_ptr<LayerExecutor> planned, reference;
+    std::vector<RankId> planned_homes, reference_homes;
+    int step = -1;
+  };
+  std::vector<LayerState> layers(m.num_layers);
+  for (LayerState& state : layers) {
+    state.planned = make_layer();
+    state.reference = make_layer();
+  }
+  const auto hold_homes = [](LayerExecutor& executor, std::vector<RankId>& held,
+                             const Placement& placement) {
+    if (held == placement.home_rank) return;
+    executor.set_home(placement);
+    held = placement.home_rank;
+  };
 
   std::unique_ptr<AtomicFile> per_layer, per_rank;
   if (comm.rank() == 0 && !config.out_dir.empty()) {
     std::filesystem::create_directories(config.out_dir);
     per_layer = std::make_unique<AtomicFile>(config.out_dir + "/per_layer.csv");
     per_rank = std::make_unique<AtomicFile>(config.out_dir + "/per_rank.csv");
-    per_layer->write(
-        "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
-        "weight_exposed_us,combine_grad_us,compute_grad_us,dispatch_grad_us,grad_reduce_us,"
-        "overhead_us,dense_forward_us,critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
-        "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash\n");
+    per_layer->write(per_layer_csv_header());
     per_rank->write(
         "step,microbatch,layer,planner,rank,solve_us,plan_copy_us,weights_us,dispatch_us,"
         "compute_us,combine_us,tokens,nvlink_bytes_out,ib_bytes_out,replicas_received\n");
@@ -99,17 +112,16 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
 
   TraceRecord record;
   std::int64_t index = 0;
-  std::vector<int> last_step(m.num_layers, -1);
   while ((config.max_records == 0 || index < config.max_records) && reader.next(record)) {
     const std::string where = record_name(record, index);
     RoutingCounts counts = gather_counts(comm, record.counts);
     if (comm.rank() == config.perturb_rank) {
       counts.set(0, 0, counts.at(0, 0) + 1);  // one token more: this rank's plan must differ
     }
-    LayerExecutor& layer = *layers[record.layer];
-    if (record.step != last_step[record.layer]) {  // a new step starts from the home layout
-      last_step[record.layer] = record.step;
-      layer.set_home(context.placement);
+    LayerState& state = layers[record.layer];
+    LayerExecutor& layer = *state.planned;
+    if (record.step != state.step) {  // a new step starts without replicas
+      state.step = record.step;
       layer.keep_replicas({}, config.slots_per_rank);
     }
     const double solve_start = comm.now_us();
@@ -126,16 +138,14 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     const std::uint64_t hash = plan_hash(decision.plan);
     check_hashes(comm, hash, where);
 
-    if (decision.placement.home_rank != context.placement.home_rank)
-      layer.set_home(decision.placement);
+    hold_homes(layer, state.planned_homes, decision.placement);
     std::vector<float> planned, reference;
     const LayerTimes t = layer.run(decision.plan, decision.placement, counts, index, &planned);
     layer.keep_replicas(decision.plan.replica_expert, decision.plan.slots_per_rank);
     // The same layer with every token at home (untimed): the outputs must agree.
-    const std::unique_ptr<LayerExecutor> home_only = make_layer();
-    home_only->set_home(decision.placement);
-    home_only->run(static_plan(counts, decision.placement), decision.placement, counts, index,
-                   &reference);
+    hold_homes(*state.reference, state.reference_homes, decision.placement);
+    state.reference->run(static_plan(counts, decision.placement), decision.placement, counts, index,
+                         &reference);
     double scale = 1e-30, difference = 0;
     for (std::size_t i = 0; i < planned.size(); ++i) {
       scale = std::max(scale, static_cast<double>(std::abs(reference[i])));

@@ -38,8 +38,8 @@ class HarnessCheckError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Makes one layer's executor (host or cuda mode); called once per MoE layer and once per record
-// for the static reference.
+// Makes one layer executor (host or cuda mode); called twice per MoE layer: one runs the plans,
+// one the static reference.
 using LayerFactory = std::function<std::unique_ptr<LayerExecutor>()>;
 // Makes one layer's planner (cuda mode: TopoEP on the device, cuda/device_planner.h).
 using PlannerFactory = std::function<std::unique_ptr<Planner>(const PlannerContext&)>;

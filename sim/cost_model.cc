@@ -17,6 +17,16 @@ TokenCount busier(TokenCount out, TokenCount in) { return out > in ? out : in; }
 
 }  // namespace
 
+TokenCount busiest_rank_tokens(const RoutingCounts& counts, int top_k) {
+  TokenCount busiest = 0;
+  for (RankId src = 0; src < counts.num_ranks(); ++src) {
+    TokenCount row = 0;
+    for (ExpertId e = 0; e < counts.num_experts(); ++e) row += counts.at(src, e);
+    busiest = std::max(busiest, row);
+  }
+  return (busiest + top_k - 1) / top_k;
+}
+
 void check_sim_options(const SimOptions& options) {
   if (!(options.weight_overlap_fraction >= 0 && options.weight_overlap_fraction <= 1)) {
     throw InputError("weight_overlap_fraction", "must be in [0, 1]");
@@ -77,15 +87,9 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
 
-  // The dense window before the layer: the busiest rank's tokens.
-  TokenCount busiest_row = 0;
-  for (RankId src = 0; src < num_ranks; ++src) {
-    TokenCount row = 0;
-    for (ExpertId e = 0; e < num_experts; ++e) row += counts.at(src, e);
-    busiest_row = std::max(busiest_row, row);
-  }
   LayerCost cost;
-  cost.dense_forward = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
+  // The dense window before the layer: the busiest rank's tokens.
+  cost.dense_forward = dense_forward_ps(busiest_rank_tokens(counts, model_.top_k));
   CostParams params = solver_params_;
   params.weight_overlap_ps =
       round_ps(static_cast<double>(cost.dense_forward) * options_.weight_overlap_fraction);

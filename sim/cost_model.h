@@ -57,6 +57,9 @@ struct LayerCost {
   Picoseconds critical_path() const { return 3 * dense_forward + overhead + moe() + grad_reduce; }
 };
 
+// Tokens on the busiest source rank: its token-expert assignments over top-k, rounded up.
+TokenCount busiest_rank_tokens(const RoutingCounts& counts, int top_k);
+
 class CostModel {
  public:
   // `tokens_per_rank` (per microbatch) sets the solver's linear compute rate: the GEMM

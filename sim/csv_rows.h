@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "sim/per_layer_schema.h"
 #include "sim/replay.h"
 
 namespace topoep {
 
-std::string per_layer_csv_header();
 std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::string>& planners);
 
 // rank_loads.csv: one row per record and planner (not the ideal), the tokens each rank

@@ -202,16 +202,6 @@ class Replay {
   Picoseconds optimizer_ps_ = 0;
 };
 
-std::int64_t busiest_rank_tokens(const TraceRecord& record, int top_k) {
-  TokenCount busiest = 0;
-  for (RankId src = 0; src < record.counts.num_ranks(); ++src) {
-    TokenCount row = 0;
-    for (ExpertId e = 0; e < record.counts.num_experts(); ++e) row += record.counts.at(src, e);
-    busiest = std::max(busiest, row);
-  }
-  return std::max<std::int64_t>(1, (busiest + top_k - 1) / top_k);
-}
-
 }  // namespace
 
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
@@ -266,6 +256,10 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,
                           ReplayObserver& observer) {
   TraceReader reader(path);
+  return replay_trace(reader, config, observer);
+}
+
+std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer) {
   const TraceMetadata& metadata = reader.metadata();
   check_sim_config(config, metadata);
   TraceRecord record;
@@ -273,7 +267,8 @@ std::int64_t replay_trace(const std::string& path, const SimConfig& config,
   std::int64_t tokens_per_rank = config.options.tokens_per_rank;
   if (tokens_per_rank == 0) tokens_per_rank = metadata.tokens_per_rank;
   if (tokens_per_rank == 0)
-    tokens_per_rank = more ? busiest_rank_tokens(record, metadata.top_k) : 1;
+    tokens_per_rank =
+        more ? std::max<std::int64_t>(1, busiest_rank_tokens(record.counts, metadata.top_k)) : 1;
   Replay replay(config, metadata, tokens_per_rank);
   observer.on_start(metadata, replay.cost());
 

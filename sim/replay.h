@@ -12,6 +12,7 @@
 
 #include "sim/cost_model.h"
 #include "traces/trace_format.h"
+#include "traces/trace_reader.h"
 
 namespace topoep {
 
@@ -72,5 +73,7 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata);
 // that does not fit it. Returns the number of records replayed.
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,
                           ReplayObserver& observer);
+// The same from a reader that has read no record yet.
+std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer);
 
 }  // namespace topoep

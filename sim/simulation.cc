@@ -115,7 +115,8 @@ SimulationResult run_simulation(const SimulationRequest& request) {
     config.detail_step = request.timeline_step;
   }
   // Every check that can fail before the replay runs first, so a mistake costs no time.
-  const TraceMetadata metadata = TraceReader(request.trace).metadata();
+  TraceReader reader(request.trace);
+  const TraceMetadata& metadata = reader.metadata();
   check_sim_config(config, metadata);
   if (!request.timeline.empty() && request.timeline_step >= metadata.steps) {
     throw InputError("timeline_step", "the trace has " + std::to_string(metadata.steps) +
@@ -138,7 +139,7 @@ SimulationResult run_simulation(const SimulationRequest& request) {
     SimulationRequest effective = request;
     effective.config = config;
     OutputObserver observer(effective, result);
-    result.records = replay_trace(request.trace, config, observer);
+    result.records = replay_trace(reader, config, observer);
     observer.commit();
   } catch (...) {
     if (created_dir) {

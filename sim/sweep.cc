@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "common/atomic_file.h"
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
+#include "common/temp_path.h"
 #include "sim/progress.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
@@ -51,25 +51,13 @@ class SummaryObserver : public ReplayObserver {
   RunSummary& summary_;
 };
 
-// Removes a generated trace however the point ends.
-struct TempTrace {
-  std::string path;
-  ~TempTrace() {
-    std::error_code ignored;
-    if (!path.empty()) fs::remove_all(path, ignored);
-  }
-};
-
 std::vector<nlohmann::json> simulate_point(const SweepPoint& point) {
-  TempTrace temp;
   std::string trace = point.trace_path;
+  std::unique_ptr<TempPath> generated;
   if (trace.empty()) {
-    temp.path = (fs::temp_directory_path() /
-                 ("topoep-sweep-" + std::to_string(::getpid()) + "-" + std::to_string(point.index) +
-                  "-" + std::to_string(std::random_device{}())))
-                    .string();
-    write_synthetic_trace(point.synthetic, temp.path);
-    trace = temp.path;
+    generated = std::make_unique<TempPath>("topoep-sweep-point-" + std::to_string(point.index));
+    write_synthetic_trace(point.synthetic, generated->path());
+    trace = generated->path();
   }
   RunSummary summary(point.config.planners);
   SummaryObserver observer(summary);

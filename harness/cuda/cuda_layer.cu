@@ -10,59 +10,23 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/cuda/cublas_check.h"
 #include "harness/cuda/cuda_layer.h"
 #include "harness/synthetic_values.h"
+#include "solver/cuda/device_array.h"
 
 namespace topoep {
 namespace {
 
 using bf16 = __nv_bfloat16;
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
-void check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(status));
-  }
-}
-
-void check(ncclResult_t status, const char* what) {
+void check_nccl(ncclResult_t status, const char* what) {
   if (status != ncclSuccess) {
     throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(status));
   }
 }
 
-// A device array that frees itself (move-only).
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  explicit DeviceArray(std::size_t elements) : size_(elements) {
-    if (elements > 0) check(cudaMalloc(&data_, elements * sizeof(bf16)), "cudaMalloc");
-  }
-  DeviceArray(DeviceArray&& other) noexcept : data_(other.data_), size_(other.size_) {
-    other.data_ = nullptr;
-    other.size_ = 0;
-  }
-  DeviceArray& operator=(DeviceArray&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(size_, other.size_);
-    return *this;
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-  bf16* data() const { return data_; }
-  std::size_t size() const { return size_; }
-
- private:
-  bf16* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+using DeviceRows = DeviceArray<bf16>;  // rows of bf16 values
 
 __global__ void silu_times(bf16* gate, const bf16* up, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -90,25 +54,25 @@ class CudaContext {
 std::shared_ptr<CudaContext> make_cuda_context(Comm& comm) {
   auto context = std::make_shared<CudaContext>();
   int devices = 0;
-  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (devices == 0) throw std::runtime_error("cuda mode: this rank sees no CUDA device");
   // One GPU per rank: Open MPI's node-local rank picks it.
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   context->device = (local != nullptr ? std::atoi(local) : comm.rank()) % devices;
-  check(cudaSetDevice(context->device), "cudaSetDevice");
+  check_cuda(cudaSetDevice(context->device), "cudaSetDevice");
   // Rank 0's NCCL id reaches every rank through MPI.
   ncclUniqueId id;
   std::vector<std::int64_t> words((sizeof id + 7) / 8, 0);
   if (comm.rank() == 0) {
-    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     std::memcpy(words.data(), &id, sizeof id);
   }
   const std::vector<std::int64_t> all = comm.allgather(words);
   std::memcpy(&id, all.data(), sizeof id);
-  check(ncclCommInitRank(&context->nccl, comm.size(), id, comm.rank()), "ncclCommInitRank");
-  check(cudaStreamCreate(&context->stream), "cudaStreamCreate");
-  check(cublasCreate(&context->cublas), "cublasCreate");
-  check(cublasSetStream(context->cublas, context->stream), "cublasSetStream");
+  check_nccl(ncclCommInitRank(&context->nccl, comm.size(), id, comm.rank()), "ncclCommInitRank");
+  check_cuda(cudaStreamCreate(&context->stream), "cudaStreamCreate");
+  check_cublas(cublasCreate(&context->cublas), "cublasCreate");
+  check_cublas(cublasSetStream(context->cublas, context->stream), "cublasSetStream");
   return context;
 }
 
@@ -128,7 +92,7 @@ class CudaLayer : public LayerExecutor {
   }
 
   void keep_replicas(const std::vector<ExpertId>& resident, int slots_per_rank) override {
-    std::map<ExpertId, DeviceArray> kept;
+    std::map<ExpertId, DeviceRows> kept;
     for (int slot = 0; slot < slots_per_rank && !resident.empty(); ++slot) {
       const ExpertId e = resident[static_cast<std::size_t>(comm_.rank()) * slots_per_rank + slot];
       auto it = replicas_.find(e);
@@ -141,23 +105,23 @@ class CudaLayer : public LayerExecutor {
                  std::int64_t record, std::vector<float>* out) override;
 
  private:
-  DeviceArray upload_weights(ExpertId expert) const {
+  DeviceRows upload_weights(ExpertId expert) const {
     const std::vector<float> packed =
         expert_weight_values(expert, dims_.hidden, dims_.ffn, dims_.seed);
     std::vector<bf16> host(packed.size());
     for (std::size_t i = 0; i < packed.size(); ++i) host[i] = __float2bfloat16(packed[i]);
-    DeviceArray device(host.size());
-    check(
-        cudaMemcpy(device.data(), host.data(), host.size() * sizeof(bf16), cudaMemcpyHostToDevice),
+    DeviceRows device(host.size());
+    check_cuda(
+        cudaMemcpy(device.get(), host.data(), host.size() * sizeof(bf16), cudaMemcpyHostToDevice),
         "cudaMemcpy weights");
     return device;
   }
 
   const bf16* weights(ExpertId expert) const {
     auto it = home_.find(expert);
-    if (it != home_.end()) return it->second.data();
+    if (it != home_.end()) return it->second.get();
     it = replicas_.find(expert);
-    if (it != replicas_.end()) return it->second.data();
+    if (it != replicas_.end()) return it->second.get();
     throw std::logic_error("rank " + std::to_string(comm_.rank()) + " holds no weights of expert " +
                            std::to_string(expert));
   }
@@ -165,17 +129,17 @@ class CudaLayer : public LayerExecutor {
   // The phase on the stream between two events, after every rank is ready; µs.
   template <typename Phase>
   double timed(Phase phase) {
-    check(cudaStreamSynchronize(context_->stream), "cudaStreamSynchronize");
+    check_cuda(cudaStreamSynchronize(context_->stream), "cudaStreamSynchronize");
     comm_.barrier();
     cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-    check(cudaEventRecord(start, context_->stream), "cudaEventRecord");
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    check_cuda(cudaEventRecord(start, context_->stream), "cudaEventRecord");
     phase();
-    check(cudaEventRecord(stop, context_->stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    check_cuda(cudaEventRecord(stop, context_->stream), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     return ms * 1000.0;
@@ -184,40 +148,40 @@ class CudaLayer : public LayerExecutor {
   // Row-major C[tokens][out] = A[tokens][in] W[in][out] in bf16, fp32 accumulation.
   void gemm(const bf16* a, const bf16* w, bf16* c, int tokens, int in, int out) {
     const float one = 1.0f, zero = 0.0f;
-    check(cublasGemmEx(context_->cublas, CUBLAS_OP_N, CUBLAS_OP_N, out, tokens, in, &one, w,
-                       CUDA_R_16BF, out, a, CUDA_R_16BF, in, &zero, c, CUDA_R_16BF, out,
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+    check_cublas(cublasGemmEx(context_->cublas, CUBLAS_OP_N, CUBLAS_OP_N, out, tokens, in, &one, w,
+                              CUDA_R_16BF, out, a, CUDA_R_16BF, in, &zero, c, CUDA_R_16BF, out,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
   }
 
   // Grouped NCCL point-to-point: send[p] rows to p, recv[p] rows from p (row = hidden values).
-  void exchange(const DeviceArray& send, const std::vector<std::int64_t>& send_rows,
-                const DeviceArray& recv, const std::vector<std::int64_t>& recv_rows) {
+  void exchange(const DeviceRows& send, const std::vector<std::int64_t>& send_rows,
+                const DeviceRows& recv, const std::vector<std::int64_t>& recv_rows) {
     const std::size_t h = static_cast<std::size_t>(dims_.hidden);
     std::size_t send_at = 0, recv_at = 0;
-    check(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int p = 0; p < comm_.size(); ++p) {
       if (send_rows[p] > 0) {
-        check(ncclSend(send.data() + send_at * h, send_rows[p] * h, ncclBfloat16, p, context_->nccl,
-                       context_->stream),
-              "ncclSend");
+        check_nccl(ncclSend(send.get() + send_at * h, send_rows[p] * h, ncclBfloat16, p,
+                            context_->nccl, context_->stream),
+                   "ncclSend");
       }
       if (recv_rows[p] > 0) {
-        check(ncclRecv(recv.data() + recv_at * h, recv_rows[p] * h, ncclBfloat16, p, context_->nccl,
-                       context_->stream),
-              "ncclRecv");
+        check_nccl(ncclRecv(recv.get() + recv_at * h, recv_rows[p] * h, ncclBfloat16, p,
+                            context_->nccl, context_->stream),
+                   "ncclRecv");
       }
       send_at += static_cast<std::size_t>(send_rows[p]);
       recv_at += static_cast<std::size_t>(recv_rows[p]);
     }
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   }
 
   std::shared_ptr<CudaContext> context_;
   Comm& comm_;
   TopologyView topology_;
   MoeDims dims_;
-  std::map<ExpertId, DeviceArray> home_, replicas_;
+  std::map<ExpertId, DeviceRows> home_, replicas_;
 };
 
 LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
@@ -231,23 +195,23 @@ LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const Ro
   const ReplicaRequests moves =
       request_replicas(comm_, plan, [&](ExpertId e) { return replicas_.count(e) > 0; });
   const std::vector<ExpertId>& incoming = moves.fetch;
-  for (const ExpertId e : incoming) replicas_[e] = DeviceArray(weight_size);
+  for (const ExpertId e : incoming) replicas_[e] = DeviceRows(weight_size);
   times.weights_us = timed([&] {
-    check(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (RankId rank = 0; rank < R; ++rank) {
       for (ExpertId e = 0; e < plan.num_experts; ++e) {
         if (!moves.requested(rank, e, plan.num_experts)) continue;
         if (placement.home_rank[e] != me) continue;
-        check(ncclSend(weights(e), weight_size, ncclBfloat16, rank, context_->nccl, stream),
-              "ncclSend weights");
+        check_nccl(ncclSend(weights(e), weight_size, ncclBfloat16, rank, context_->nccl, stream),
+                   "ncclSend weights");
       }
     }
     for (const ExpertId e : incoming) {
-      check(ncclRecv(replicas_[e].data(), weight_size, ncclBfloat16, placement.home_rank[e],
-                     context_->nccl, stream),
-            "ncclRecv weights");
+      check_nccl(ncclRecv(replicas_[e].get(), weight_size, ncclBfloat16, placement.home_rank[e],
+                          context_->nccl, stream),
+                 "ncclRecv weights");
     }
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   });
   times.replicas_received = static_cast<int>(incoming.size());
 
@@ -278,11 +242,11 @@ LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const Ro
           s.count * h * static_cast<std::int64_t>(sizeof(bf16));
     }
   }
-  DeviceArray send(host_send.size()), recv(static_cast<std::size_t>(recv_begin[R]) * h),
+  DeviceRows send(host_send.size()), recv(static_cast<std::size_t>(recv_begin[R]) * h),
       result(recv.size()), back(host_send.size());
-  check(cudaMemcpy(send.data(), host_send.data(), host_send.size() * sizeof(bf16),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy activations");  // the gate's output would already be on the GPU: untimed
+  check_cuda(cudaMemcpy(send.get(), host_send.data(), host_send.size() * sizeof(bf16),
+                        cudaMemcpyHostToDevice),
+             "cudaMemcpy activations");  // the gate's output would already be on the GPU: untimed
   times.dispatch_us = timed([&] { exchange(send, send_rows, recv, recv_rows); });
 
   // Compute: per expert instance here, its rows from every source gathered into one matrix.
@@ -304,32 +268,32 @@ LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const Ro
     largest = std::max(largest, rows);
     times.tokens_processed += rows;
   }
-  DeviceArray x(static_cast<std::size_t>(largest) * h), gate(static_cast<std::size_t>(largest) * f),
+  DeviceRows x(static_cast<std::size_t>(largest) * h), gate(static_cast<std::size_t>(largest) * f),
       up(gate.size()), y(x.size());
   const std::size_t row_bytes = static_cast<std::size_t>(h) * sizeof(bf16);
   times.compute_us = timed([&] {
     for (const auto& [expert, parts] : instances) {
       std::int64_t rows = 0;
       for (const Part& part : parts) {
-        check(cudaMemcpyAsync(x.data() + rows * h, recv.data() + part.row * h,
-                              part.count * row_bytes, cudaMemcpyDeviceToDevice, stream),
-              "cudaMemcpyAsync gather");
+        check_cuda(cudaMemcpyAsync(x.get() + rows * h, recv.get() + part.row * h,
+                                   part.count * row_bytes, cudaMemcpyDeviceToDevice, stream),
+                   "cudaMemcpyAsync gather");
         rows += part.count;
       }
       const bf16* w = weights(expert);
       const int n = static_cast<int>(rows);
-      gemm(x.data(), w, gate.data(), n, h, f);
-      gemm(x.data(), w + static_cast<std::size_t>(h) * f, up.data(), n, h, f);
+      gemm(x.get(), w, gate.get(), n, h, f);
+      gemm(x.get(), w + static_cast<std::size_t>(h) * f, up.get(), n, h, f);
       const std::int64_t elements = rows * f;
       silu_times<<<static_cast<int>(std::min<std::int64_t>(1024, (elements + 255) / 256)), 256, 0,
-                   stream>>>(gate.data(), up.data(), elements);
-      check(cudaGetLastError(), "silu_times");
-      gemm(gate.data(), w + static_cast<std::size_t>(2) * h * f, y.data(), n, f, h);
+                   stream>>>(gate.get(), up.get(), elements);
+      check_cuda(cudaGetLastError(), "silu_times");
+      gemm(gate.get(), w + static_cast<std::size_t>(2) * h * f, y.get(), n, f, h);
       rows = 0;
       for (const Part& part : parts) {
-        check(cudaMemcpyAsync(result.data() + part.row * h, y.data() + rows * h,
-                              part.count * row_bytes, cudaMemcpyDeviceToDevice, stream),
-              "cudaMemcpyAsync scatter");
+        check_cuda(cudaMemcpyAsync(result.get() + part.row * h, y.get() + rows * h,
+                                   part.count * row_bytes, cudaMemcpyDeviceToDevice, stream),
+                   "cudaMemcpyAsync scatter");
         rows += part.count;
       }
     }
@@ -338,9 +302,9 @@ LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const Ro
   // Combine: results return along the reversed routes.
   times.combine_us = timed([&] { exchange(result, recv_rows, back, send_rows); });
   std::vector<bf16> host_back(back.size());
-  check(cudaMemcpy(host_back.data(), back.data(), host_back.size() * sizeof(bf16),
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy outputs");
+  check_cuda(cudaMemcpy(host_back.data(), back.get(), host_back.size() * sizeof(bf16),
+                        cudaMemcpyDeviceToHost),
+             "cudaMemcpy outputs");
   const std::vector<TokenCount> expert_begin = expert_rows(counts, me);
   out->assign(static_cast<std::size_t>(expert_begin.back()) * h, 0.0f);
   std::copy(send_begin.begin(), send_begin.end() - 1, cursor.begin());

@@ -1,6 +1,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "solver/cuda/device_array.h"
 #include "solver/cuda/topoep_cuda.h"
 #include "solver/topoep_algorithm.h"
 
@@ -25,28 +26,6 @@ __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
   topoep_solve_layer(params, input, workspace, output);
 }
 
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
-
-// Owns one device allocation.
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(std::size_t count) {
-    check(cudaMalloc(&data_, sizeof(T) * (count > 0 ? count : 1)), "cudaMalloc");
-  }
-  ~DeviceArray() { cudaFree(data_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return data_; }
-
- private:
-  T* data_ = nullptr;
-};
-
 }  // namespace
 
 std::size_t device_workspace_stride(const TopoepParams& params) {
@@ -61,46 +40,57 @@ cudaError_t launch_topoep_layers(const TopoepParams& params, int num_layers,
   return cudaGetLastError();
 }
 
-std::vector<Plan> solve_topoep_layers_cuda(const TopoepProblem& problem,
-                                           const std::vector<RoutingCounts>& layers) {
-  for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
-  const TopoepParams params = topoep_params_for(problem);
+DeviceLayerBuffers::DeviceLayerBuffers(const TopoepParams& params,
+                                       const std::vector<RankId>& home_rank, int num_layers)
+    : params_(params), num_layers_(num_layers) {
   const TopoepShape& shape = params.shape;
-  const std::size_t L = layers.size();
-  const std::size_t matrix = static_cast<std::size_t>(shape.num_ranks) * shape.num_experts;
-  std::vector<TokenCount> counts(L * matrix);
-  for (std::size_t l = 0; l < L; ++l) {
-    std::copy(layers[l].values().begin(), layers[l].values().end(), counts.begin() + l * matrix);
-  }
+  const std::size_t L = static_cast<std::size_t>(num_layers);
+  const std::size_t slots = static_cast<std::size_t>(shape.num_slots());
+  counts_ = DeviceArray<TokenCount>(L * shape.num_ranks * shape.num_experts);
+  home_ = DeviceArray<RankId>(home_rank.size());
+  resident_ = DeviceArray<ExpertId>(L * slots);
+  replicas_ = DeviceArray<ExpertId>(L * slots);
+  workspace_ = DeviceArray<std::uint64_t>(L * device_workspace_stride(params) / 8);
+  routes_ = DeviceArray<Route>(L * static_cast<std::size_t>(shape.route_capacity()));
+  num_routes_ = DeviceArray<std::int64_t>(L);
+  num_moves_ = DeviceArray<std::int32_t>(L);
+  check_cuda(cudaMemcpy(home_.get(), home_rank.data(), sizeof(RankId) * home_rank.size(),
+                        cudaMemcpyHostToDevice),
+             "cudaMemcpy home_rank");
+}
+
+void DeviceLayerBuffers::upload_counts(const std::vector<TokenCount>& counts, cudaStream_t stream) {
+  check_cuda(cudaMemcpyAsync(counts_.get(), counts.data(), sizeof(TokenCount) * counts.size(),
+                             cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync counts");
+}
+
+DeviceLayerBatch DeviceLayerBuffers::batch(bool resident) const {
+  return DeviceLayerBatch{counts_.get(),     home_.get(),     resident ? resident_.get() : nullptr,
+                          workspace_.get(),  replicas_.get(), routes_.get(),
+                          num_routes_.get(), num_moves_.get()};
+}
+
+void DeviceLayerBuffers::keep_replicas_resident(cudaStream_t stream) {
+  check_cuda(cudaMemcpyAsync(resident_.get(), replicas_.get(), sizeof(ExpertId) * replicas_.size(),
+                             cudaMemcpyDeviceToDevice, stream),
+             "cudaMemcpyAsync resident");
+}
+
+std::vector<Plan> DeviceLayerBuffers::download(cudaStream_t stream) const {
+  const TopoepShape& shape = params_.shape;
+  const std::size_t L = static_cast<std::size_t>(num_layers_);
   const std::size_t slots = static_cast<std::size_t>(shape.num_slots());
   const std::size_t capacity = static_cast<std::size_t>(shape.route_capacity());
-  DeviceArray<TokenCount> d_counts(counts.size());
-  DeviceArray<RankId> d_home(problem.placement.home_rank.size());
-  DeviceArray<std::uint64_t> d_workspace(L * device_workspace_stride(params) / 8);
-  DeviceArray<ExpertId> d_replicas(L * slots);
-  DeviceArray<Route> d_routes(L * capacity);
-  DeviceArray<std::int64_t> d_num_routes(L);
-  DeviceArray<std::int32_t> d_num_moves(L);
-  check(cudaMemcpy(d_counts.get(), counts.data(), sizeof(TokenCount) * counts.size(),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy counts");
-  check(cudaMemcpy(d_home.get(), problem.placement.home_rank.data(),
-                   sizeof(RankId) * problem.placement.home_rank.size(), cudaMemcpyHostToDevice),
-        "cudaMemcpy home_rank");
-  const DeviceLayerBatch batch{d_counts.get(),     d_home.get(),     nullptr,
-                               d_workspace.get(),  d_replicas.get(), d_routes.get(),
-                               d_num_routes.get(), d_num_moves.get()};
-  check(launch_topoep_layers(params, static_cast<int>(L), batch, nullptr), "solve_layers_kernel");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-
   std::vector<ExpertId> replicas(L * slots);
   std::vector<std::int64_t> num_routes(L);
-  check(cudaMemcpy(replicas.data(), d_replicas.get(), sizeof(ExpertId) * replicas.size(),
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy replicas");
-  check(cudaMemcpy(num_routes.data(), d_num_routes.get(), sizeof(std::int64_t) * L,
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy num_routes");
+  check_cuda(cudaMemcpyAsync(replicas.data(), replicas_.get(), sizeof(ExpertId) * replicas.size(),
+                             cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync replicas");
+  check_cuda(cudaMemcpyAsync(num_routes.data(), num_routes_.get(), sizeof(std::int64_t) * L,
+                             cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync num_routes");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   std::vector<Plan> plans(L);
   for (std::size_t l = 0; l < L; ++l) {
     Plan& plan = plans[l];
@@ -109,11 +99,30 @@ std::vector<Plan> solve_topoep_layers_cuda(const TopoepProblem& problem,
     plan.slots_per_rank = shape.slots_per_rank;
     plan.replica_expert.assign(replicas.begin() + l * slots, replicas.begin() + (l + 1) * slots);
     plan.routes.resize(static_cast<std::size_t>(num_routes[l]));
-    check(cudaMemcpy(plan.routes.data(), d_routes.get() + l * capacity,
-                     sizeof(Route) * plan.routes.size(), cudaMemcpyDeviceToHost),
-          "cudaMemcpy routes");
+    check_cuda(cudaMemcpyAsync(plan.routes.data(), routes_.get() + l * capacity,
+                               sizeof(Route) * plan.routes.size(), cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync routes");
   }
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return plans;
+}
+
+std::vector<Plan> solve_topoep_layers_cuda(const TopoepProblem& problem,
+                                           const std::vector<RoutingCounts>& layers) {
+  for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+  const TopoepParams params = topoep_params_for(problem);
+  const std::size_t matrix =
+      static_cast<std::size_t>(params.shape.num_ranks) * params.shape.num_experts;
+  std::vector<TokenCount> counts(layers.size() * matrix);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    std::copy(layers[l].values().begin(), layers[l].values().end(), counts.begin() + l * matrix);
+  }
+  DeviceLayerBuffers buffers(params, problem.placement.home_rank, static_cast<int>(layers.size()));
+  buffers.upload_counts(counts, nullptr);
+  check_cuda(
+      launch_topoep_layers(params, static_cast<int>(layers.size()), buffers.batch(false), nullptr),
+      "solve_layers_kernel");
+  return buffers.download(nullptr);
 }
 
 }  // namespace topoep

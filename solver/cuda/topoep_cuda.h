@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "solver/cuda/device_array.h"
 #include "solver/topoep_solver.h"
 
 namespace topoep {
@@ -32,6 +33,36 @@ std::size_t device_workspace_stride(const TopoepParams& params);
 // bitwise identical to the host's (same source, integer arithmetic only).
 cudaError_t launch_topoep_layers(const TopoepParams& params, int num_layers,
                                  const DeviceLayerBatch& batch, cudaStream_t stream);
+
+// The device memory of a batch of L layers that share one TopoepParams: counts, home ranks,
+// resident replicas, workspace and the plans' arrays. Shared by the host convenience below,
+// the harness's device planner and the GPU microbenchmark.
+class DeviceLayerBuffers {
+ public:
+  // Allocates for `num_layers` layers and copies `home_rank` ([E]) to the device.
+  DeviceLayerBuffers(const TopoepParams& params, const std::vector<RankId>& home_rank,
+                     int num_layers);
+  // Enqueues the host-to-device copy of the counts ([L][R][E], row-major) on `stream`.
+  void upload_counts(const std::vector<TokenCount>& counts, cudaStream_t stream);
+  // The launch's pointers; `resident` makes the resident buffer ([L][R][S]) the input's.
+  DeviceLayerBatch batch(bool resident) const;
+  // Enqueues, on `stream`, the copy of the plans' replicas into the resident buffer: the next
+  // launch keeps them.
+  void keep_replicas_resident(cudaStream_t stream);
+  // Synchronises `stream`, then copies the plans back (route counts first: they size the rest).
+  std::vector<Plan> download(cudaStream_t stream) const;
+
+ private:
+  TopoepParams params_;
+  int num_layers_;
+  DeviceArray<TokenCount> counts_;
+  DeviceArray<RankId> home_;
+  DeviceArray<ExpertId> resident_, replicas_;
+  DeviceArray<std::uint64_t> workspace_;
+  DeviceArray<Route> routes_;
+  DeviceArray<std::int64_t> num_routes_;
+  DeviceArray<std::int32_t> num_moves_;
+};
 
 // Host convenience for tests and the CLI: copies `layers` to the GPU, solves them in one launch
 // and copies the plans back (this one synchronises). Throws InputError for bad inputs and

@@ -1,11 +1,10 @@
 #include "tools/cli/demo_command.h"
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
-#include <random>
 #include <thread>
 
+#include "common/temp_path.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "tools/cli/simulation_table.h"
@@ -14,8 +13,6 @@
 
 namespace topoep {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct DemoOptions {
   std::string out = "topoep-demo";
@@ -41,25 +38,14 @@ SyntheticTraceSpec demo_trace_spec() {
   return spec;
 }
 
-// Removes the generated trace however the demo ends.
-struct TempDir {
-  std::string path;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
 void run_demo(const DemoOptions& options) {
   SyntheticTraceSpec spec = demo_trace_spec();
   spec.steps = options.steps;
-  TempDir trace{
-      (fs::temp_directory_path() / ("topoep-demo-trace-" + std::to_string(std::random_device{}())))
-          .string()};
-  write_synthetic_trace(spec, trace.path);
+  const TempPath trace("topoep-demo-trace");
+  write_synthetic_trace(spec, trace.path());
 
   SimulationRequest request;
-  request.trace = trace.path;
+  request.trace = trace.path();
   request.config.topology = load_topology("h800-4x8");
   request.config.model = load_model("deepseek-v3");
   request.config.planners = {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};

@@ -1,0 +1,17 @@
+#pragma once
+// The columns of per_layer.csv, one row per (record, planner). The simulator writes them
+// (csv_rows.h) and so does the harness for its measurements, so the two compare line by line
+// (topoep compare). Times in µs; bytes as integers.
+
+#include <string>
+
+namespace topoep {
+
+inline std::string per_layer_csv_header() {
+  return "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
+         "weight_exposed_us,combine_grad_us,compute_grad_us,dispatch_grad_us,grad_reduce_us,"
+         "overhead_us,dense_forward_us,critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
+         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash\n";
+}
+
+}  // namespace topoep
