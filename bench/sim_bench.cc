@@ -37,8 +37,9 @@ const std::string& bench_trace() {
   return path;
 }
 
-void BM_Replay(benchmark::State& state, const std::string& planner) {
+void BM_Replay(benchmark::State& state, const std::string& planner, bool plan_hashes) {
   SimConfig config;
+  config.plan_hashes = plan_hashes;
   config.topology = load_topology("h800-4x8");
   config.model = load_model("deepseek-v3");
   config.planners = {planner};
@@ -52,10 +53,16 @@ void BM_Replay(benchmark::State& state, const std::string& planner) {
   state.counters["records_per_s"] =
       benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_Replay, topoep, std::string("topoep"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, static, std::string("static"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, eplb, std::string("eplb"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"))->Unit(benchmark::kMillisecond);
+// With plan hashes (simulate's per_layer.csv) and without (a sweep's totals).
+BENCHMARK_CAPTURE(BM_Replay, topoep, std::string("topoep"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, topoep_no_hash, std::string("topoep"), false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, static, std::string("static"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, static_no_hash, std::string("static"), false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, eplb, std::string("eplb"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"), true)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace topoep

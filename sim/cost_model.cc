@@ -109,18 +109,26 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
       plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
   cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;
 
-  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens.
-  std::vector<TokenCount> instance_tokens(static_cast<std::size_t>(num_ranks) * num_experts, 0);
+  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens. The
+  // [R][E] tally is per thread and reused: only the instances the routes touch are read back
+  // and zeroed, in route order (so the sums, and their rounding, do not depend on the thread).
+  thread_local std::vector<TokenCount> instance_tokens;
+  instance_tokens.resize(static_cast<std::size_t>(num_ranks) * num_experts, 0);
   for (const Route& route : decision.plan.routes) {
     instance_tokens[static_cast<std::size_t>(route.dst) * num_experts + route.expert] +=
         route.tokens;
   }
   std::vector<Picoseconds> compute(num_ranks, 0);
+  for (const Route& route : decision.plan.routes) {
+    TokenCount& tokens =
+        instance_tokens[static_cast<std::size_t>(route.dst) * num_experts + route.expert];
+    if (tokens == 0) continue;  // priced at its first route already
+    compute[route.dst] += instance_compute_ps(tokens);
+    tokens = 0;
+  }
   Picoseconds compute_sum = 0;
   TokenCount nvlink = 0, ib = 0;
   for (RankId rank = 0; rank < num_ranks; ++rank) {
-    const TokenCount* row = &instance_tokens[static_cast<std::size_t>(rank) * num_experts];
-    for (ExpertId e = 0; e < num_experts; ++e) compute[rank] += instance_compute_ps(row[e]);
     compute_sum += compute[rank];
     cost.compute = std::max(cost.compute, compute[rank]);
     nvlink = std::max(nvlink,

@@ -175,9 +175,10 @@ class Replay {
       const TraceRecord& record = records[index];
       const PlannerDecision decision =
           state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-      LayerCost cost =
-          cost_.price(decision, record.counts,
-                      detail ? CostModel::Detail::kPerRank : CostModel::Detail::kWithHash);
+      LayerCost cost = cost_.price(decision, record.counts,
+                                   detail                ? CostModel::Detail::kPerRank
+                                   : config_.plan_hashes ? CostModel::Detail::kWithHash
+                                                         : CostModel::Detail::kTimes);
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {
         const GradientReduction reduction = reduce_replica_gradients(

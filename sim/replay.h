@@ -26,6 +26,9 @@ struct SimConfig {
   int slots_per_rank = 1;
   int threads = 1;
   int detail_step = -1;  // this step's costs carry per-rank times (the timeline); -1: none
+  // Hash every plan (per_layer.csv's plan_hash column). Hashing reads the whole encoded plan,
+  // as much work per record as pricing it: a sweep, which reports totals only, turns it off.
+  bool plan_hashes = true;
 };
 
 // One record, one LayerCost per planner in SimConfig order (the ideal included).

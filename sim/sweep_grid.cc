@@ -217,6 +217,7 @@ class GridReader {
     };
     try {
       SimConfig& c = point.config;
+      c.plan_hashes = false;  // a sweep reports totals only
       c.topology = topology(get("topology", std::string("h800-4x8")));
       c.topology.nodes = get("nodes", c.topology.nodes);
       c.topology.gpus_per_node = get("gpus_per_node", c.topology.gpus_per_node);

@@ -33,15 +33,23 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
                       &result.weight_ib_in}) {
     count->assign(num_ranks, 0);
   }
+  // Node of every rank looked up, not divided out: this loop runs over every route.
+  std::vector<int> node(static_cast<std::size_t>(num_ranks));
+  for (RankId rank = 0; rank < num_ranks; ++rank) node[rank] = topology.node_of(rank);
+  TokenCount* loads = result.loads.data();
+  TokenCount* nvlink_out = result.nvlink_tokens_out.data();
+  TokenCount* nvlink_in = result.nvlink_tokens_in.data();
+  TokenCount* ib_out = result.ib_tokens_out.data();
+  TokenCount* ib_in = result.ib_tokens_in.data();
   for (const Route& route : plan.routes) {
-    result.loads[route.dst] += route.tokens;
+    loads[route.dst] += route.tokens;
     if (route.src == route.dst) continue;
-    if (topology.same_node(route.src, route.dst)) {
-      result.nvlink_tokens_out[route.src] += route.tokens;
-      result.nvlink_tokens_in[route.dst] += route.tokens;
+    if (node[route.src] == node[route.dst]) {
+      nvlink_out[route.src] += route.tokens;
+      nvlink_in[route.dst] += route.tokens;
     } else {
-      result.ib_tokens_out[route.src] += route.tokens;
-      result.ib_tokens_in[route.dst] += route.tokens;
+      ib_out[route.src] += route.tokens;
+      ib_in[route.dst] += route.tokens;
     }
   }
   for (RankId rank = 0; rank < num_ranks; ++rank) {

@@ -24,14 +24,18 @@ Plan static_plan(const RoutingCounts& counts, const Placement& placement) {
   plan.slots_per_rank = placement.slots_per_rank;
   plan.replica_expert.assign(static_cast<std::size_t>(plan.num_ranks) * plan.slots_per_rank,
                              kNoExpert);
-  plan.routes.reserve(counts.values().size());
-  for (RankId src = 0; src < plan.num_ranks; ++src) {
+  // Written through a raw cursor into the largest size, then trimmed: one pass, no per-route
+  // capacity checks (the replay builds this plan for every record).
+  plan.routes.resize(counts.values().size());
+  Route* out = plan.routes.data();
+  const TokenCount* row = counts.values().data();
+  const RankId* home = placement.home_rank.data();
+  for (RankId src = 0; src < plan.num_ranks; ++src, row += plan.num_experts) {
     for (ExpertId expert = 0; expert < plan.num_experts; ++expert) {
-      const TokenCount tokens = counts.at(src, expert);
-      if (tokens > 0)
-        plan.routes.push_back(Route{src, expert, placement.home_rank[expert], tokens});
+      if (row[expert] > 0) *out++ = Route{src, expert, home[expert], row[expert]};
     }
   }
+  plan.routes.resize(static_cast<std::size_t>(out - plan.routes.data()));
   return plan;
 }
 

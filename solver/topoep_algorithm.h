@@ -90,7 +90,7 @@ class LayerSolve {
     std::int32_t best_moves = 0;
     const std::int32_t done = run(&best_moves);
     if (best_moves != done) {  // replay the best prefix: no search, the moves are logged
-      init();
+      restore_static();
       Move* log = static_cast<Move*>(w_.move_log);
       for (std::int32_t i = 0; i < best_moves; ++i) apply(log[i]);
     }
@@ -156,40 +156,49 @@ class LayerSolve {
     return max_ps(0, time - p_.cost.weight_overlap_ps);
   }
 
-  // Static state: every token at its expert's home rank, resident replicas idle.
+  // Static state: every token at its expert's home rank, resident replicas idle. One pass over
+  // the counts, in their row-major order; per-expert columns are copied later, and only for the
+  // experts whose tokens may move (prepare_expert()).
   TOPOEP_HOST_DEVICE void init() {
     const int R = s_.num_ranks, E = s_.num_experts;
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = 0;
-    for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
-    for (ExpertId e = 0; e < E; ++e) w_.home_tokens[e] = 0;
+    for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] = 0;
     ib_total_ = 0;
     // Static routes, aggregated per (src, home rank) before they touch the traffic counters.
-    const int N = s_.num_nodes();
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(E) * N; ++i)
-      w_.instance_node_tokens[i] = 0;
     TokenCount* to_rank = w_.rank_scratch;
     for (RankId src = 0; src < R; ++src) {
       for (RankId r = 0; r < R; ++r) to_rank[r] = 0;
       const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
-      const int src_node = node_of(src);
       for (ExpertId e = 0; e < E; ++e) {
-        flow(kHomeSlot, e, src) = row[e];
-        w_.home_tokens[e] += row[e];
+        w_.expert_totals[e] += row[e];
         to_rank[in_.home_rank[e]] += row[e];
-        w_.instance_node_tokens[static_cast<std::int64_t>(e) * N + src_node] += row[e];
       }
       for (RankId r = 0; r < R; ++r) {
         if (to_rank[r] > 0) add_traffic(src, r, to_rank[r]);
       }
     }
     ib_static_ = ib_total_;
+    for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     // Experts grouped by home rank, ascending within a rank (stable counting sort).
     for (int r = 0; r <= R; ++r) w_.home_begin[r] = 0;
     for (ExpertId e = 0; e < E; ++e) ++w_.home_begin[in_.home_rank[e] + 1];
     for (int r = 0; r < R; ++r) w_.home_begin[r + 1] += w_.home_begin[r];
     for (int r = 0; r < R; ++r) w_.cursor[r] = w_.home_begin[r];
     for (ExpertId e = 0; e < E; ++e) w_.home_experts[w_.cursor[in_.home_rank[e]]++] = e;
-    for (ExpertId e = 0; e < E; ++e) w_.expert_first_slot[e] = -1;
+    restore_static();
+  }
+
+  // Back to the static state init() computed, without reading the counts again.
+  TOPOEP_HOST_DEVICE void restore_static() {
+    const int R = s_.num_ranks, E = s_.num_experts;
+    for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = w_.static_tokens[i];
+    for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
+    ib_total_ = ib_static_;
+    for (ExpertId e = 0; e < E; ++e) {
+      w_.home_tokens[e] = w_.expert_totals[e];
+      w_.expert_ready[e] = 0;
+      w_.expert_first_slot[e] = -1;
+    }
     for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
       w_.slot_expert[j] = in_.resident == nullptr ? kNoExpert : in_.resident[j];
       w_.slot_is_new[j] = 0;
@@ -199,6 +208,25 @@ class LayerSolve {
         link_slot(j);
       }
     }
+  }
+
+  // Copies expert e's column of the counts into flow_home and sums it by source node: needed
+  // before its home instance's tokens are weighed or moved. Idempotent.
+  TOPOEP_HOST_DEVICE void prepare_expert(ExpertId expert) {
+    if (w_.expert_ready[expert]) return;
+    const int R = s_.num_ranks, N = s_.num_nodes(), G = s_.gpus_per_node;
+    TokenCount* column = w_.flow_home + static_cast<std::int64_t>(expert) * R;
+    TokenCount* nodes = node_row(kHomeSlot, expert);
+    const TokenCount* counts = in_.counts + expert;
+    for (int n = 0; n < N; ++n) {
+      TokenCount sum = 0;
+      for (RankId src = n * G; src < (n + 1) * G; ++src) {
+        column[src] = counts[static_cast<std::int64_t>(src) * s_.num_experts];
+        sum += column[src];
+      }
+      nodes[n] = sum;
+    }
+    w_.expert_ready[expert] = 1;
   }
 
   TOPOEP_HOST_DEVICE void clear_slot_flows(std::int64_t slot) {
@@ -256,13 +284,15 @@ class LayerSolve {
   // origin instance's tokens by source node.
   TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
                                    TokenCount tokens_on, const TokenCount* node_tokens,
-                                   RankId to_rank, std::int32_t to_slot,
-                                   Picoseconds weight_max) const {
+                                   RankId to_rank, std::int32_t to_slot, Picoseconds weight_max,
+                                   Picoseconds gain_floor) const {
     Move move;
     const TokenCount room = room_between(from_rank, to_rank);
     if (room <= 0) return move;
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
+    // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
+    if (tokens * p_.cost.compute_ps_per_token < gain_floor) return move;
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -324,23 +354,32 @@ class LayerSolve {
     return move;
   }
 
+  // Only a move with a positive gain is made, and only one at least as good as `best` can
+  // replace it (ties need equal gain): candidates whose gain bound falls below this are skipped.
+  TOPOEP_HOST_DEVICE static Picoseconds gain_floor(const Move& best) {
+    return best.valid() && best.gain > 1 ? best.gain : 1;
+  }
+
   // Best move of one instance on the straggler: to another existing instance of its expert, or
   // to a new replica on one of each node's least-loaded ranks that can take it.
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
                                             Picoseconds weight_max, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
+    if (tokens_on * p_.cost.compute_ps_per_token < gain_floor(best)) return;  // gain <= compute
+    prepare_expert(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
     if (home != rank) {
-      const Move move =
-          evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, weight_max);
+      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot,
+                                 weight_max, gain_floor(best));
       if (move.better_than(best)) best = move;
     }
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = static_cast<RankId>(j / s_.slots_per_rank);
       if (other == rank) continue;
-      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, weight_max);
+      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, weight_max,
+                                 gain_floor(best));
       if (move.better_than(best)) best = move;
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
@@ -351,8 +390,8 @@ class LayerSolve {
         const RankId target = w_.open_ranks[2 * n + k];
         if (target < 0) break;
         if (target == rank || hosts(target, expert)) continue;
-        const Move move =
-            evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot, weight_max);
+        const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot,
+                                   weight_max, gain_floor(best));
         if (move.better_than(best)) best = move;
         break;
       }
@@ -420,6 +459,7 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void apply(Move move) {
+    prepare_expert(move.expert);
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
       if (w_.slot_expert[j] != kNoExpert) {
@@ -479,9 +519,13 @@ class LayerSolve {
     *best_moves = 0;
     Picoseconds weight_max = 0;
     std::int32_t moves = 0;
-    // Moves without a new best predicted time before the search gives up: R, at least 16 (a
-    // replica often pays off only after the moves that fill it; a chain only at its end).
+    // The search gives up after R moves (at least 16) that together cut the predicted time by
+    // less than 1/1024 of it since the last such cut: a replica often pays off only after the
+    // moves that fill it and a chain only at its end, but the long tail of few-token moves that
+    // shave the last 0.1% costs more solve time than it saves (measured: bench/README.md).
     const std::int32_t stall_limit = R > 16 ? R : 16;
+    Picoseconds marked_time = best_time;  // the predicted time at the last significant cut
+    std::int32_t marked_moves = 0;
     clear_stuck();
     bool any_stuck = false;
     while (moves < limit) {
@@ -535,8 +579,12 @@ class LayerSolve {
       if (time < best_time) {
         best_time = time;
         *best_moves = moves;
-      } else if (moves - *best_moves >= stall_limit) {
-        break;  // the cost model has not improved for a while: the rest would be replayed away
+      }
+      if (time <= marked_time - marked_time / 1024) {
+        marked_time = time;
+        marked_moves = moves;
+      } else if (moves - marked_moves >= stall_limit) {
+        break;  // no significant improvement for a while: the rest would be replayed away
       }
     }
     return moves;
@@ -579,9 +627,14 @@ class LayerSolve {
     // rank takes its place among the replicas' ranks.
     std::int64_t count = 0;
     for (RankId src = 0; src < R; ++src) {
+      const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
       for (ExpertId e = 0; e < E; ++e) {
         const RankId home = in_.home_rank[e];
-        const TokenCount at_home = flow(kHomeSlot, e, src);
+        const TokenCount at_home = w_.expert_ready[e] ? flow(kHomeSlot, e, src) : row[e];
+        if (w_.expert_slot_begin[e] == w_.expert_slot_begin[e + 1]) {  // no replicas: the home
+          if (at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+          continue;
+        }
         bool home_done = false;
         for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
           const std::int32_t j = w_.slot_order[i];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -9,7 +10,6 @@
 #include "solver/static_plan.h"
 
 namespace topoep {
-namespace {}  // namespace
 
 TopoepParams topoep_params_for(const TopoepProblem& problem) {
   TopoepParams params;
@@ -20,44 +20,36 @@ TopoepParams topoep_params_for(const TopoepProblem& problem) {
   return params;
 }
 
+TopoepHostSolver::TopoepHostSolver(const TopoepProblem& problem)
+    : params_(topoep_params_for(problem)),
+      home_rank_(problem.placement.home_rank),
+      // Left uninitialised: the solve writes every word it reads.
+      buffer_(new std::uint64_t[(topoep_workspace_bytes(params_) + 7) / 8]) {
+  bind_topoep_workspace(params_, buffer_.get(), &workspace_);
+}
+
+TopoepHostSolver::~TopoepHostSolver() = default;
+
+int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
+                            Plan* plan) {
+  plan->num_ranks = params_.shape.num_ranks;
+  plan->num_experts = params_.shape.num_experts;
+  plan->slots_per_rank = params_.shape.slots_per_rank;
+  plan->replica_expert.resize(static_cast<std::size_t>(params_.shape.num_slots()));
+  const TopoepLayerInput input{counts.values().data(), home_rank_.data(),
+                               resident.empty() ? nullptr : resident.data()};
+  // Written in place: growing to the capacity zero-fills only what the last plan did not use.
+  plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
+  std::int64_t num_routes = 0;
+  std::int32_t num_moves = 0;
+  const TopoepLayerOutput output{plan->replica_expert.data(), plan->routes.data(), &num_routes,
+                                 &num_moves};
+  topoep_solve_layer(params_, input, workspace_, output);
+  plan->routes.resize(static_cast<std::size_t>(num_routes));
+  return num_moves;
+}
+
 namespace {
-
-// One thread's reusable memory for solving layers of one shape.
-class HostSolver {
- public:
-  explicit HostSolver(const TopoepParams& params)
-      : params_(params),
-        buffer_((topoep_workspace_bytes(params) + 7) / 8),
-        replicas_(static_cast<std::size_t>(params.shape.num_slots())),
-        routes_(static_cast<std::size_t>(params.shape.route_capacity())) {
-    bind_topoep_workspace(params, buffer_.data(), &workspace_);
-  }
-
-  Plan solve(const RoutingCounts& counts, const std::vector<RankId>& home_rank,
-             const std::vector<ExpertId>& resident, int* moves) {
-    const TopoepLayerInput input{counts.values().data(), home_rank.data(),
-                                 resident.empty() ? nullptr : resident.data()};
-    std::int64_t num_routes = 0;
-    std::int32_t num_moves = 0;
-    const TopoepLayerOutput output{replicas_.data(), routes_.data(), &num_routes, &num_moves};
-    topoep_solve_layer(params_, input, workspace_, output);
-    Plan plan;
-    plan.num_ranks = params_.shape.num_ranks;
-    plan.num_experts = params_.shape.num_experts;
-    plan.slots_per_rank = params_.shape.slots_per_rank;
-    plan.replica_expert = replicas_;
-    plan.routes.assign(routes_.begin(), routes_.begin() + num_routes);
-    if (moves != nullptr) *moves = num_moves;
-    return plan;
-  }
-
- private:
-  TopoepParams params_;
-  std::vector<std::uint64_t> buffer_;  // 8-byte aligned backing store of the workspace
-  TopoepWorkspace workspace_;
-  std::vector<ExpertId> replicas_;
-  std::vector<Route> routes_;
-};
 
 void check_resident(const Placement& placement, const std::vector<ExpertId>& resident) {
   if (resident.empty()) return;
@@ -116,9 +108,9 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
 LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,
                        const std::vector<ExpertId>& resident) {
   check_topoep_inputs(problem, counts, resident);
-  HostSolver solver(topoep_params_for(problem));
+  TopoepHostSolver solver(problem);
   LayerPlan result;
-  result.plan = solver.solve(counts, problem.placement.home_rank, resident, &result.moves);
+  result.moves = solver.solve(counts, resident, &result.plan);
   result.cost =
       predict_plan_cost(problem.topology, problem.placement, result.plan, resident, problem.cost);
   result.static_cost =
@@ -130,17 +122,15 @@ LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts
 std::vector<Plan> solve_topoep_layers(const TopoepProblem& problem,
                                       const std::vector<RoutingCounts>& layers, int num_threads) {
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
-  const TopoepParams params = topoep_params_for(problem);
   std::vector<Plan> plans(layers.size());
   const std::size_t workers = std::max<std::size_t>(
       1, std::min<std::size_t>(num_threads < 1 ? 1 : num_threads, layers.size()));
   // Layer i goes to worker i % workers: fixed, so each plan is computed the same way whatever
   // the thread count (and every layer is independent anyway).
   auto work = [&](std::size_t worker) {
-    HostSolver solver(params);
-    for (std::size_t i = worker; i < layers.size(); i += workers) {
-      plans[i] = solver.solve(layers[i], problem.placement.home_rank, {}, nullptr);
-    }
+    TopoepHostSolver solver(problem);
+    for (std::size_t i = worker; i < layers.size(); i += workers)
+      solver.solve(layers[i], {}, &plans[i]);
   };
   std::vector<std::thread> threads;
   for (std::size_t worker = 1; worker < workers; ++worker) threads.emplace_back(work, worker);

@@ -2,6 +2,8 @@
 // The TopoEP planner's host entry points: one layer, or a batch of layers on several threads.
 // The algorithm itself is solver/topoep_algorithm.h, shared with the CUDA backend.
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "solver/cost_params.h"
@@ -37,6 +39,27 @@ TopoepParams topoep_params_for(const TopoepProblem& problem);
 // agree with one another.
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
                          const std::vector<ExpertId>& resident);
+
+// A host solver that keeps its workspace between layers of one problem: repeated solves allocate
+// nothing but the plan's own vectors (which keep their capacity when a plan is reused). Inputs
+// are not checked here (see check_topoep_inputs); one object serves one thread at a time.
+class TopoepHostSolver {
+ public:
+  explicit TopoepHostSolver(const TopoepProblem& problem);
+  ~TopoepHostSolver();
+  TopoepHostSolver(const TopoepHostSolver&) = delete;
+  TopoepHostSolver& operator=(const TopoepHostSolver&) = delete;
+
+  // Writes the canonical plan for `counts` ([R][E]) with `resident` ([R][S] or empty) into
+  // `plan`; returns the greedy moves it keeps. Same plan as solve_topoep's, bit for bit.
+  int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan);
+
+ private:
+  TopoepParams params_;
+  std::vector<RankId> home_rank_;
+  std::unique_ptr<std::uint64_t[]> buffer_;  // 8-byte aligned backing store of the workspace
+  TopoepWorkspace workspace_;
+};
 
 // Plans one layer. Deterministic: the same inputs give the same plan, bit for bit.
 LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,

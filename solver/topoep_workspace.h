@@ -31,15 +31,19 @@ struct TopoepShape {
 
 // Pointers into the workspace. Shapes in brackets; R ranks, E experts, S slots per rank.
 struct TopoepWorkspace {
-  TokenCount* flow_home;      // [E][R]: tokens each src sends to the expert's home rank
-  TokenCount* home_tokens;    // [E]: column sums of flow_home
-  ExpertId* slot_expert;      // [R*S]: expert in each spare slot, or kNoExpert
-  std::uint8_t* slot_is_new;  // [R*S]: 1 if the replica was added by this solve
-  std::uint8_t* rank_stuck;   // [R]: 1 if the rank had no move since the last move made
-  std::uint8_t* rank_helper;  // [R]: 1 if the rank holds an instance a stuck rank could use
-  TokenCount* slot_tokens;    // [R*S]: tokens the slot's replica processes
-  TokenCount* flow_slot;      // [R*S][R]: tokens each src sends to the slot's replica
-  TokenCount* rank_scratch;   // [R]: scratch
+  // [E][R]: tokens each src sends to the expert's home rank. Column e is copied from the counts
+  // only once expert e's tokens may move (expert_ready[e]); until then the counts are its flows.
+  TokenCount* flow_home;
+  std::uint8_t* expert_ready;  // [E]: 1 once flow_home[e] and e's home node row are filled in
+  TokenCount* home_tokens;     // [E]: tokens at each expert's home instance
+  TokenCount* expert_totals;   // [E]: column sums of the counts (home_tokens in the static plan)
+  ExpertId* slot_expert;       // [R*S]: expert in each spare slot, or kNoExpert
+  std::uint8_t* slot_is_new;   // [R*S]: 1 if the replica was added by this solve
+  std::uint8_t* rank_stuck;    // [R]: 1 if the rank had no move since the last move made
+  std::uint8_t* rank_helper;   // [R]: 1 if the rank holds an instance a stuck rank could use
+  TokenCount* slot_tokens;     // [R*S]: tokens the slot's replica processes
+  TokenCount* flow_slot;       // [R*S][R]: tokens each src sends to the slot's replica
+  TokenCount* rank_scratch;    // [R]: scratch
   // [E + R*S][N]: each instance's tokens by source node; row e is expert e's home instance,
   // row E + j the replica in slot j. Kept up to date by every transfer.
   TokenCount* instance_node_tokens;
@@ -48,6 +52,7 @@ struct TopoepWorkspace {
   std::int32_t* home_begin;         // [R+1]: CSR of experts by home rank
   ExpertId* home_experts;           // [E]
   TokenCount* counter_tokens;       // [5][R]: load, NVLink out/in, IB out/in
+  TokenCount* static_tokens;        // [5][R]: counter_tokens of the static plan, for the replay
   std::int32_t* counter_weights;    // [4][R]: replica weights NVLink out/in, IB out/in
   std::int32_t* slot_order;         // [R*S]: scratch, slots grouped by expert for emitting routes
   std::int32_t* expert_slot_begin;  // [E+1]: CSR offsets into slot_order
@@ -93,7 +98,9 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   };
   TopoepWorkspace w;
   w.flow_home = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R * E));
+  w.expert_ready = reinterpret_cast<std::uint8_t*>(take(E));
   w.home_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * E));
+  w.expert_totals = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * E));
   w.slot_expert = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * slots));
   w.slot_is_new = reinterpret_cast<std::uint8_t*>(take(slots));
   w.rank_stuck = reinterpret_cast<std::uint8_t*>(take(R));
@@ -108,6 +115,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.home_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R + 1)));
   w.home_experts = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * E));
   w.counter_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
+  w.static_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
   w.counter_weights = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * 4 * R));
   w.slot_order = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.expert_slot_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (E + 1)));

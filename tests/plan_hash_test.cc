@@ -47,6 +47,26 @@ TEST(PlanHash, IsTheHashOfTheEncodedBytes) {
   EXPECT_EQ(plan_hash_of_bytes(encode_plan(plan)), plan_hash(plan));
 }
 
+// plan_hash streams the encoding in batches; words that straddle a batch (here: 3 slots of 4
+// bytes, then more than one batch of routes) must hash as the word-by-word definition says.
+TEST(PlanHash, StreamedHashEqualsTheWordByWordDefinitionAcrossBatchBoundaries) {
+  Plan plan;
+  plan.num_ranks = 3;
+  plan.num_experts = 200;
+  plan.slots_per_rank = 1;
+  plan.replica_expert = {5, kNoExpert, 7};
+  for (RankId src = 0; src < 3; ++src) {
+    for (ExpertId e = 0; e < 200; ++e) plan.routes.push_back({src, e, e % 3, 1 + src * 1000 + e});
+  }
+  const PlanView view = view_of(plan);
+  std::uint64_t sum = 0;
+  for (std::int64_t i = 0; i < encoded_word_count(view); ++i) {
+    sum += hash_word_term(encoded_plan_word(view, i), i);
+  }
+  EXPECT_EQ(plan_hash(plan), hash_finish(sum, encoded_plan_size(view)));
+  EXPECT_EQ(plan_hash(plan), plan_hash_of_bytes(encode_plan(plan)));
+}
+
 // The GPU hashes words it computes byte by byte from the plan's fields; they must be the bytes
 // of encode_plan, including the zero padding of the last word.
 TEST(PlanEncoding, BytesFromFieldsMatchTheEncoder) {

@@ -125,6 +125,31 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   }
 }
 
+TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
+  Collect with, without;
+  SimConfig config = small_config();
+  replay_trace(small_trace(), config, with);
+  config.plan_hashes = false;
+  replay_trace(small_trace(), config, without);
+  ASSERT_EQ(with.steps.size(), without.steps.size());
+  for (std::size_t s = 0; s < with.steps.size(); ++s) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      EXPECT_EQ(with.steps[s].planners[p].step_time, without.steps[s].planners[p].step_time);
+    }
+    for (std::size_t r = 0; r < with.steps[s].records.size(); ++r) {
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        const LayerCost& a = with.steps[s].records[r].planners[p];
+        const LayerCost& b = without.steps[s].records[r].planners[p];
+        EXPECT_EQ(a.moe(), b.moe());
+        EXPECT_EQ(b.plan_hash, 0u);
+        if (kAllPlanners[p] != "ideal") {
+          EXPECT_NE(a.plan_hash, 0u);
+        }
+      }
+    }
+  }
+}
+
 TEST(SimReplay, OutputsAreIdenticalForOneAndTwoThreads) {
   std::vector<std::string> outputs;
   for (const int threads : {1, 2}) {

@@ -13,6 +13,7 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
     : problem_{context.topology, context.placement, context.cost, 0},
+      solver_(problem_),
       solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))),
       judge_(options.judge) {}
 
@@ -26,12 +27,13 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   PlannerDecision decision;
   decision.placement = problem_.placement;
   decision.resident = resident_;
-  decision.plan = solve_topoep(problem_, counts, resident_).plan;
+  check_topoep_inputs(problem_, counts, resident_);
+  solver_.solve(counts, resident_, &decision.plan);
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   if (judge_ != nullptr) {
     // The fallback keeps the resident replicas (idle, free) and sends every token home.
-    PlannerDecision fallback = decision;
-    fallback.plan = static_plan(counts, problem_.placement);
+    PlannerDecision fallback{decision.placement, static_plan(counts, problem_.placement),
+                             decision.resident, decision.overhead};
     if (!resident_.empty()) fallback.plan.replica_expert = resident_;
     if (judge_->price(fallback, counts) < judge_->price(decision, counts)) {
       decision = std::move(fallback);

@@ -25,6 +25,7 @@ class TopoepPlanner : public Planner {
 
  private:
   TopoepProblem problem_;
+  TopoepHostSolver solver_;  // its workspace, reused every record
   Picoseconds solve_ps_;
   std::shared_ptr<const DecisionJudge> judge_;
   int step_ = -1;
