@@ -55,6 +55,7 @@ struct Move {
   TokenCount source_tokens = 0;  // the origin instance's tokens before the move
   TokenCount ib_delta = 0;       // change in tokens crossing nodes
   Picoseconds gain = 0;
+  bool ib_only = false;  // moves only tokens from other nodes (the IB levelling phase)
 
   TOPOEP_HOST_DEVICE bool valid() const { return tokens > 0; }
   // The total order that picks the move: larger gain; then less IB traffic; then an existing
@@ -319,9 +320,13 @@ class LayerSolve {
         tokens - (to_node != from_node
                       ? (node_tokens[to_node] < tokens ? node_tokens[to_node] : tokens)
                       : 0);
-    if (to_node == from_node) {
+    if (to_node == from_node) {  // as transfer() takes them: see ib_first_share()
       const TokenCount outside = tokens_on - node_tokens[to_node];
-      ib_arriving = outside < tokens ? outside : tokens;
+      const TokenCount first = ib_first_share(from_rank, to_rank, outside, tokens);
+      const TokenCount in_node = node_tokens[to_node] - flow(from_slot, expert, from_rank);
+      const TokenCount rest = tokens - first;
+      const TokenCount after_node = rest - (in_node < rest ? in_node : rest);
+      ib_arriving = first + (outside - first < after_node ? outside - first : after_node);
     }
     const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
     const Picoseconds ib_cost =
@@ -430,14 +435,46 @@ class LayerSolve {
     add_traffic(src, move.to_rank, x);
   }
 
+  // Tokens from other nodes that a move inside one node takes first: enough to level the IB
+  // volume arriving at the two ranks (the node receives them over IB either way, so only which
+  // of its GPUs does changes), at most all of them and at most the move.
+  TOPOEP_HOST_DEVICE TokenCount ib_first_share(RankId from_rank, RankId to_rank, TokenCount remote,
+                                               TokenCount tokens) const {
+    TokenCount share = (c_.ib_in[from_rank] - c_.ib_in[to_rank]) / 2;
+    if (share > remote) share = remote;
+    if (share > tokens) share = tokens;
+    return share > 0 ? share : 0;
+  }
+
   // Moves move.tokens tokens between the instances, taking sources in this priority (each group
   // in ascending rank): the destination rank itself; the rest of its node; third nodes; the
   // origin's node; the origin rank itself. Tokens thus become local or NVLink-only first and
-  // start crossing nodes last (see evaluate()).
+  // start crossing nodes last (see evaluate()). Inside one node, tokens from other nodes go
+  // first up to ib_first_share(): the move then also levels the two ranks' IB arrivals.
   TOPOEP_HOST_DEVICE void transfer(const Move& move) {
     const RankId a = move.from_rank, b = move.to_rank;
     const int G = s_.gpus_per_node, node_a = node_of(a), node_b = node_of(b);
     TokenCount remaining = move.tokens;
+    if (move.ib_only) {  // level_ib(): tokens from other nodes only, and they suffice
+      for (int n = 0; n < s_.num_nodes() && remaining > 0; ++n) {
+        if (n == node_a) continue;
+        for (RankId src = n * G; src < (n + 1) * G && remaining > 0; ++src) {
+          transfer_from(move, src, remaining);
+        }
+      }
+    } else if (node_a == node_b) {
+      const TokenCount remote = instance_tokens(move.from_slot, move.expert) -
+                                node_row(move.from_slot, move.expert)[node_a];
+      const TokenCount first = ib_first_share(a, b, remote, move.tokens);
+      TokenCount budget = first;
+      for (int n = 0; n < s_.num_nodes() && budget > 0; ++n) {
+        if (n == node_a) continue;
+        for (RankId src = n * G; src < (n + 1) * G && budget > 0; ++src) {
+          transfer_from(move, src, budget);
+        }
+      }
+      remaining -= first - budget;
+    }
     transfer_from(move, b, remaining);
     for (RankId src = node_b * G; src < (node_b + 1) * G && remaining > 0; ++src) {
       if (src != a && src != b) transfer_from(move, src, remaining);
@@ -509,23 +546,20 @@ class LayerSolve {
   // in `best_moves`, the move count whose state the cost model predicts fastest (ties: fewer).
   TOPOEP_HOST_DEVICE std::int32_t run(std::int32_t* best_moves) {
     const std::int32_t limit = p_.max_moves;
-    Move* log = static_cast<Move*>(w_.move_log);
     const int R = s_.num_ranks;
     TokenCount total = 0;
     for (RankId r = 0; r < R; ++r) total += c_.load[r];
     const TokenCount mean_ceil = (total + R - 1) / R;
     target_ = mean_ceil;
-    Picoseconds best_time = phase_times(c_, R, p_.cost).total;
-    *best_moves = 0;
-    Picoseconds weight_max = 0;
-    std::int32_t moves = 0;
+    Progress progress;
+    progress.best_time = progress.marked_time = phase_times(c_, R, p_.cost).total;
     // The search gives up after R moves (at least 16) that together cut the predicted time by
     // less than 1/1024 of it since the last such cut: a replica often pays off only after the
     // moves that fill it and a chain only at its end, but the long tail of few-token moves that
     // shave the last 0.1% costs more solve time than it saves (measured: bench/README.md).
-    const std::int32_t stall_limit = R > 16 ? R : 16;
-    Picoseconds marked_time = best_time;  // the predicted time at the last significant cut
-    std::int32_t marked_moves = 0;
+    progress.stall_limit = R > 16 ? R : 16;
+    Picoseconds weight_max = 0;
+    std::int32_t moves = 0;
     clear_stuck();
     bool any_stuck = false;
     while (moves < limit) {
@@ -566,26 +600,113 @@ class LayerSolve {
         any_stuck = true;
         continue;
       }
-      log[moves] = best;
-      apply(best);
-      ++moves;
+      const bool go_on = commit(best, moves, progress);
       clear_stuck();
       any_stuck = false;
       if (best.to_slot == kNewSlot) {
         weight_max = max_ps(weight_max, max_ps(weight_exposed(in_.home_rank[best.expert]),
                                                weight_exposed(best.to_rank)));  // now counted
       }
-      const Picoseconds time = phase_times(c_, R, p_.cost).total;
-      if (time < best_time) {
-        best_time = time;
-        *best_moves = moves;
+      if (!go_on) break;
+    }
+    moves = level_ib(moves, progress);
+    *best_moves = progress.best_moves;
+    return moves;
+  }
+
+  // The best prefix found so far and the stop rule's state, shared by both phases.
+  struct Progress {
+    Picoseconds best_time = 0;
+    std::int32_t best_moves = 0;
+    Picoseconds marked_time = 0;  // the predicted time at the last significant cut
+    std::int32_t marked_moves = 0;
+    std::int32_t stall_limit = 0;
+  };
+
+  // Logs and applies `move`, then measures the new state: a new best prefix when it is
+  // predicted faster. Returns false when the search should stop: stall_limit moves have
+  // together cut the predicted time by less than 1/1024 since the last such cut.
+  TOPOEP_HOST_DEVICE bool commit(const Move& move, std::int32_t& moves, Progress& progress) {
+    static_cast<Move*>(w_.move_log)[moves] = move;
+    apply(move);
+    ++moves;
+    const Picoseconds time = phase_times(c_, s_.num_ranks, p_.cost).total;
+    if (time < progress.best_time) {
+      progress.best_time = time;
+      progress.best_moves = moves;
+    }
+    if (time <= progress.marked_time - progress.marked_time / 1024) {
+      progress.marked_time = time;
+      progress.marked_moves = moves;
+      return true;
+    }
+    return moves - progress.marked_moves < progress.stall_limit;
+  }
+
+  // Second phase, from where the first stopped: the rank that receives the most over IB hands
+  // tokens from other nodes to another instance of the same expert inside its node (home or
+  // replica), levelling the two ranks' IB arrivals without raising the largest rank load. Only
+  // which GPU of the node receives them changes, so no IB traffic is added and no source's
+  // sends move. The first phase balances compute; this one the dispatch and combine phases,
+  // which on a large NVLink domain behind a few IB links decide the layer time. Moves are
+  // logged and measured like the first phase's, so the best prefix still decides.
+  TOPOEP_HOST_DEVICE std::int32_t level_ib(std::int32_t moves, Progress& progress) {
+    const std::int32_t limit = p_.max_moves;
+    const int R = s_.num_ranks;
+    if (s_.num_nodes() < 2) return moves;
+    TokenCount ib_out_max = 0, load_cap = 0;  // neither changes in this phase
+    for (RankId r = 0; r < R; ++r) {
+      if (c_.ib_out[r] > ib_out_max) ib_out_max = c_.ib_out[r];
+      if (c_.load[r] > load_cap) load_cap = c_.load[r];
+    }
+    progress.marked_time = progress.best_time;
+    progress.marked_moves = moves;
+    while (moves < limit) {
+      RankId a = 0;  // most IB arrivals, ties: lower rank
+      for (RankId r = 1; r < R; ++r) {
+        if (c_.ib_in[r] > c_.ib_in[a]) a = r;
       }
-      if (time <= marked_time - marked_time / 1024) {
-        marked_time = time;
-        marked_moves = moves;
-      } else if (moves - marked_moves >= stall_limit) {
-        break;  // no significant improvement for a while: the rest would be replayed away
+      if (c_.ib_in[a] <= ib_out_max) break;  // the IB phase waits on a sender
+      Move best;
+      auto consider = [&](ExpertId expert, std::int32_t slot) {
+        prepare_expert(expert);
+        const TokenCount remote =
+            instance_tokens(slot, expert) - node_row(slot, expert)[node_of(a)];
+        if (remote <= 0) return;
+        auto offer = [&](RankId b, std::int32_t to_slot) {
+          if (b == a || node_of(b) != node_of(a)) return;
+          TokenCount x = (c_.ib_in[a] - c_.ib_in[b]) / 2;
+          if (x > remote) x = remote;
+          if (x > load_cap - c_.load[b]) x = load_cap - c_.load[b];
+          if (x <= best.tokens) return;  // ties: the first found
+          // No gain or IB change to record: the best prefix measures this phase's moves.
+          best = Move{expert,
+                      a,
+                      slot,
+                      b,
+                      to_slot,
+                      x,
+                      instance_tokens(slot, expert),
+                      /*ib_delta=*/0,
+                      /*gain=*/0,
+                      /*ib_only=*/true};
+        };
+        offer(in_.home_rank[expert], kHomeSlot);
+        for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+          offer(static_cast<RankId>(j / s_.slots_per_rank), j);
+        }
+      };
+      for (std::int32_t i = w_.home_begin[a]; i < w_.home_begin[a + 1]; ++i) {
+        if (w_.home_tokens[w_.home_experts[i]] > 0) consider(w_.home_experts[i], kHomeSlot);
       }
+      for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+        const std::int64_t j = slot_index(a, slot);
+        if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > 0) {
+          consider(w_.slot_expert[j], static_cast<std::int32_t>(j));
+        }
+      }
+      // The phase waits for this rank: when it cannot shed, levelling others gains nothing.
+      if (!best.valid() || !commit(best, moves, progress)) break;
     }
     return moves;
   }

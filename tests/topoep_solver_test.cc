@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -184,6 +185,37 @@ TEST(TopoepSolverInputs, RejectsBadResidentReplicas) {
   EXPECT_EQ(testing::input_error_field(
                 [&] { solve_topoep(problem, counts, std::vector<ExpertId>(3, kNoExpert)); }),
             "resident");
+}
+
+// GB200-like: NVLink far faster than IB, and an expert's weights too large to send over IB, so
+// a hot expert is replicated inside its home node only. The tokens other nodes send it then
+// arrive over IB either way; which GPUs of the home node receive them decides the dispatch
+// phase, and they must not all stay at the home rank.
+TEST(TopoepSolver, SpreadsAHotExpertsInterNodeArrivalsOverItsNode) {
+  TopoepProblem problem;
+  problem.topology = TopologyView{2, 8};
+  problem.placement = Placement::contiguous(16, 16, 1);
+  problem.cost = testing::corpus_cost(true);
+  problem.cost.scale_up = LinkCost{900000, 3400000};
+  problem.cost.scale_out = LinkCost{50000, 9600000};
+  RoutingCounts counts(16, 16);
+  for (RankId src = 0; src < 16; ++src) {
+    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 400 : 50);
+  }
+  const LayerPlan result = solve_topoep(problem, counts);
+  ASSERT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
+  for (RankId rank = 8; rank < 16; ++rank) {  // no replica crossed IB
+    EXPECT_NE(result.plan.replica_at(rank, 0), 0) << "rank " << rank;
+  }
+  const auto max_of = [](const std::vector<TokenCount>& v) {
+    return *std::max_element(v.begin(), v.end());
+  };
+  EXPECT_EQ(max_of(result.static_cost.ib_tokens_in), 8 * 400);
+  EXPECT_LE(result.cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes);
+  // The node receives 8 x 400 tokens of expert 0 from the other node: spread over its 8 GPUs.
+  EXPECT_LE(max_of(result.cost.ib_tokens_in), 8 * 400 / 8 + 8 * 50 * 2)
+      << ::testing::PrintToString(result.cost.ib_tokens_in);
+  EXPECT_LT(result.cost.times.dispatch, result.static_cost.times.dispatch / 3);
 }
 
 TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
