@@ -165,27 +165,27 @@ class LayerSolve {
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = 0;
     for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] = 0;
     ib_total_ = 0;
-    // Static routes, aggregated per (src, home rank) before they touch the traffic counters.
-    TokenCount* to_rank = w_.rank_scratch;
-    for (RankId src = 0; src < R; ++src) {
-      for (RankId r = 0; r < R; ++r) to_rank[r] = 0;
-      const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
-      for (ExpertId e = 0; e < E; ++e) {
-        w_.expert_totals[e] += row[e];
-        to_rank[in_.home_rank[e]] += row[e];
-      }
-      for (RankId r = 0; r < R; ++r) {
-        if (to_rank[r] > 0) add_traffic(src, r, to_rank[r]);
-      }
-    }
-    ib_static_ = ib_total_;
-    for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     // Experts grouped by home rank, ascending within a rank (stable counting sort).
     for (int r = 0; r <= R; ++r) w_.home_begin[r] = 0;
     for (ExpertId e = 0; e < E; ++e) ++w_.home_begin[in_.home_rank[e] + 1];
     for (int r = 0; r < R; ++r) w_.home_begin[r + 1] += w_.home_begin[r];
     for (int r = 0; r < R; ++r) w_.cursor[r] = w_.home_begin[r];
     for (ExpertId e = 0; e < E; ++e) w_.home_experts[w_.cursor[in_.home_rank[e]]++] = e;
+    // Static routes, summed per (src, home rank) in a register before they touch the traffic
+    // counters (a scatter into a per-rank array would chain every expert's add through memory).
+    for (RankId src = 0; src < R; ++src) {
+      const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
+      for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] += row[e];
+      for (RankId r = 0; r < R; ++r) {
+        TokenCount to_rank = 0;
+        for (std::int32_t i = w_.home_begin[r]; i < w_.home_begin[r + 1]; ++i) {
+          to_rank += row[w_.home_experts[i]];
+        }
+        if (to_rank > 0) add_traffic(src, r, to_rank);
+      }
+    }
+    ib_static_ = ib_total_;
+    for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     restore_static();
   }
 
@@ -334,6 +334,8 @@ class LayerSolve {
             ? ib_over * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token) *
                   1000000 / p_.cost.scale_out.bytes_per_us
             : 0;
+    // Weighing the weights takes divisions: skip it when the gain cannot reach the floor anyway.
+    if (tokens * p_.cost.compute_ps_per_token - ib_cost < gain_floor) return move;
     Picoseconds weight_cost = 0;
     if (to_slot == kNewSlot) {
       // The weight phase waits for its slowest rank: charge only what the new replica adds to
@@ -568,7 +570,15 @@ class LayerSolve {
       // its experts' other instances, then any rank, move load away to open room that a later
       // move gives the straggler: a chain, found one link at a time.
       RankId straggler = -1;
-      for (int pass = any_stuck ? 0 : 1; pass < 2 && straggler < 0; ++pass) {
+      if (!any_stuck) {  // the common case, branch-free: loads are unpredictable
+        TokenCount top = -1;
+        for (RankId r = 0; r < R; ++r) {
+          const bool higher = c_.load[r] > top;
+          top = higher ? c_.load[r] : top;
+          straggler = higher ? r : straggler;
+        }
+      }
+      for (int pass = 0; any_stuck && pass < 2 && straggler < 0; ++pass) {
         for (RankId r = 0; r < R; ++r) {
           if (w_.rank_stuck[r] || (pass == 0 && !w_.rank_helper[r])) continue;
           if (straggler < 0 || c_.load[r] > c_.load[straggler]) straggler = r;
@@ -680,13 +690,7 @@ class LayerSolve {
           if (x > load_cap - c_.load[b]) x = load_cap - c_.load[b];
           if (x <= best.tokens) return;  // ties: the first found
           // No gain or IB change to record: the best prefix measures this phase's moves.
-          best = Move{expert,
-                      a,
-                      slot,
-                      b,
-                      to_slot,
-                      x,
-                      instance_tokens(slot, expert),
+          best = Move{expert,          a, slot, b, to_slot, x, instance_tokens(slot, expert),
                       /*ib_delta=*/0,
                       /*gain=*/0,
                       /*ib_only=*/true};

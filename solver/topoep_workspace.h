@@ -43,7 +43,6 @@ struct TopoepWorkspace {
   std::uint8_t* rank_helper;   // [R]: 1 if the rank holds an instance a stuck rank could use
   TokenCount* slot_tokens;     // [R*S]: tokens the slot's replica processes
   TokenCount* flow_slot;       // [R*S][R]: tokens each src sends to the slot's replica
-  TokenCount* rank_scratch;    // [R]: scratch
   // [E + R*S][N]: each instance's tokens by source node; row e is expert e's home instance,
   // row E + j the replica in slot j. Kept up to date by every transfer.
   TokenCount* instance_node_tokens;
@@ -107,7 +106,6 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.rank_helper = reinterpret_cast<std::uint8_t*>(take(R));
   w.slot_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots));
   w.flow_slot = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * slots * R));
-  w.rank_scratch = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R));
   w.instance_node_tokens =
       reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * (E + slots) * N));
   w.expert_first_slot = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
