@@ -689,11 +689,8 @@ class LayerSolve {
           if (x > remote) x = remote;
           if (x > load_cap - c_.load[b]) x = load_cap - c_.load[b];
           if (x <= best.tokens) return;  // ties: the first found
-          // No gain or IB change to record: the best prefix measures this phase's moves.
-          best = Move{expert,          a, slot, b, to_slot, x, instance_tokens(slot, expert),
-                      /*ib_delta=*/0,
-                      /*gain=*/0,
-                      /*ib_only=*/true};
+          best = Move{expert, a, slot, b, to_slot, x, instance_tokens(slot, expert)};
+          best.ib_only = true;  // no gain to record: the best prefix measures this phase
         };
         offer(in_.home_rank[expert], kHomeSlot);
         for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
