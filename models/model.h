@@ -23,7 +23,31 @@ struct ModelSpec {
   // Attention (and other dense) parameters per layer: their compute precedes the MoE layer and
   // is the window in which replica weights can move unexposed.
   long long dense_params_per_layer = 0;
-  int tokens_per_rank = 4096;  // default tokens per rank per microbatch
+  // The rest of a layer's dense work, identical for every planner but part of every step (and
+  // so of every end-to-end ratio): always-active shared experts, and attention scores, whose
+  // FLOPs grow with the sequence length. Zeros: none.
+  int shared_experts = 0;
+  int shared_expert_ffn_size = 0;  // intermediate size of one shared expert
+  int attention_heads = 0;         // query heads
+  int attention_qk_head_dim = 0;   // per head: query/key dimension (MLA: no-RoPE + RoPE parts)
+  int attention_v_head_dim = 0;    // per head: value dimension
+  int sequence_length = 0;         // training sequence length (causal attention)
+  int tokens_per_rank = 4096;      // default tokens per rank per microbatch
+
+  // Forward FLOPs per token of one layer's dense part: 2 per dense parameter, 6 h f per shared
+  // expert (gate, up, down), and causal attention scores, QK^T and AV at an average context of
+  // half the sequence: 2 heads (d_qk + d_v) L / 2.
+  double dense_flops_per_token() const {
+    return 2.0 * static_cast<double>(dense_params_per_layer) +
+           6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
+           static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
+               static_cast<double>(sequence_length);
+  }
+  // Dense parameters per layer a GPU holds optimizer state for: dense and shared experts.
+  double dense_and_shared_params() const {
+    return static_cast<double>(dense_params_per_layer) +
+           3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts;
+  }
 };
 
 }  // namespace topoep

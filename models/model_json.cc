@@ -25,6 +25,20 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
   model.combine_bytes = static_cast<int>(root.int_field("combine_bytes", 1, 8));
   model.weight_bytes = static_cast<int>(root.int_field("weight_bytes", 1, 8));
   model.dense_params_per_layer = root.int_field("dense_params_per_layer", 0, 1LL << 40);
+  // Optional, for files written before these fields existed: absent means none.
+  if (root.has("shared_experts")) {
+    model.shared_experts = static_cast<int>(root.int_field("shared_experts", 0, 1 << 10));
+    model.shared_expert_ffn_size =
+        static_cast<int>(root.int_field("shared_expert_ffn_size", 0, 1 << 20));
+  }
+  if (root.has("attention_heads")) {
+    model.attention_heads = static_cast<int>(root.int_field("attention_heads", 0, 1 << 12));
+    model.attention_qk_head_dim =
+        static_cast<int>(root.int_field("attention_qk_head_dim", 0, 1 << 14));
+    model.attention_v_head_dim =
+        static_cast<int>(root.int_field("attention_v_head_dim", 0, 1 << 14));
+    model.sequence_length = static_cast<int>(root.int_field("sequence_length", 0, 1 << 24));
+  }
   model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
   root.finish();
   return model;
@@ -43,6 +57,12 @@ nlohmann::json model_to_json(const ModelSpec& model) {
           {"combine_bytes", model.combine_bytes},
           {"weight_bytes", model.weight_bytes},
           {"dense_params_per_layer", model.dense_params_per_layer},
+          {"shared_experts", model.shared_experts},
+          {"shared_expert_ffn_size", model.shared_expert_ffn_size},
+          {"attention_heads", model.attention_heads},
+          {"attention_qk_head_dim", model.attention_qk_head_dim},
+          {"attention_v_head_dim", model.attention_v_head_dim},
+          {"sequence_length", model.sequence_length},
           {"tokens_per_rank", model.tokens_per_rank}};
 }
 

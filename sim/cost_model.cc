@@ -66,16 +66,15 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
 }
 
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(2.0 * static_cast<double>(model_.dense_params_per_layer) *
-                  static_cast<double>(tokens_on_rank) /
+  return round_ps(model_.dense_flops_per_token() * static_cast<double>(tokens_on_rank) /
                   (topology_.gpu.peak_tflops_bf16 * best_efficiency_));
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
   const double expert_params =
       3.0 * model_.hidden_size * static_cast<double>(model_.expert_ffn_size);
-  const double params_per_gpu = static_cast<double>(model_.dense_params_per_layer) +
-                                expert_params * model_.num_experts / topology_.num_gpus();
+  const double params_per_gpu =
+      model_.dense_and_shared_params() + expert_params * model_.num_experts / topology_.num_gpus();
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);

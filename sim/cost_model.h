@@ -75,10 +75,12 @@ class CostModel {
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
   // 6 x hidden x ffn x tokens FLOP / (bf16 peak x efficiency(tokens)); 0 for no tokens.
   Picoseconds instance_compute_ps(TokenCount tokens) const;
-  // Dense forward of one layer on the busiest rank: 2 x dense params x tokens FLOP at the bf16
-  // peak times the curve's best efficiency.
+  // Dense forward of one layer on the busiest rank: ModelSpec::dense_flops_per_token() x tokens
+  // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
+  // efficiency.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
-  // Optimizer step for `layers` layers: (dense params + E/R home experts' params) per GPU x
+  // Optimizer step for `layers` layers: (dense and shared-expert params + E/R home experts'
+  // params) per GPU x
   // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
 

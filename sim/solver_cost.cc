@@ -44,10 +44,12 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
   d.params.combine_bytes_per_token = static_cast<Bytes>(hidden * model.combine_bytes);
   d.params.replica_weight_bytes =
       weight_cost ? static_cast<Bytes>(3.0 * hidden * ffn * model.weight_bytes) : 0;
+  // Weight gradients at the weights' precision, reduced once per step (sim/README.md).
+  d.params.replica_gradient_bytes = d.params.replica_weight_bytes;
   const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
                                                    topology.gemm_efficiency.efficiency.end());
-  const double dense_ps = 2.0 * static_cast<double>(model.dense_params_per_layer) *
-                          tokens_per_rank / (topology.gpu.peak_tflops_bf16 * best_efficiency);
+  const double dense_ps = model.dense_flops_per_token() * tokens_per_rank /
+                          (topology.gpu.peak_tflops_bf16 * best_efficiency);
   d.dense_time_us = dense_ps / 1e6;
   d.params.weight_overlap_ps = static_cast<Picoseconds>(std::llround(dense_ps));
   d.params.scale_up = link_cost(topology.scale_up);

@@ -24,6 +24,9 @@ struct CostParams {
   Bytes dispatch_bytes_per_token = 0;    // hidden size x dispatch dtype (incl. scales)
   Bytes combine_bytes_per_token = 0;     // hidden size x combine dtype
   Bytes replica_weight_bytes = 0;        // one expert's weights, moved to a new replica
+  // One expert's weight gradients, reduced from a new replica to its home in the backward pass
+  // (once per step: a replica kept for later microbatches pays it once). 0: not charged.
+  Bytes replica_gradient_bytes = 0;
   // Transfer time that hides behind the dense/attention compute preceding the MoE layer; only
   // weight traffic beyond it is exposed on the critical path.
   Picoseconds weight_overlap_ps = 0;

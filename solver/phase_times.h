@@ -25,12 +25,16 @@ struct RankCounters {
 };
 
 // Phase times in picoseconds, each the maximum over ranks (every phase waits for its slowest
-// rank); `total` is their sum, the predicted straggler time of the layer's forward pass.
+// rank); `total` is their sum: the predicted straggler time of the layer's forward pass plus
+// what its new replicas add to the backward pass.
 struct PhaseTimes {
   Picoseconds dispatch = 0;        // max over ranks of max(NVLink time, IB time): pipelined
   Picoseconds compute = 0;         // max over ranks of load x compute_ps_per_token
   Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
+  // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,
+  // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0
+  Picoseconds gradient = 0;
   Picoseconds total = 0;
 };
 
@@ -74,7 +78,10 @@ TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_
   const Picoseconds weight =
       link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
-  times.total = times.dispatch + times.compute + times.combine + times.weight_exposed;
+  // The gradients retrace the weights' links in reverse: the same per-rank counts.
+  times.gradient = link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_gradient_bytes, cost);
+  times.total =
+      times.dispatch + times.compute + times.combine + times.weight_exposed + times.gradient;
   return times;
 }
 

@@ -144,17 +144,33 @@ class LayerSolve {
     }
   }
 
+  // Link time of `bytes` per replica over `rank`'s replica counts (as a home: replicas it sends
+  // weights to; as a replica holder: weights it receives), with `extra` more replicas on the
+  // link class `nvlink` says.
+  TOPOEP_HOST_DEVICE Picoseconds replica_link_time(RankId rank, bool nvlink, std::int32_t extra_out,
+                                                   std::int32_t extra_in, Bytes bytes) const {
+    const std::int32_t nvl_extra_out = nvlink ? extra_out : 0, nvl_extra_in = nvlink ? extra_in : 0;
+    const std::int32_t ib_extra_out = nvlink ? 0 : extra_out, ib_extra_in = nvlink ? 0 : extra_in;
+    return link_phase_ps(
+        c_.weight_nvlink_out[rank] + nvl_extra_out, c_.weight_nvlink_in[rank] + nvl_extra_in,
+        c_.weight_ib_out[rank] + ib_extra_out, c_.weight_ib_in[rank] + ib_extra_in, bytes, p_.cost);
+  }
+
   // Exposed weight time of `rank`, with `extra` more replicas sent (as home) or received.
   TOPOEP_HOST_DEVICE Picoseconds weight_exposed(RankId rank, bool nvlink = true,
                                                 std::int32_t extra_out = 0,
                                                 std::int32_t extra_in = 0) const {
-    const std::int32_t nvl_extra_out = nvlink ? extra_out : 0, nvl_extra_in = nvlink ? extra_in : 0;
-    const std::int32_t ib_extra_out = nvlink ? 0 : extra_out, ib_extra_in = nvlink ? 0 : extra_in;
-    const Picoseconds time = link_phase_ps(
-        c_.weight_nvlink_out[rank] + nvl_extra_out, c_.weight_nvlink_in[rank] + nvl_extra_in,
-        c_.weight_ib_out[rank] + ib_extra_out, c_.weight_ib_in[rank] + ib_extra_in,
-        p_.cost.replica_weight_bytes, p_.cost);
+    const Picoseconds time =
+        replica_link_time(rank, nvlink, extra_out, extra_in, p_.cost.replica_weight_bytes);
     return max_ps(0, time - p_.cost.weight_overlap_ps);
+  }
+
+  // Backward-pass time of the weight gradients of the same replicas, reduced back to their
+  // homes: the weight links reversed (the same counts), nothing to hide behind.
+  TOPOEP_HOST_DEVICE Picoseconds gradient_time(RankId rank, bool nvlink = true,
+                                               std::int32_t extra_out = 0,
+                                               std::int32_t extra_in = 0) const {
+    return replica_link_time(rank, nvlink, extra_out, extra_in, p_.cost.replica_gradient_bytes);
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
@@ -285,7 +301,7 @@ class LayerSolve {
   // origin instance's tokens by source node.
   TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
                                    TokenCount tokens_on, const TokenCount* node_tokens,
-                                   RankId to_rank, std::int32_t to_slot, Picoseconds weight_max,
+                                   RankId to_rank, std::int32_t to_slot,
                                    Picoseconds gain_floor) const {
     Move move;
     const TokenCount room = room_between(from_rank, to_rank);
@@ -342,9 +358,13 @@ class LayerSolve {
       // the current maximum, at its home (sending) and its destination (receiving).
       const RankId home = in_.home_rank[expert];
       const bool nvlink = home_node == to_node;
-      const Picoseconds after = max_ps(weight_max, max_ps(weight_exposed(home, nvlink, 1, 0),
-                                                          weight_exposed(to_rank, nvlink, 0, 1)));
-      weight_cost = after - weight_max;
+      const Picoseconds after = max_ps(weight_max_, max_ps(weight_exposed(home, nvlink, 1, 0),
+                                                           weight_exposed(to_rank, nvlink, 0, 1)));
+      // ... and, in the backward pass, to the gradients' reduction back to the home.
+      const Picoseconds gradient_after =
+          max_ps(gradient_max_,
+                 max_ps(gradient_time(home, nvlink, 1, 0), gradient_time(to_rank, nvlink, 0, 1)));
+      weight_cost = after - weight_max_ + gradient_after - gradient_max_;
     }
     move.expert = expert;
     move.from_rank = from_rank;
@@ -370,7 +390,7 @@ class LayerSolve {
   // Best move of one instance on the straggler: to another existing instance of its expert, or
   // to a new replica on one of each node's least-loaded ranks that can take it.
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
-                                            Picoseconds weight_max, Move& best) {
+                                            Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
     if (tokens_on * p_.cost.compute_ps_per_token < gain_floor(best)) return;  // gain <= compute
@@ -378,15 +398,15 @@ class LayerSolve {
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
     if (home != rank) {
-      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot,
-                                 weight_max, gain_floor(best));
+      const Move move =
+          evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, gain_floor(best));
       if (move.better_than(best)) best = move;
     }
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = static_cast<RankId>(j / s_.slots_per_rank);
       if (other == rank) continue;
-      const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, weight_max,
-                                 gain_floor(best));
+      const Move move =
+          evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, gain_floor(best));
       if (move.better_than(best)) best = move;
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
@@ -398,7 +418,7 @@ class LayerSolve {
         if (target < 0) break;
         if (target == rank || hosts(target, expert)) continue;
         const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot,
-                                   weight_max, gain_floor(best));
+                                   gain_floor(best));
         if (move.better_than(best)) best = move;
         break;
       }
@@ -560,7 +580,7 @@ class LayerSolve {
     // moves that fill it and a chain only at its end, but the long tail of few-token moves that
     // shave the last 0.1% costs more solve time than it saves (measured: bench/README.md).
     progress.stall_limit = R > 16 ? R : 16;
-    Picoseconds weight_max = 0;
+    weight_max_ = gradient_max_ = 0;
     std::int32_t moves = 0;
     clear_stuck();
     bool any_stuck = false;
@@ -596,13 +616,12 @@ class LayerSolve {
       }
       Move best;
       for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {
-        consider_instance(w_.home_experts[i], straggler, kHomeSlot, weight_max, best);
+        consider_instance(w_.home_experts[i], straggler, kHomeSlot, best);
       }
       for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
         const std::int64_t j = slot_index(straggler, slot);
         if (w_.slot_expert[j] == kNoExpert) continue;
-        consider_instance(w_.slot_expert[j], straggler, static_cast<std::int32_t>(j), weight_max,
-                          best);
+        consider_instance(w_.slot_expert[j], straggler, static_cast<std::int32_t>(j), best);
       }
       if (!best.valid() || best.gain <= 0) {
         if (!any_stuck) mark_helpers(straggler);
@@ -614,8 +633,11 @@ class LayerSolve {
       clear_stuck();
       any_stuck = false;
       if (best.to_slot == kNewSlot) {
-        weight_max = max_ps(weight_max, max_ps(weight_exposed(in_.home_rank[best.expert]),
-                                               weight_exposed(best.to_rank)));  // now counted
+        const RankId home = in_.home_rank[best.expert];  // now counted
+        weight_max_ =
+            max_ps(weight_max_, max_ps(weight_exposed(home), weight_exposed(best.to_rank)));
+        gradient_max_ =
+            max_ps(gradient_max_, max_ps(gradient_time(home), gradient_time(best.to_rank)));
       }
       if (!go_on) break;
     }
@@ -783,6 +805,10 @@ class LayerSolve {
   TokenCount ib_total_ = 0;   // tokens crossing nodes now
   TokenCount ib_static_ = 0;  // tokens crossing nodes in the static plan: the ceiling
   TokenCount ib_max_ = 0;     // per move: the largest IB volume (in or out) of any rank
+  // The largest exposed weight time and gradient time of the ranks new replicas touched so far:
+  // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
+  Picoseconds weight_max_ = 0;
+  Picoseconds gradient_max_ = 0;
 };
 
 }  // namespace topoep_detail

@@ -28,23 +28,37 @@ TEST(ModelPresets, AllLoadAndRoundTrip) {
   EXPECT_EQ(v3.expert_ffn_size, 2048);
 }
 
+// The field a model document is rejected for ("" when it parses).
+std::string rejected_field(const nlohmann::json& model) {
+  try {
+    parse_model(model.dump(), "m.json");
+  } catch (const FileInputError& error) {
+    return error.field();
+  }
+  return "";
+}
+
 TEST(ModelJson, RejectsBadFieldsByName) {
   nlohmann::json model = model_to_json(load_model("deepseek-v3"));
   model["top_k"] = 300;  // more than the experts
-  try {
-    parse_model(model.dump(), "m.json");
-    FAIL();
-  } catch (const FileInputError& error) {
-    EXPECT_EQ(error.field(), "top_k");
-  }
+  EXPECT_EQ(rejected_field(model), "top_k");
   model = model_to_json(load_model("deepseek-v3"));
   model["hiden_size"] = 1;
-  try {
-    parse_model(model.dump(), "m.json");
-    FAIL();
-  } catch (const FileInputError& error) {
-    EXPECT_EQ(error.field(), "hiden_size");
+  EXPECT_EQ(rejected_field(model), "hiden_size");
+}
+
+TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDenseParams) {
+  nlohmann::json model = model_to_json(load_model("deepseek-v3"));
+  for (const char* key : {"shared_experts", "shared_expert_ffn_size", "attention_heads",
+                          "attention_qk_head_dim", "attention_v_head_dim", "sequence_length"}) {
+    model.erase(key);
   }
+  const ModelSpec old = parse_model(model.dump(), "old.json");
+  EXPECT_EQ(old.shared_experts, 0);
+  EXPECT_DOUBLE_EQ(old.dense_flops_per_token(), 2.0 * 187105280);
+  // A group is all or nothing: heads without their dimensions name the missing field.
+  model["attention_heads"] = 128;
+  EXPECT_EQ(rejected_field(model), "attention_qk_head_dim");
 }
 
 TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
@@ -75,8 +89,11 @@ TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
   EXPECT_EQ(d.params.scale_out.bytes_per_us, 48500);
   EXPECT_EQ(d.params.scale_up.alpha_ps, 3400000);
   EXPECT_EQ(d.params.scale_out.alpha_ps, 9600000);
-  // Dense window: 2 x 187,105,280 x 4096 FLOP at 989.4 TFLOP/s x 0.65 (about 2.38 ms).
-  EXPECT_NEAR(d.dense_time_us, 2.0 * 187105280.0 * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
+  // Dense window, per token: 2 x 187,105,280 dense params + one shared expert 6 x 7168 x 2048
+  // + attention scores 128 heads x (192 + 128) x 4096; x 4096 tokens at 989.4 TFLOP/s x 0.65
+  // (about 4.01 ms).
+  const double flops = 2.0 * 187105280 + 6.0 * 7168 * 2048 + 128.0 * (192 + 128) * 4096;
+  EXPECT_NEAR(d.dense_time_us, flops * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
   EXPECT_EQ(derive_solver_cost(h800, v3, 4096, false).params.replica_weight_bytes, 0);
 }
 

@@ -218,6 +218,34 @@ TEST(TopoepSolver, SpreadsAHotExpertsInterNodeArrivalsOverItsNode) {
   EXPECT_LT(result.cost.times.dispatch, result.static_cost.times.dispatch / 3);
 }
 
+// A new replica's weight gradients go back to its home in the backward pass: the solver charges
+// that reduction, so replicas whose relief it outweighs are not made.
+TEST(TopoepSolver, ChargesNewReplicasTheirGradientReduction) {
+  TopoepProblem problem = small_problem();
+  problem.cost = testing::corpus_cost(true);
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) {
+    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 3000 : 100);
+  }
+  const LayerPlan free_gradients = solve_topoep(problem, counts);
+  ASSERT_GT(free_gradients.cost.new_replicas, 0);
+  EXPECT_EQ(free_gradients.cost.times.gradient, 0);
+
+  problem.cost.replica_gradient_bytes = problem.cost.replica_weight_bytes;
+  const LayerPlan charged = solve_topoep(problem, counts);
+  EXPECT_FALSE(find_plan_violation(counts, problem.placement, charged.plan, &charged.cost.loads));
+  EXPECT_LE(charged.cost.times.total, charged.static_cost.times.total);
+  if (charged.cost.new_replicas > 0) {
+    // One replica's gradients over NVLink at least: 44 MB at 160 GB/s.
+    EXPECT_GE(charged.cost.times.gradient, 275 * 1000000LL);
+  }
+
+  problem.cost.replica_gradient_bytes = 1LL << 40;  // a reduction no relief can pay for
+  const LayerPlan priced_out = solve_topoep(problem, counts);
+  EXPECT_EQ(priced_out.cost.new_replicas, 0);
+  EXPECT_EQ(plan_hash(priced_out.plan), plan_hash(static_plan(counts, problem.placement)));
+}
+
 TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
   // All tokens go to expert 0 (home rank 0); a replica of it already sits on every other rank.
   TopoepProblem problem = small_problem();

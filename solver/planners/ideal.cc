@@ -17,6 +17,7 @@ PhaseTimes ideal_phase_times(const RoutingCounts& counts, const CostParams& cost
   }
   const TokenCount mean = (counts.total() + counts.num_ranks() - 1) / counts.num_ranks();
   ideal.compute = mean * cost.compute_ps_per_token;
+  ideal.gradient = 0;  // the ideal moves no weights
   ideal.total = ideal.dispatch + ideal.compute + ideal.combine + ideal.weight_exposed;
   return ideal;
 }
