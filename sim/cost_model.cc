@@ -54,6 +54,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   best_efficiency_ = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
                                        topology.gemm_efficiency.efficiency.end());
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
+  solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
 }
 
 Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {

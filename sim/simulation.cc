@@ -42,6 +42,9 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"dispatch_bytes_per_token", p.dispatch_bytes_per_token},
         {"combine_bytes_per_token", p.combine_bytes_per_token},
         {"replica_weight_bytes", p.replica_weight_bytes},
+        {"replica_gradient_bytes", p.replica_gradient_bytes},
+        {"backward_compute_factor", p.backward_compute_factor},
+        {"backward_bytes_per_token", p.backward_bytes_per_token},
         {"weight_overlap_ps", p.weight_overlap_ps}}},
   };
 }

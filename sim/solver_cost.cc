@@ -46,6 +46,9 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
       weight_cost ? static_cast<Bytes>(3.0 * hidden * ffn * model.weight_bytes) : 0;
   // Weight gradients at the weights' precision, reduced once per step (sim/README.md).
   d.params.replica_gradient_bytes = d.params.replica_weight_bytes;
+  // Plans are weighed over forward and backward, as the simulator reports them.
+  d.params.backward_compute_factor = 2;
+  d.params.backward_bytes_per_token = static_cast<Bytes>(hidden * 2);
   const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
                                                    topology.gemm_efficiency.efficiency.end());
   const double dense_ps = model.dense_flops_per_token() * tokens_per_rank /

@@ -24,8 +24,11 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
 // dispatch bytes = hidden x dispatch_bytes (+ 4 bytes per dispatch_scale_block elements);
 // combine bytes = hidden x combine_bytes; replica weights = 3 x hidden x expert_ffn x
 //   weight_bytes (0 with weight_cost false);
-// weight overlap = the dense window: 2 x dense_params x tokens_per_rank FLOP at bf16 peak x
-//   the curve's best efficiency;
+// replica gradients = the weights' size (reduced to the home once per step);
+// backward: compute 2 x forward (dgrad, wgrad), activation gradients at hidden x 2 bytes (bf16;
+//   the simulator's CostModel uses its activation_grad_bytes option);
+// weight overlap = the dense window: ModelSpec::dense_flops_per_token() x tokens_per_rank at
+//   bf16 peak x the curve's best efficiency;
 // links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
 // integer (at least 1 where a zero would be meaningless).
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

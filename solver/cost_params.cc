@@ -28,6 +28,8 @@ void check_cost_params(const CostParams& params) {
   check_non_negative(params.combine_bytes_per_token, "combine_bytes_per_token");
   check_non_negative(params.replica_weight_bytes, "replica_weight_bytes");
   check_non_negative(params.replica_gradient_bytes, "replica_gradient_bytes");
+  check_non_negative(params.backward_compute_factor, "backward_compute_factor");
+  check_non_negative(params.backward_bytes_per_token, "backward_bytes_per_token");
   check_non_negative(params.weight_overlap_ps, "weight_overlap_ps");
   check_link(params.scale_up, "scale_up");
   check_link(params.scale_out, "scale_out");

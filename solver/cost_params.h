@@ -27,6 +27,12 @@ struct CostParams {
   // One expert's weight gradients, reduced from a new replica to its home in the backward pass
   // (once per step: a replica kept for later microbatches pays it once). 0: not charged.
   Bytes replica_gradient_bytes = 0;
+  // The backward pass, so that plans are weighed over forward and backward as the simulator
+  // reports them: expert compute is `backward_compute_factor` times the forward's (dgrad and
+  // wgrad: 2), and activation gradients cross the dispatch's links twice (the combine's
+  // gradient, then the dispatch's) at `backward_bytes_per_token`. Zeros: forward only.
+  std::int32_t backward_compute_factor = 0;
+  Bytes backward_bytes_per_token = 0;
   // Transfer time that hides behind the dense/attention compute preceding the MoE layer; only
   // weight traffic beyond it is exposed on the critical path.
   Picoseconds weight_overlap_ps = 0;

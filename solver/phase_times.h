@@ -35,6 +35,10 @@ struct PhaseTimes {
   // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,
   // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0
   Picoseconds gradient = 0;
+  // Backward: expert compute (backward_compute_factor x compute) and the two activation-gradient
+  // transfers (2 x the dispatch's links at backward_bytes_per_token); 0 without those parameters
+  Picoseconds backward_compute = 0;
+  Picoseconds backward_transfer = 0;
   Picoseconds total = 0;
 };
 
@@ -80,8 +84,11 @@ TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
   // The gradients retrace the weights' links in reverse: the same per-rank counts.
   times.gradient = link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_gradient_bytes, cost);
-  times.total =
-      times.dispatch + times.compute + times.combine + times.weight_exposed + times.gradient;
+  times.backward_compute = times.compute * cost.backward_compute_factor;
+  times.backward_transfer =
+      2 * link_phase_ps(nvlink, 0, ib, 0, cost.backward_bytes_per_token, cost);
+  times.total = times.dispatch + times.compute + times.combine + times.weight_exposed +
+                times.gradient + times.backward_compute + times.backward_transfer;
   return times;
 }
 

@@ -309,7 +309,7 @@ class LayerSolve {
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
     // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
-    if (tokens * p_.cost.compute_ps_per_token < gain_floor) return move;
+    if (tokens * relief_ps_per_token() < gain_floor) return move;
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -346,12 +346,13 @@ class LayerSolve {
     }
     const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
     const Picoseconds ib_cost =
-        ib_over > 0
-            ? ib_over * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token) *
-                  1000000 / p_.cost.scale_out.bytes_per_us
-            : 0;
+        ib_over > 0 ? ib_over *
+                          (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token +
+                           2 * p_.cost.backward_bytes_per_token) *
+                          1000000 / p_.cost.scale_out.bytes_per_us
+                    : 0;
     // Weighing the weights takes divisions: skip it when the gain cannot reach the floor anyway.
-    if (tokens * p_.cost.compute_ps_per_token - ib_cost < gain_floor) return move;
+    if (tokens * relief_ps_per_token() - ib_cost < gain_floor) return move;
     Picoseconds weight_cost = 0;
     if (to_slot == kNewSlot) {
       // The weight phase waits for its slowest rank: charge only what the new replica adds to
@@ -377,8 +378,13 @@ class LayerSolve {
     // Straggler relief less what the move adds to the exposed weight phase and to the IB
     // phases at its destination. Total IB traffic is the second objective (a tie-break); the
     // best-prefix choice in run() then measures every phase exactly.
-    move.gain = tokens * p_.cost.compute_ps_per_token - weight_cost - ib_cost;
+    move.gain = tokens * relief_ps_per_token() - weight_cost - ib_cost;
     return move;
+  }
+
+  // A token moved off the straggler saves its compute, forward and backward.
+  TOPOEP_HOST_DEVICE Picoseconds relief_ps_per_token() const {
+    return p_.cost.compute_ps_per_token * (1 + p_.cost.backward_compute_factor);
   }
 
   // Only a move with a positive gain is made, and only one at least as good as `best` can
@@ -393,7 +399,7 @@ class LayerSolve {
                                             Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
-    if (tokens_on * p_.cost.compute_ps_per_token < gain_floor(best)) return;  // gain <= compute
+    if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
     prepare_expert(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];

@@ -84,6 +84,11 @@ TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
   EXPECT_EQ(d.params.combine_bytes_per_token, 14336);
   // bf16 gate, up and down projections: 3 x 7168 x 2048 x 2 bytes.
   EXPECT_EQ(d.params.replica_weight_bytes, 88080384);
+  // Their gradients, reduced back once per step, at the same size; the backward weighed too:
+  // 2x the forward compute, activation gradients at bf16.
+  EXPECT_EQ(d.params.replica_gradient_bytes, 88080384);
+  EXPECT_EQ(d.params.backward_compute_factor, 2);
+  EXPECT_EQ(d.params.backward_bytes_per_token, 14336);
   // 160 and 48.5 GB/s; 3.4 and 9.6 us.
   EXPECT_EQ(d.params.scale_up.bytes_per_us, 160000);
   EXPECT_EQ(d.params.scale_out.bytes_per_us, 48500);

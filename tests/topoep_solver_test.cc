@@ -246,6 +246,30 @@ TEST(TopoepSolver, ChargesNewReplicasTheirGradientReduction) {
   EXPECT_EQ(plan_hash(priced_out.plan), plan_hash(static_plan(counts, problem.placement)));
 }
 
+// With the backward parameters the shared cost model prices forward and backward, as the
+// simulator reports them, and the solver weighs its moves by that.
+TEST(TopoepSolver, WeighsTheBackwardPassWhenAsked) {
+  TopoepProblem problem = small_problem();
+  problem.cost = testing::corpus_cost(true);
+  problem.cost.backward_compute_factor = 2;
+  // Activation gradients as wide as the dispatch: each backward transfer then takes as long.
+  problem.cost.backward_bytes_per_token = problem.cost.dispatch_bytes_per_token;
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) {
+    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 3000 : 100 + 10 * src);
+  }
+  const LayerPlan result = solve_topoep(problem, counts);
+  for (const PlanCost* cost : {&result.static_cost, &result.cost}) {
+    const PhaseTimes& t = cost->times;
+    EXPECT_EQ(t.backward_compute, 2 * t.compute);
+    EXPECT_EQ(t.backward_transfer, 2 * t.dispatch);
+    EXPECT_EQ(t.total, t.dispatch + t.compute + t.combine + t.weight_exposed + t.gradient +
+                           t.backward_compute + t.backward_transfer);
+  }
+  EXPECT_LT(result.cost.times.total, result.static_cost.times.total);
+  EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
+}
+
 TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
   // All tokens go to expert 0 (home rank 0); a replica of it already sits on every other rank.
   TopoepProblem problem = small_problem();

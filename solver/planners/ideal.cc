@@ -14,11 +14,14 @@ PhaseTimes ideal_phase_times(const RoutingCounts& counts, const CostParams& cost
     ideal.dispatch = std::min(ideal.dispatch, times.dispatch);
     ideal.combine = std::min(ideal.combine, times.combine);
     ideal.weight_exposed = std::min(ideal.weight_exposed, times.weight_exposed);
+    ideal.backward_transfer = std::min(ideal.backward_transfer, times.backward_transfer);
   }
   const TokenCount mean = (counts.total() + counts.num_ranks() - 1) / counts.num_ranks();
   ideal.compute = mean * cost.compute_ps_per_token;
   ideal.gradient = 0;  // the ideal moves no weights
-  ideal.total = ideal.dispatch + ideal.compute + ideal.combine + ideal.weight_exposed;
+  ideal.backward_compute = ideal.compute * cost.backward_compute_factor;
+  ideal.total = ideal.dispatch + ideal.compute + ideal.combine + ideal.weight_exposed +
+                ideal.backward_compute + ideal.backward_transfer;
   return ideal;
 }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tools/reproduce_paper runs end to end on the shared real data (a quick slice): every table row
+# is written and no half-written summary is left. Skips itself without TOPOEP_SHARED_DIR.
+# Usage: reproduce_paper_test.sh TOPOEP REPRODUCE_PAPER
+set -uo pipefail
+topoep=$(realpath "$1")
+reproduce=$(realpath "$2")
+if [[ -z ${TOPOEP_SHARED_DIR:-} ]]; then
+  echo "skipped: TOPOEP_SHARED_DIR is not set (tools/test sets it)"
+  exit 0
+fi
+work=${TEST_TMPDIR:-$(mktemp -d)}
+export HOME=$work PATH=/usr/bin:$PATH  # Debian's python3 with pandas
+source "$(dirname "$0")/expect.sh"
+
+TOPOEP_BIN=$topoep "$reproduce" "$work/out" --quick >"$work/log" 2>&1
+expect "reproduce_paper --quick" 0 $?
+for row in "ESFT law (real) | DeepSeek-V2-Lite" "ESFT intent (real) | DeepSeek-V2-Lite" \
+  "SGLang prefill_in4096 shares (real) | DeepSeek-V3" "| deepseek-v3 | 1.25 |" \
+  "| qwen3-30b-a3b | 5 |"; do
+  expect_text "summary row: $row" "$work/out/summary.md" "$row"
+done
+[[ ! -e $work/out/summary.md.tmp ]]
+expect "no half-written summary" 0 $?
+
+TOPOEP_SHARED_DIR=$work/nowhere TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --quick \
+  >"$work/bad.log" 2>&1
+expect "missing shared data" 2 $?
+expect_text "names the missing folder" "$work/bad.log" "$work/nowhere/traces"
+echo "$failures failure(s)"
+[[ $failures == 0 ]]
