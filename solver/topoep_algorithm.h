@@ -144,24 +144,37 @@ class LayerSolve {
     }
   }
 
-  // Link time of `bytes` per replica over `rank`'s replica counts (as a home: replicas it sends
+  // Link time of `count` replicas' weights (gradients: `gradients`) over NVLink or IB: equal to
+  // link_phase_ps()'s for that class, cached by count.
+  TOPOEP_HOST_DEVICE Picoseconds replica_transfer(bool gradients, bool nvlink,
+                                                  std::int32_t count) const {
+    const std::int64_t table = 2 * (gradients ? 1 : 0) + (nvlink ? 0 : 1);
+    Picoseconds& cached = w_.replica_time[table * (s_.num_slots() + 2) + count];
+    if (cached < 0) {
+      const Bytes bytes = gradients ? p_.cost.replica_gradient_bytes : p_.cost.replica_weight_bytes;
+      cached = transfer_ps(count * bytes, nvlink ? p_.cost.scale_up : p_.cost.scale_out);
+    }
+    return cached;
+  }
+
+  // Link time of the weights (or gradients) of `rank`'s replicas (as a home: replicas it sends
   // weights to; as a replica holder: weights it receives), with `extra` more replicas on the
-  // link class `nvlink` says.
+  // link class `nvlink` says: NVLink and IB pipelined, each at its busier direction.
   TOPOEP_HOST_DEVICE Picoseconds replica_link_time(RankId rank, bool nvlink, std::int32_t extra_out,
-                                                   std::int32_t extra_in, Bytes bytes) const {
-    const std::int32_t nvl_extra_out = nvlink ? extra_out : 0, nvl_extra_in = nvlink ? extra_in : 0;
-    const std::int32_t ib_extra_out = nvlink ? 0 : extra_out, ib_extra_in = nvlink ? 0 : extra_in;
-    return link_phase_ps(
-        c_.weight_nvlink_out[rank] + nvl_extra_out, c_.weight_nvlink_in[rank] + nvl_extra_in,
-        c_.weight_ib_out[rank] + ib_extra_out, c_.weight_ib_in[rank] + ib_extra_in, bytes, p_.cost);
+                                                   std::int32_t extra_in, bool gradients) const {
+    const std::int32_t nvl_out = c_.weight_nvlink_out[rank] + (nvlink ? extra_out : 0);
+    const std::int32_t nvl_in = c_.weight_nvlink_in[rank] + (nvlink ? extra_in : 0);
+    const std::int32_t ib_out = c_.weight_ib_out[rank] + (nvlink ? 0 : extra_out);
+    const std::int32_t ib_in = c_.weight_ib_in[rank] + (nvlink ? 0 : extra_in);
+    return max_ps(replica_transfer(gradients, true, nvl_out > nvl_in ? nvl_out : nvl_in),
+                  replica_transfer(gradients, false, ib_out > ib_in ? ib_out : ib_in));
   }
 
   // Exposed weight time of `rank`, with `extra` more replicas sent (as home) or received.
   TOPOEP_HOST_DEVICE Picoseconds weight_exposed(RankId rank, bool nvlink = true,
                                                 std::int32_t extra_out = 0,
                                                 std::int32_t extra_in = 0) const {
-    const Picoseconds time =
-        replica_link_time(rank, nvlink, extra_out, extra_in, p_.cost.replica_weight_bytes);
+    const Picoseconds time = replica_link_time(rank, nvlink, extra_out, extra_in, false);
     return max_ps(0, time - p_.cost.weight_overlap_ps);
   }
 
@@ -170,7 +183,7 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE Picoseconds gradient_time(RankId rank, bool nvlink = true,
                                                std::int32_t extra_out = 0,
                                                std::int32_t extra_in = 0) const {
-    return replica_link_time(rank, nvlink, extra_out, extra_in, p_.cost.replica_gradient_bytes);
+    return replica_link_time(rank, nvlink, extra_out, extra_in, true);
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
@@ -210,6 +223,7 @@ class LayerSolve {
     const int R = s_.num_ranks, E = s_.num_experts;
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = w_.static_tokens[i];
     for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
+    for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
     ib_total_ = ib_static_;
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];

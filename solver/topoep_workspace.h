@@ -56,9 +56,12 @@ struct TopoepWorkspace {
   std::int32_t* slot_order;         // [R*S]: scratch, slots grouped by expert for emitting routes
   std::int32_t* expert_slot_begin;  // [E+1]: CSR offsets into slot_order
   std::int32_t* cursor;             // [max(R, E)]: scratch for counting sorts
-  RankId* open_ranks;               // [N][2]: per move, each node's two least-loaded ranks
-                                    // with a free slot
-  void* move_log;                   // [max_moves] moves of the search, for the replay
+  // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
+  // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
+  Picoseconds* replica_time;
+  RankId* open_ranks;  // [N][2]: per move, each node's two least-loaded ranks
+                       // with a free slot
+  void* move_log;      // [max_moves] moves of the search, for the replay
 
   TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
     return RankCounters{counter_tokens,
@@ -118,6 +121,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.slot_order = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.expert_slot_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (E + 1)));
   w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E)));
+  w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
   w.move_log = take(move_bytes * static_cast<std::size_t>(max_moves));
   if (workspace != nullptr) *workspace = w;
