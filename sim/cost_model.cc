@@ -94,8 +94,21 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   params.weight_overlap_ps =
       round_ps(static_cast<double>(cost.dense_forward) * options_.weight_overlap_fraction);
 
-  const PlanCost plan_cost =
-      predict_plan_cost(view, decision.placement, decision.plan, decision.resident, params);
+  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, tallied in
+  // the same pass over the routes as the link counters. The [R][E] tally is per thread and
+  // reused: only the instances the routes touched are priced and zeroed again (integer sums, so
+  // the order does not matter).
+  thread_local std::vector<TokenCount> instance_tokens;
+  thread_local std::vector<std::size_t> touched;
+  instance_tokens.resize(static_cast<std::size_t>(num_ranks) * num_experts, 0);
+  touched.clear();
+  const PlanCost plan_cost = predict_plan_cost(
+      view, decision.placement, decision.plan, decision.resident, params, [&](const Route& route) {
+        const std::size_t instance =
+            static_cast<std::size_t>(route.dst) * num_experts + route.expert;
+        if (instance_tokens[instance] == 0) touched.push_back(instance);
+        instance_tokens[instance] += route.tokens;
+      });
   cost.dispatch = plan_cost.times.dispatch;
   cost.combine = plan_cost.times.combine;
   cost.weight_exposed = plan_cost.times.weight_exposed;
@@ -109,22 +122,10 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
       plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
   cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;
 
-  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens. The
-  // [R][E] tally is per thread and reused: only the instances the routes touch are read back
-  // and zeroed, in route order (so the sums, and their rounding, do not depend on the thread).
-  thread_local std::vector<TokenCount> instance_tokens;
-  instance_tokens.resize(static_cast<std::size_t>(num_ranks) * num_experts, 0);
-  for (const Route& route : decision.plan.routes) {
-    instance_tokens[static_cast<std::size_t>(route.dst) * num_experts + route.expert] +=
-        route.tokens;
-  }
   std::vector<Picoseconds> compute(num_ranks, 0);
-  for (const Route& route : decision.plan.routes) {
-    TokenCount& tokens =
-        instance_tokens[static_cast<std::size_t>(route.dst) * num_experts + route.expert];
-    if (tokens == 0) continue;  // priced at its first route already
-    compute[route.dst] += instance_compute_ps(tokens);
-    tokens = 0;
+  for (const std::size_t instance : touched) {
+    compute[instance / num_experts] += instance_compute_ps(instance_tokens[instance]);
+    instance_tokens[instance] = 0;
   }
   Picoseconds compute_sum = 0;
   TokenCount nvlink = 0, ib = 0;

@@ -20,10 +20,9 @@ RankCounters PlanCost::counters() {
       weight_ib_in.data()};
 }
 
-PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
-                           const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost) {
-  const int num_ranks = plan.num_ranks;
+namespace plan_cost_detail {
+
+PlanCost empty_plan_cost(int num_ranks) {
   PlanCost result;
   for (auto* tokens : {&result.loads, &result.nvlink_tokens_out, &result.nvlink_tokens_in,
                        &result.ib_tokens_out, &result.ib_tokens_in}) {
@@ -33,25 +32,19 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
                       &result.weight_ib_in}) {
     count->assign(num_ranks, 0);
   }
-  // Node of every rank looked up, not divided out: this loop runs over every route.
-  std::vector<int> node(static_cast<std::size_t>(num_ranks));
-  for (RankId rank = 0; rank < num_ranks; ++rank) node[rank] = topology.node_of(rank);
-  TokenCount* loads = result.loads.data();
-  TokenCount* nvlink_out = result.nvlink_tokens_out.data();
-  TokenCount* nvlink_in = result.nvlink_tokens_in.data();
-  TokenCount* ib_out = result.ib_tokens_out.data();
-  TokenCount* ib_in = result.ib_tokens_in.data();
-  for (const Route& route : plan.routes) {
-    loads[route.dst] += route.tokens;
-    if (route.src == route.dst) continue;
-    if (node[route.src] == node[route.dst]) {
-      nvlink_out[route.src] += route.tokens;
-      nvlink_in[route.dst] += route.tokens;
-    } else {
-      ib_out[route.src] += route.tokens;
-      ib_in[route.dst] += route.tokens;
-    }
-  }
+  return result;
+}
+
+std::vector<int> node_of_ranks(const TopologyView& topology) {
+  std::vector<int> node(static_cast<std::size_t>(topology.num_ranks()));
+  for (RankId rank = 0; rank < topology.num_ranks(); ++rank) node[rank] = topology.node_of(rank);
+  return node;
+}
+
+void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
+                      const std::vector<ExpertId>& resident, const CostParams& cost,
+                      PlanCost& result) {
+  const int num_ranks = plan.num_ranks;
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
       const ExpertId expert = plan.replica_at(rank, slot);
@@ -80,7 +73,14 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
     result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
   }
   result.times = phase_times(result.counters(), num_ranks, cost);
-  return result;
+}
+
+}  // namespace plan_cost_detail
+
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost) {
+  return predict_plan_cost(topology, placement, plan, resident, cost, [](const Route&) {});
 }
 
 }  // namespace topoep

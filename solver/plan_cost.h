@@ -36,4 +36,49 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
                            const Plan& plan, const std::vector<ExpertId>& resident,
                            const CostParams& cost);
 
+// The same, calling `visit(route)` for every route in plan order within the pass that sums the
+// per-rank counters, for callers that need their own per-route tallies (the simulator's
+// per-instance compute) without a second pass over the routes.
+template <typename Visit>
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost, Visit&& visit);
+
+namespace plan_cost_detail {
+PlanCost empty_plan_cost(int num_ranks);
+std::vector<int> node_of_ranks(const TopologyView& topology);
+// Adds the new replicas' weights and the byte totals, and the phase times.
+void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
+                      const std::vector<ExpertId>& resident, const CostParams& cost,
+                      PlanCost& result);
+}  // namespace plan_cost_detail
+
+template <typename Visit>
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost, Visit&& visit) {
+  PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
+  // Node of every rank looked up, not divided out: this loop runs over every route.
+  const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
+  TokenCount* loads = result.loads.data();
+  TokenCount* nvlink_out = result.nvlink_tokens_out.data();
+  TokenCount* nvlink_in = result.nvlink_tokens_in.data();
+  TokenCount* ib_out = result.ib_tokens_out.data();
+  TokenCount* ib_in = result.ib_tokens_in.data();
+  for (const Route& route : plan.routes) {
+    visit(route);
+    loads[route.dst] += route.tokens;
+    if (route.src == route.dst) continue;
+    if (node[route.src] == node[route.dst]) {
+      nvlink_out[route.src] += route.tokens;
+      nvlink_in[route.dst] += route.tokens;
+    } else {
+      ib_out[route.src] += route.tokens;
+      ib_in[route.dst] += route.tokens;
+    }
+  }
+  plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, result);
+  return result;
+}
+
 }  // namespace topoep
