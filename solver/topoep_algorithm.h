@@ -719,6 +719,17 @@ class LayerSolve {
         if (c_.ib_in[r] > c_.ib_in[a]) a = r;
       }
       if (c_.ib_in[a] <= ib_out_max) break;  // the IB phase waits on a sender
+      // The two ranks of a's node with the fewest IB arrivals and a free slot (ties: lower rank).
+      RankId open[2] = {-1, -1};
+      for (RankId t = node_of(a) * s_.gpus_per_node; t < (node_of(a) + 1) * s_.gpus_per_node; ++t) {
+        if (t == a || free_slot(t) < 0) continue;
+        if (open[0] < 0 || c_.ib_in[t] < c_.ib_in[open[0]]) {
+          open[1] = open[0];
+          open[0] = t;
+        } else if (open[1] < 0 || c_.ib_in[t] < c_.ib_in[open[1]]) {
+          open[1] = t;
+        }
+      }
       Move best;
       auto consider = [&](ExpertId expert, std::int32_t slot) {
         prepare_expert(expert);
@@ -737,6 +748,15 @@ class LayerSolve {
         offer(in_.home_rank[expert], kHomeSlot);
         for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
           offer(static_cast<RankId>(j / s_.slots_per_rank), j);
+        }
+        // Or a new replica on the first of the two that does not hold the expert yet: it wins
+        // only by moving more than every existing instance, and its weights and gradients face
+        // the best-prefix measure like every move.
+        for (const RankId target : open) {
+          if (target < 0) break;
+          if (hosts(target, expert)) continue;
+          offer(target, kNewSlot);
+          break;
         }
       };
       for (std::int32_t i = w_.home_begin[a]; i < w_.home_begin[a + 1]; ++i) {

@@ -16,7 +16,8 @@ source "$(dirname "$0")/expect.sh"
 TOPOEP_BIN=$topoep "$reproduce" "$work/out" --quick >"$work/log" 2>&1
 expect "reproduce_paper --quick" 0 $?
 for row in "ESFT law (real) | DeepSeek-V2-Lite" "ESFT intent (real) | DeepSeek-V2-Lite" \
-  "SGLang prefill_in4096 shares (real) | DeepSeek-V3" "| deepseek-v3 | 1.25 |" \
+  "SGLang prefill_in4096 shares (real) | DeepSeek-V3" "FLAME-MoE-290M pretraining routing (real)" \
+  "| deepseek-v3 | 1.25 |" \
   "| qwen3-30b-a3b | 5 |"; do
   expect_text "summary row: $row" "$work/out/summary.md" "$row"
 done
