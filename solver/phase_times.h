@@ -25,8 +25,9 @@ struct RankCounters {
 };
 
 // Phase times in picoseconds, each the maximum over ranks (every phase waits for its slowest
-// rank); `total` is their sum: the predicted straggler time of the layer's forward pass plus
-// what its new replicas add to the backward pass.
+// rank); `total` is their sum: the predicted straggler time of the layer's forward pass and,
+// with the backward parameters of CostParams set, of its backward pass and its new replicas'
+// gradient reduction.
 struct PhaseTimes {
   Picoseconds dispatch = 0;        // max over ranks of max(NVLink time, IB time): pipelined
   Picoseconds compute = 0;         // max over ranks of load x compute_ps_per_token
