@@ -5,6 +5,7 @@ Inputs are the files the toolkit writes:
     per_step.csv, rank_loads.csv
   sweep (topoep sweep --out DIR): results.csv
   solver report (tools/solver_report DIR): solver_bench.json, determinism.csv
+  paper reproduction (tools/reproduce_paper DIR): skew/results.csv, runs/*/summary.json
 
 Run as a program, it writes the key plots of a results directory as PNG files:
   python3 notebooks/topoep_plots.py RESULTS_DIR [--out PNG_DIR]
@@ -142,6 +143,57 @@ def plot_gain_vs(results, x, planner="topoep", ax=None):
     return ax
 
 
+# --- paper reproduction (tools/reproduce_paper DIR) -----------------------------------------
+
+PAPER_BAND = (1.062, 1.114)  # the paper's end-to-end gain: 6.2% to 11.4%
+
+
+def load_reproduction(directory):
+    """Per run and planner: static's median max/mean load and TopoEP's speedup over the
+    planner, for the skew sweep's points and the real-data runs."""
+    rows = []
+    sweep = pd.read_csv(os.path.join(directory, "skew", "results.csv"))
+    for _, point in sweep.groupby("point"):
+        by = point.set_index("planner")
+        for baseline in BASELINES:
+            if baseline in by.index:
+                rows.append({"source": f"synthetic {by['model'].iloc[0]}",
+                             "static_max_mean": by.loc["static", "max_mean_load_median"],
+                             "baseline": baseline,
+                             "speedup": by.loc[baseline, "step_time_us"]
+                             / by.loc["topoep", "step_time_us"]})
+    runs = os.path.join(directory, "runs")
+    for name in sorted(os.listdir(runs)):
+        with open(os.path.join(runs, name, "summary.json")) as f:
+            planners = {p["planner"]: p for p in json.load(f)["planners"]}
+        for baseline in BASELINES:
+            if baseline in planners:
+                rows.append({"source": f"real {name}",
+                             "static_max_mean": planners["static"]["max_mean_load"]["median"],
+                             "baseline": baseline,
+                             "speedup": planners["topoep"]["speedup_over"][baseline]})
+    return pd.DataFrame(rows)
+
+
+def plot_gain_vs_skew(reproduction, baselines=("static", "eplb", "eplb-microbatch")):
+    """TopoEP's speedup against the static plan's max/mean load, one panel per baseline,
+    with the paper's reported range shaded."""
+    figure, axes = plt.subplots(1, len(baselines), figsize=(5 * len(baselines), 4), sharey=True)
+    for ax, baseline in zip(axes, baselines):
+        rows = reproduction[reproduction["baseline"] == baseline]
+        for source, group in rows.groupby("source"):
+            group = group.sort_values("static_max_mean")
+            style = "o-" if source.startswith("synthetic") else "s"
+            ax.plot(group["static_max_mean"], group["speedup"], style, label=source)
+        ax.axhspan(*PAPER_BAND, color="tab:green", alpha=0.15, label="paper: 6.2-11.4%")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel("static max/mean GPU load (median)")
+        ax.set_title(f"TopoEP over {baseline}")
+    axes[0].set_ylabel("step-time speedup (x)")
+    axes[-1].legend(fontsize=7)
+    return figure
+
+
 # --- solver report --------------------------------------------------------------------------
 
 def load_solver_report(directory):
@@ -200,11 +252,13 @@ def write_all(results_dir, out_dir):
         for x in ("slots", "ib_nvlink_ratio", "nodes"):
             if results[x].nunique() > 1:
                 save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
+    if os.path.exists(os.path.join(results_dir, "skew", "results.csv")):
+        save(plot_gain_vs_skew(load_reproduction(results_dir)), "gain_vs_skew.png")
     if os.path.exists(os.path.join(results_dir, "solver_bench.json")):
         save(plot_solver_latency(load_solver_report(results_dir)).figure, "solver_latency.png")
     if not written:
-        raise SystemExit(f"{results_dir}: no toolkit results found (summary.json, results.csv "
-                         "or solver_bench.json)")
+        raise SystemExit(f"{results_dir}: no toolkit results found (summary.json, results.csv, "
+                         "skew/results.csv or solver_bench.json)")
     return written
 
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # tools/reproduce_paper runs end to end on the shared real data (a quick slice): every table row
 # is written and no half-written summary is left. Skips itself without TOPOEP_SHARED_DIR.
-# Usage: reproduce_paper_test.sh TOPOEP REPRODUCE_PAPER
+# The plot module draws its gain-vs-skew figure from the output.
+# Usage: reproduce_paper_test.sh TOPOEP REPRODUCE_PAPER NOTEBOOK_FILES...
 set -uo pipefail
 topoep=$(realpath "$1")
 reproduce=$(realpath "$2")
+shift 2
+plots=""
+for file in "$@"; do [[ $file == *topoep_plots.py ]] && plots=$(realpath "$file"); done
 if [[ -z ${TOPOEP_SHARED_DIR:-} ]]; then
   echo "skipped: TOPOEP_SHARED_DIR is not set (tools/test sets it)"
   exit 0
@@ -23,6 +27,10 @@ for row in "ESFT law (real) | DeepSeek-V2-Lite" "ESFT intent (real) | DeepSeek-V
 done
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
+MPLBACKEND=Agg python3 "$plots" "$work/out" --out "$work/plots" >/dev/null
+expect "plot module" 0 $?
+[[ -s $work/plots/gain_vs_skew.png ]]
+expect "gain_vs_skew.png written" 0 $?
 
 TOPOEP_SHARED_DIR=$work/nowhere TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --quick \
   >"$work/bad.log" 2>&1
