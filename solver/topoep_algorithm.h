@@ -359,12 +359,14 @@ class LayerSolve {
       ib_arriving = first + (outside - first < after_node ? outside - first : after_node);
     }
     const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
-    const Picoseconds ib_cost =
-        ib_over > 0 ? ib_over *
-                          (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token +
-                           2 * p_.cost.backward_bytes_per_token) *
-                          1000000 / p_.cost.scale_out.bytes_per_us
-                    : 0;
+    Picoseconds ib_cost = 0;
+    if (ib_over > 0) {  // floor(bytes x 1e6 / bandwidth), split so that nothing overflows
+      const Bytes bytes =
+          ib_over * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token +
+                     2 * p_.cost.backward_bytes_per_token);
+      const std::int64_t bandwidth = p_.cost.scale_out.bytes_per_us;
+      ib_cost = bytes / bandwidth * 1000000 + bytes % bandwidth * 1000000 / bandwidth;
+    }
     // Weighing the weights takes divisions: skip it when the gain cannot reach the floor anyway.
     if (tokens * relief_ps_per_token() - ib_cost < gain_floor) return move;
     Picoseconds weight_cost = 0;
