@@ -270,6 +270,23 @@ TEST(TopoepSolver, WeighsTheBackwardPassWhenAsked) {
   EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
 }
 
+// Counts far beyond any microbatch (billions of tokens on one rank) still plan within 64-bit
+// picoseconds: the UBSan build of this test catches any signed overflow.
+TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
+  TopoepProblem problem = small_problem();
+  problem.cost = testing::corpus_cost(true);
+  problem.cost.backward_compute_factor = 2;
+  problem.cost.backward_bytes_per_token = problem.cost.combine_bytes_per_token;
+  problem.cost.replica_gradient_bytes = problem.cost.replica_weight_bytes;
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) {
+    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 400000000 : 1000000);
+  }
+  const LayerPlan result = solve_topoep(problem, counts);
+  EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
+  EXPECT_LE(result.cost.times.total, result.static_cost.times.total);
+}
+
 TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
   // All tokens go to expert 0 (home rank 0); a replica of it already sits on every other rank.
   TopoepProblem problem = small_problem();
