@@ -13,8 +13,6 @@ namespace {
 
 Picoseconds round_ps(double ps) { return static_cast<Picoseconds>(std::llround(ps)); }
 
-TokenCount busier(TokenCount out, TokenCount in) { return out > in ? out : in; }
-
 }  // namespace
 
 TokenCount busiest_rank_tokens(const RoutingCounts& counts, int top_k) {
@@ -51,8 +49,6 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
   flop_per_token_ = 6.0 * model.hidden_size * static_cast<double>(model.expert_ffn_size);
-  best_efficiency_ = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
-                                       topology.gemm_efficiency.efficiency.end());
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
 }
@@ -67,8 +63,7 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
 }
 
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(model_.dense_flops_per_token() * static_cast<double>(tokens_on_rank) /
-                  (topology_.gpu.peak_tflops_bf16 * best_efficiency_));
+  return round_ps(dense_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
@@ -128,17 +123,15 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
     instance_tokens[instance] = 0;
   }
   Picoseconds compute_sum = 0;
-  TokenCount nvlink = 0, ib = 0;
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     compute_sum += compute[rank];
     cost.compute = std::max(cost.compute, compute[rank]);
-    nvlink = std::max(nvlink,
-                      busier(plan_cost.nvlink_tokens_out[rank], plan_cost.nvlink_tokens_in[rank]));
-    ib = std::max(ib, busier(plan_cost.ib_tokens_out[rank], plan_cost.ib_tokens_in[rank]));
   }
   cost.compute_mean = (compute_sum + num_ranks - 1) / num_ranks;
   cost.compute_grad = 2 * cost.compute;
-  cost.combine_grad = link_phase_ps(nvlink, 0, ib, 0, grad_bytes_per_token_, params);
+  // The shared model prices the two activation-gradient transfers at grad_bytes_per_token_
+  // (solver_params_.backward_bytes_per_token): each is half its backward_transfer.
+  cost.combine_grad = plan_cost.times.backward_transfer / 2;
   cost.dispatch_grad = cost.combine_grad;
 
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);

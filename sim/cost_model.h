@@ -95,7 +95,6 @@ class CostModel {
   SimOptions options_;
   CostParams solver_params_;
   double flop_per_token_ = 0;  // forward FFN FLOP of one token at one expert
-  double best_efficiency_ = 0;
   Bytes grad_bytes_per_token_ = 0;
 };
 

@@ -28,6 +28,12 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
   return y[i - 1] + t * (y[i] - y[i - 1]);
 }
 
+double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
+  const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
+                                                   topology.gemm_efficiency.efficiency.end());
+  return model.dense_flops_per_token() * tokens / (topology.gpu.peak_tflops_bf16 * best_efficiency);
+}
+
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
                                         int tokens_per_rank, bool weight_cost) {
   SolverCostDerivation d;
@@ -49,10 +55,7 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
   // Plans are weighed over forward and backward, as the simulator reports them.
   d.params.backward_compute_factor = 2;
   d.params.backward_bytes_per_token = static_cast<Bytes>(hidden * 2);
-  const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
-                                                   topology.gemm_efficiency.efficiency.end());
-  const double dense_ps = model.dense_flops_per_token() * tokens_per_rank /
-                          (topology.gpu.peak_tflops_bf16 * best_efficiency);
+  const double dense_ps = dense_forward_time_ps(topology, model, tokens_per_rank);
   d.dense_time_us = dense_ps / 1e6;
   d.params.weight_overlap_ps = static_cast<Picoseconds>(std::llround(dense_ps));
   d.params.scale_up = link_cost(topology.scale_up);

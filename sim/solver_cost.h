@@ -19,6 +19,10 @@ struct SolverCostDerivation {
 // values beyond them. Deterministic (basic IEEE arithmetic only).
 double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_expert);
 
+// Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
+// ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
+double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
+
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x
 //   efficiency at R x tokens_per_rank x top_k / E tokens per expert);
 // dispatch bytes = hidden x dispatch_bytes (+ 4 bytes per dispatch_scale_block elements);
@@ -27,8 +31,7 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
 // replica gradients = the weights' size (reduced to the home once per step);
 // backward: compute 2 x forward (dgrad, wgrad), activation gradients at hidden x 2 bytes (bf16;
 //   the simulator's CostModel uses its activation_grad_bytes option);
-// weight overlap = the dense window: ModelSpec::dense_flops_per_token() x tokens_per_rank at
-//   bf16 peak x the curve's best efficiency;
+// weight overlap = the dense window: dense_forward_time_ps() at tokens_per_rank;
 // links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
 // integer (at least 1 where a zero would be meaningless).
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

@@ -449,20 +449,25 @@ class LayerSolve {
 
   // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
   TOPOEP_HOST_DEVICE void find_open_ranks() {
-    for (int n = 0; n < s_.num_nodes(); ++n) {
-      RankId first = -1, second = -1;
-      for (RankId t = n * s_.gpus_per_node; t < (n + 1) * s_.gpus_per_node; ++t) {
-        if (free_slot(t) < 0) continue;
-        if (first < 0 || c_.load[t] < c_.load[first]) {
-          second = first;
-          first = t;
-        } else if (second < 0 || c_.load[t] < c_.load[second]) {
-          second = t;
-        }
+    for (int n = 0; n < s_.num_nodes(); ++n) two_open_ranks(n, c_.load, -1, &w_.open_ranks[2 * n]);
+  }
+
+  // The two ranks of node `n` other than `skip` with a free slot and the lowest `key` (ties:
+  // lower rank) into out[0] and out[1]; -1 where there are fewer.
+  TOPOEP_HOST_DEVICE void two_open_ranks(int n, const TokenCount* key, RankId skip,
+                                         RankId* out) const {
+    RankId first = -1, second = -1;
+    for (RankId t = n * s_.gpus_per_node; t < (n + 1) * s_.gpus_per_node; ++t) {
+      if (t == skip || free_slot(t) < 0) continue;
+      if (first < 0 || key[t] < key[first]) {
+        second = first;
+        first = t;
+      } else if (second < 0 || key[t] < key[second]) {
+        second = t;
       }
-      w_.open_ranks[2 * n] = first;
-      w_.open_ranks[2 * n + 1] = second;
     }
+    out[0] = first;
+    out[1] = second;
   }
 
   // Moves up to `limit` tokens of src from `move`'s origin instance to its destination.
@@ -477,6 +482,19 @@ class LayerSolve {
     node_row(move.to_slot, move.expert)[node_of(src)] += x;
     add_traffic(src, move.from_rank, -x);
     add_traffic(src, move.to_rank, x);
+  }
+
+  // Moves up to `limit` of `move`'s tokens from sources outside nodes `skip_a` and `skip_b`, in
+  // ascending rank, lowering `limit` by what moved.
+  TOPOEP_HOST_DEVICE void transfer_from_other_nodes(const Move& move, int skip_a, int skip_b,
+                                                    TokenCount& limit) {
+    const int G = s_.gpus_per_node;
+    for (int n = 0; n < s_.num_nodes() && limit > 0; ++n) {
+      if (n == skip_a || n == skip_b) continue;
+      for (RankId src = n * G; src < (n + 1) * G && limit > 0; ++src) {
+        transfer_from(move, src, limit);
+      }
+    }
   }
 
   // Tokens from other nodes that a move inside one node takes first: enough to level the IB
@@ -500,35 +518,20 @@ class LayerSolve {
     const int G = s_.gpus_per_node, node_a = node_of(a), node_b = node_of(b);
     TokenCount remaining = move.tokens;
     if (move.ib_only) {  // level_ib(): tokens from other nodes only, and they suffice
-      for (int n = 0; n < s_.num_nodes() && remaining > 0; ++n) {
-        if (n == node_a) continue;
-        for (RankId src = n * G; src < (n + 1) * G && remaining > 0; ++src) {
-          transfer_from(move, src, remaining);
-        }
-      }
+      transfer_from_other_nodes(move, node_a, node_a, remaining);
     } else if (node_a == node_b) {
       const TokenCount remote = instance_tokens(move.from_slot, move.expert) -
                                 node_row(move.from_slot, move.expert)[node_a];
       const TokenCount first = ib_first_share(a, b, remote, move.tokens);
       TokenCount budget = first;
-      for (int n = 0; n < s_.num_nodes() && budget > 0; ++n) {
-        if (n == node_a) continue;
-        for (RankId src = n * G; src < (n + 1) * G && budget > 0; ++src) {
-          transfer_from(move, src, budget);
-        }
-      }
+      transfer_from_other_nodes(move, node_a, node_a, budget);
       remaining -= first - budget;
     }
     transfer_from(move, b, remaining);
     for (RankId src = node_b * G; src < (node_b + 1) * G && remaining > 0; ++src) {
       if (src != a && src != b) transfer_from(move, src, remaining);
     }
-    for (int n = 0; n < s_.num_nodes() && remaining > 0; ++n) {
-      if (n == node_a || n == node_b) continue;
-      for (RankId src = n * G; src < (n + 1) * G && remaining > 0; ++src) {
-        transfer_from(move, src, remaining);
-      }
-    }
+    transfer_from_other_nodes(move, node_a, node_b, remaining);  // third nodes
     if (node_a != node_b) {
       for (RankId src = node_a * G; src < (node_a + 1) * G && remaining > 0; ++src) {
         if (src != a) transfer_from(move, src, remaining);
@@ -721,17 +724,8 @@ class LayerSolve {
         if (c_.ib_in[r] > c_.ib_in[a]) a = r;
       }
       if (c_.ib_in[a] <= ib_out_max) break;  // the IB phase waits on a sender
-      // The two ranks of a's node with the fewest IB arrivals and a free slot (ties: lower rank).
-      RankId open[2] = {-1, -1};
-      for (RankId t = node_of(a) * s_.gpus_per_node; t < (node_of(a) + 1) * s_.gpus_per_node; ++t) {
-        if (t == a || free_slot(t) < 0) continue;
-        if (open[0] < 0 || c_.ib_in[t] < c_.ib_in[open[0]]) {
-          open[1] = open[0];
-          open[0] = t;
-        } else if (open[1] < 0 || c_.ib_in[t] < c_.ib_in[open[1]]) {
-          open[1] = t;
-        }
-      }
+      RankId open[2];  // the two ranks of a's node with the fewest IB arrivals and a free slot
+      two_open_ranks(node_of(a), c_.ib_in, a, open);
       Move best;
       auto consider = [&](ExpertId expert, std::int32_t slot) {
         prepare_expert(expert);
