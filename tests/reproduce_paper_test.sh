@@ -36,5 +36,14 @@ TOPOEP_SHARED_DIR=$work/nowhere TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --qu
   >"$work/bad.log" 2>&1
 expect "missing shared data" 2 $?
 expect_text "names the missing folder" "$work/bad.log" "$work/nowhere/traces"
+
+# A run that fails on the way leaves no summary, not even an earlier run's.
+mkdir -p "$work/stale/runs"
+echo "an earlier summary" >"$work/stale/summary.md"
+printf '#!/bin/sh\nexit 1\n' >"$work/failing-topoep"
+chmod +x "$work/failing-topoep"
+TOPOEP_BIN=$work/failing-topoep "$reproduce" "$work/stale" --quick >"$work/stale.log" 2>&1
+[[ $? != 0 && ! -e $work/stale/summary.md ]]
+expect "a failed run leaves no summary" 0 $?
 echo "$failures failure(s)"
 [[ $failures == 0 ]]
