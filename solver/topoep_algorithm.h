@@ -592,6 +592,9 @@ class LayerSolve {
   // Runs the greedy search from the static state, logging its moves; returns how many ran and,
   // in `best_moves`, the move count whose state the cost model predicts fastest (ties: fewer).
   TOPOEP_HOST_DEVICE std::int32_t run(std::int32_t* best_moves) {
+    *best_moves = 0;
+    // Without spare slots every expert has one instance: no token can move.
+    if (s_.num_slots() == 0) return 0;
     const std::int32_t limit = p_.max_moves;
     const int R = s_.num_ranks;
     TokenCount total = 0;
@@ -600,11 +603,12 @@ class LayerSolve {
     target_ = mean_ceil;
     Progress progress;
     progress.best_time = progress.marked_time = phase_times(c_, R, p_.cost).total;
-    // The search gives up after R moves (at least 16) that together cut the predicted time by
-    // less than 1/1024 of it since the last such cut: a replica often pays off only after the
-    // moves that fill it and a chain only at its end, but the long tail of few-token moves that
-    // shave the last 0.1% costs more solve time than it saves (measured: bench/README.md).
-    progress.stall_limit = R > 16 ? R : 16;
+    // The search gives up after R moves (at least 16, at most 64) that together cut the
+    // predicted time by less than 1/1024 of it since the last such cut: a replica often pays
+    // off only after the moves that fill it and a chain only at its end, but the long tail of
+    // few-token moves that shave the last 0.1% costs more solve time than it saves. Past 64
+    // ranks, R such moves were mostly wasted search (measured: bench/README.md).
+    progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
     weight_max_ = gradient_max_ = 0;
     std::int32_t moves = 0;
     clear_stuck();
