@@ -98,16 +98,4 @@ class CostModel {
   Bytes grad_bytes_per_token_ = 0;
 };
 
-// Prices decisions by their MoE layer time under a CostModel (see DecisionJudge).
-class CostModelJudge : public DecisionJudge {
- public:
-  explicit CostModelJudge(const CostModel& model) : model_(model) {}
-  Picoseconds price(const PlannerDecision& decision, const RoutingCounts& counts) const override {
-    return model_.price(decision, counts, CostModel::Detail::kTimes).moe();
-  }
-
- private:
-  const CostModel& model_;
-};
-
 }  // namespace topoep

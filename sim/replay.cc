@@ -67,10 +67,8 @@ class Replay {
   Replay(const SimConfig& config, const TraceMetadata& metadata, std::int64_t tokens_per_rank)
       : config_(config),
         metadata_(metadata),
-        cost_(config.topology, config.model, config.options, tokens_per_rank),
-        judge_(std::make_shared<CostModelJudge>(cost_)) {
-    PlannerOptions options = config.planner_options;
-    options.judge = judge_;
+        cost_(config.topology, config.model, config.options, tokens_per_rank) {
+    const PlannerOptions& options = config.planner_options;
     const PlannerContext context{
         config.topology.view(),
         Placement::contiguous(metadata.num_experts, metadata.num_ranks, config.slots_per_rank),
@@ -165,20 +163,37 @@ class Replay {
     }
   }
 
+  // A planner that decides with a coarser model than this one (TopoEP) runs its fallback
+  // (TopoEP: the static plan) whenever this model prices that strictly lower, forward and
+  // backward MoE time: it is never slower than its fallback on any record, under the model it
+  // is reported with.
+  void overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
+                          PlannerDecision& decision, LayerCost& cost) const {
+    PlannerDecision fallback;
+    if (!planner.fallback(counts, &fallback)) return;
+    LayerCost fallback_cost = cost_.price(fallback, counts, CostModel::Detail::kTimes);
+    if (fallback_cost.moe() >= cost.moe()) return;
+    if (level != CostModel::Detail::kTimes) fallback_cost = cost_.price(fallback, counts, level);
+    planner.ran_fallback(fallback);
+    decision = std::move(fallback);
+    cost = std::move(fallback_cost);
+  }
+
   void run_task(int layer, int planner, const std::vector<TraceRecord>& records, bool detail,
                 StepResult& result) {
     LayerPlanner& state = layers_[layer][planner];
     const int p = planned_[planner];
     const int microbatches = metadata_.microbatches;
+    const CostModel::Detail level = detail                ? CostModel::Detail::kPerRank
+                                    : config_.plan_hashes ? CostModel::Detail::kWithHash
+                                                          : CostModel::Detail::kTimes;
     for (int mb = 0; mb < microbatches; ++mb) {
       const std::size_t index = static_cast<std::size_t>(mb) * metadata_.num_layers + layer;
       const TraceRecord& record = records[index];
-      const PlannerDecision decision =
+      PlannerDecision decision =
           state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-      LayerCost cost = cost_.price(decision, record.counts,
-                                   detail                ? CostModel::Detail::kPerRank
-                                   : config_.plan_hashes ? CostModel::Detail::kWithHash
-                                                         : CostModel::Detail::kTimes);
+      LayerCost cost = cost_.price(decision, record.counts, level);
+      overrule_if_slower(*state.planner, record.counts, level, decision, cost);
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {
         const GradientReduction reduction = reduce_replica_gradients(
@@ -196,7 +211,6 @@ class Replay {
   const SimConfig& config_;
   TraceMetadata metadata_;
   CostModel cost_;
-  std::shared_ptr<CostModelJudge> judge_;
   std::vector<int> planned_;  // SimConfig indices of the planners that plan
   int ideal_index_ = -1;
   std::vector<std::vector<LayerPlanner>> layers_;  // [layer][planned_ index]

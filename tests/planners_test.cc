@@ -6,6 +6,7 @@
 #include <set>
 
 #include "solver/plan_cost.h"
+#include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
@@ -126,6 +127,45 @@ TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
   EXPECT_EQ(second.resident, first.plan.replica_expert);
   const PlannerDecision third = planner->plan(RecordId{1, 0}, record_counts(64, 32, 3));
   EXPECT_TRUE(third.resident.empty());
+}
+
+TEST(Planners, TopoepFallbackIsTheStaticPlanWithTheRecordsResidentReplicasIdle) {
+  const PlannerContext context = context_for(64, 32, 1, false);
+  auto planner = make_planner("topoep", context, PlannerOptions{});
+  const RoutingCounts first_counts = record_counts(64, 32, 1);
+  const PlannerDecision first = planner->plan(RecordId{0, 0}, first_counts);
+  PlannerDecision fallback;
+  ASSERT_TRUE(planner->fallback(first_counts, &fallback));
+  EXPECT_EQ(plan_hash(fallback.plan), plan_hash(static_plan(first_counts, context.placement)));
+  EXPECT_EQ(fallback.overhead.host_ps, first.overhead.host_ps);  // the solve ran either way
+
+  // Not run: the next microbatch starts from the decision's replicas.
+  const RoutingCounts second_counts = record_counts(64, 32, 2);
+  const PlannerDecision second = planner->plan(RecordId{0, 1}, second_counts);
+  EXPECT_EQ(second.resident, first.plan.replica_expert);
+  ASSERT_TRUE(planner->fallback(second_counts, &fallback));
+  EXPECT_EQ(fallback.resident, first.plan.replica_expert);
+  Plan expected = static_plan(second_counts, context.placement);
+  expected.replica_expert = first.plan.replica_expert;  // kept, idle, free
+  EXPECT_EQ(plan_hash(fallback.plan), plan_hash(expected));
+  EXPECT_FALSE(find_plan_violation(second_counts, fallback.placement, fallback.plan));
+
+  // Run: the next microbatch starts from the fallback's replicas, not the second decision's.
+  planner->ran_fallback(fallback);
+  const PlannerDecision third = planner->plan(RecordId{0, 2}, record_counts(64, 32, 3));
+  EXPECT_EQ(third.resident, first.plan.replica_expert);
+  EXPECT_NE(second.plan.replica_expert, first.plan.replica_expert);  // else nothing was shown
+}
+
+TEST(Planners, OnlyTopoepOffersAFallback) {
+  const PlannerContext context = context_for(64, 32, 1, false);
+  const RoutingCounts counts = record_counts(64, 32, 1);
+  for (const std::string& name : planner_names()) {
+    auto planner = make_planner(name, context, PlannerOptions{});
+    planner->plan(RecordId{}, counts);
+    PlannerDecision fallback;
+    EXPECT_EQ(planner->fallback(counts, &fallback), name == "topoep") << name;
+  }
 }
 
 TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) {

@@ -19,6 +19,7 @@
 #include "topologies/topology_presets.h"
 #include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
+#include "traces/trace_reader.h"
 
 namespace topoep {
 namespace {
@@ -109,6 +110,52 @@ TEST(SimReplay, IdealBoundsEveryPlannerAndTopoepNeverLosesToStatic) {
   EXPECT_EQ(replay_trace(small_trace(), small_config(), collect), 3 * 2 * 3);
   ASSERT_EQ(collect.steps.size(), 3u);
   check_bounds(collect.steps, kAllPlanners, "synthetic");
+}
+
+// The solver decides with a linear compute rate; here GEMM efficiency collapses below 900
+// tokens per expert (the static plan's instances hold about 1,024), so the simulator prices
+// most of TopoEP's split experts slower than the static plan. On those records the static plan
+// runs instead, and the planner knows it.
+TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
+  SimConfig config = small_config();
+  config.planners = {"topoep", "static"};
+  config.topology.gemm_efficiency.tokens_per_expert = {1, 900, 1000};
+  config.topology.gemm_efficiency.efficiency = {0.001, 0.001, 0.9};
+  Collect collect;
+  replay_trace(small_trace(), config, collect);
+
+  // TopoEP's own decision on each step's first microbatch (nothing resident yet), for comparison.
+  TraceReader reader(small_trace());
+  const CostModel cost(config.topology, config.model, config.options,
+                       reader.metadata().tokens_per_rank);
+  const PlannerContext context{config.topology.view(),
+                               Placement::contiguous(64, 16, config.slots_per_rank),
+                               cost.solver_params()};
+  int fell_back = 0, kept = 0;
+  TraceRecord record;
+  std::size_t index = 0;
+  for (const StepResult& step : collect.steps) {
+    for (const RecordResult& result : step.records) {
+      ASSERT_TRUE(reader.next(record));
+      const LayerCost& topoep = result.planners[0];
+      const LayerCost& fixed = result.planners[1];
+      EXPECT_LE(topoep.moe(), fixed.moe()) << "record " << index++;
+      if (record.microbatch != 0) continue;
+      auto planner = make_planner("topoep", context, config.planner_options);
+      const PlannerDecision own = planner->plan(RecordId{record.step, 0}, record.counts);
+      const LayerCost own_cost = cost.price(own, record.counts);
+      if (own_cost.plan_hash == fixed.plan_hash) continue;  // nothing to overrule
+      if (own_cost.moe() > fixed.moe()) {
+        EXPECT_EQ(topoep.plan_hash, fixed.plan_hash);  // the static plan ran
+        ++fell_back;
+      } else {
+        EXPECT_EQ(topoep.plan_hash, own_cost.plan_hash);
+        ++kept;
+      }
+    }
+  }
+  EXPECT_GT(fell_back, 0) << "the curve no longer makes any TopoEP plan slower";
+  EXPECT_GT(kept, 0);
 }
 
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {

@@ -14,8 +14,7 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
     : problem_{context.topology, context.placement, context.cost, 0},
       solver_(problem_),
-      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))),
-      judge_(options.judge) {}
+      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
 
 PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
   // Replicas placed by earlier microbatches of the same step stay resident (free to keep); a
@@ -30,17 +29,22 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   check_topoep_inputs(problem_, counts, resident_);
   solver_.solve(counts, resident_, &decision.plan);
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
-  if (judge_ != nullptr) {
-    // The fallback keeps the resident replicas (idle, free) and sends every token home.
-    PlannerDecision fallback{decision.placement, static_plan(counts, problem_.placement),
-                             decision.resident, decision.overhead};
-    if (!resident_.empty()) fallback.plan.replica_expert = resident_;
-    if (judge_->price(fallback, counts) < judge_->price(decision, counts)) {
-      decision = std::move(fallback);
-    }
-  }
+  last_resident_ = std::move(resident_);
   resident_ = decision.plan.replica_expert;
   return decision;
+}
+
+bool TopoepPlanner::fallback(const RoutingCounts& counts, PlannerDecision* out) const {
+  // Every token home; the replicas the record started with stay, idle and free.
+  *out = PlannerDecision{
+      problem_.placement, static_plan(counts, problem_.placement), last_resident_, {}};
+  out->overhead.host_ps = solve_ps_;  // the solve ran either way
+  if (!last_resident_.empty()) out->plan.replica_expert = last_resident_;
+  return true;
+}
+
+void TopoepPlanner::ran_fallback(const PlannerDecision& fallback) {
+  resident_ = fallback.plan.replica_expert;
 }
 
 }  // namespace topoep

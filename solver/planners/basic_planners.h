@@ -22,14 +22,17 @@ class TopoepPlanner : public Planner {
   TopoepPlanner(const PlannerContext& context, const PlannerOptions& options);
   std::string name() const override { return "topoep"; }
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
+  // The static plan, keeping the replicas resident before the last record idle (free).
+  bool fallback(const RoutingCounts& counts, PlannerDecision* out) const override;
+  void ran_fallback(const PlannerDecision& fallback) override;
 
  private:
   TopoepProblem problem_;
   TopoepHostSolver solver_;  // its workspace, reused every record
   Picoseconds solve_ps_;
-  std::shared_ptr<const DecisionJudge> judge_;
   int step_ = -1;
-  std::vector<ExpertId> resident_;
+  std::vector<ExpertId> resident_;       // replicas in place for the next record
+  std::vector<ExpertId> last_resident_;  // ... and those the last record started with
 };
 
 }  // namespace topoep

@@ -22,18 +22,6 @@ struct PlannerContext {
   CostParams cost;
 };
 
-struct PlannerDecision;
-
-// Prices a decision on its record; lower is better. The simulator passes its full cost model
-// (per-instance GEMM efficiency, backward pass), which the solver's integer model approximates:
-// TopoEP keeps the static plan when the judge prices that strictly lower, so it is never worse
-// than doing nothing under the model it is reported with.
-class DecisionJudge {
- public:
-  virtual ~DecisionJudge() = default;
-  virtual Picoseconds price(const PlannerDecision& decision, const RoutingCounts& counts) const = 0;
-};
-
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).
 struct PlannerOptions {
   int eplb_period_steps = 10;         // EPLB as deployed: replan every K steps ...
@@ -42,7 +30,6 @@ struct PlannerOptions {
   double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
   double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
   double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)
-  std::shared_ptr<const DecisionJudge> judge;  // none: the solver's own cost model decides
 };
 
 struct PlannerOverhead {
@@ -76,6 +63,15 @@ class Planner {
   virtual std::string name() const = 0;
   // Plans one record of the planner's layer. Records arrive in (step, microbatch) order.
   virtual PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) = 0;
+
+  // A planner whose decision a caller with a finer cost model may overrule (TopoEP decides with
+  // the solver's linear model; the simulator prices per-instance GEMM efficiency): the decision
+  // to run instead for the record just planned, or false when there is none. A caller that runs
+  // it says so with ran_fallback(), before the next plan().
+  virtual bool fallback(const RoutingCounts& /*counts*/, PlannerDecision* /*out*/) const {
+    return false;
+  }
+  virtual void ran_fallback(const PlannerDecision& /*fallback*/) {}
 };
 
 // "static", "topoep", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE layer:

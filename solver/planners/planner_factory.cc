@@ -21,6 +21,12 @@ class GradientCharging : public Planner {
     charge_gradient_reduction(decision, context_);
     return decision;
   }
+  bool fallback(const RoutingCounts& counts, PlannerDecision* out) const override {
+    if (!inner_->fallback(counts, out)) return false;
+    charge_gradient_reduction(*out, context_);
+    return true;
+  }
+  void ran_fallback(const PlannerDecision& fallback) override { inner_->ran_fallback(fallback); }
 
  private:
   std::unique_ptr<Planner> inner_;
