@@ -1,9 +1,16 @@
 // Host solve latency of the TopoEP planner for one layer, single thread, on seeded Zipf routing
-// (integer generator: the same inputs on every machine). Shapes from issue 3: (E, R, S).
+// (integer generator: the same inputs on every machine). Shapes from issue 3: (E, R, S). With
+// TOPOEP_SHARED_DIR set, also on DeepSeek-V3's real expert shares (../shared/traces).
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "solver/topoep_solver.h"
+#include "traces/sglang_stats.h"
 #include "traces/synthetic_routing.h"
 
 namespace topoep {
@@ -58,7 +65,57 @@ BENCHMARK(BM_TopoepSolve)
     ->Args({256, 64, 0})
     ->Unit(benchmark::kMicrosecond);
 
+// The same solve on real routing: DeepSeek-V3's per-layer expert shares from SGLang
+// (prefill_in4096, the 58 MoE layers), sampled onto R ranks at 4096 tokens x top-8 per rank,
+// one layer per iteration in turn (so the median is over layers). Registered only when
+// TOPOEP_SHARED_DIR names the shared data (never copied into the project).
+void BM_TopoepSolveDeepSeekV3Shares(benchmark::State& state,
+                                    const std::vector<std::vector<std::int64_t>>* layers) {
+  const int num_ranks = static_cast<int>(state.range(0));
+  const int slots = static_cast<int>(state.range(1));
+  TopoepProblem problem;
+  problem.topology = TopologyView{num_ranks / 8, 8};
+  problem.placement = Placement::contiguous(256, num_ranks, slots);
+  problem.cost = bench_cost();
+  std::vector<RoutingCounts> matrices;
+  for (std::size_t layer = 3; layer < layers->size(); ++layer) {  // 0-2 are dense
+    matrices.push_back(sample_counts_from_shares((*layers)[layer], num_ranks, 4096, 8, layer));
+  }
+  TopoepHostSolver solver(problem);
+  Plan plan;
+  std::int64_t moves = 0, solves = 0;
+  std::size_t next = 0;
+  for (auto _ : state) {
+    moves += solver.solve(matrices[next], {}, &plan);
+    ++solves;
+    next = (next + 1) % matrices.size();
+    benchmark::DoNotOptimize(plan.routes.data());
+  }
+  state.counters["moves"] = static_cast<double>(moves) / static_cast<double>(solves);
+}
+
+void register_shared_benchmarks() {
+  const char* dir = std::getenv("TOPOEP_SHARED_DIR");
+  if (dir == nullptr) return;
+  const std::string path =
+      std::string(dir) + "/traces/sglang-deepseek-v3-stats/prefill_in4096.json";
+  if (!std::filesystem::exists(path)) return;
+  static const auto layers = read_sglang_logical_count(path);
+  benchmark::RegisterBenchmark("BM_TopoepSolveDeepSeekV3Shares", BM_TopoepSolveDeepSeekV3Shares,
+                               &layers)
+      ->Args({32, 1})
+      ->Args({64, 1})
+      ->Args({256, 2})
+      ->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace
 }  // namespace topoep
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  topoep::register_shared_benchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
