@@ -68,10 +68,22 @@ void stream_plan_bytes(const Plan& plan, Sink&& sink) {
   }
 }
 
-// Plan hash v1 over bytes arriving in pieces: whole words are hashed as soon as they are
-// complete, the last partial word at finish().
+// key(i) of plan hash v1 for words 0 .. count - 1. The keys depend on the index alone, so one
+// table per thread serves every plan (half of each word's hashing work, computed once).
+const std::uint64_t* word_keys(std::int64_t count) {
+  thread_local std::vector<std::uint64_t> keys;
+  for (auto i = static_cast<std::int64_t>(keys.size()); i < count; ++i) {
+    keys.push_back(fmix64(static_cast<std::uint64_t>(i) + 0x9e3779b97f4a7c15ull));
+  }
+  return keys.data();
+}
+
+// Plan hash v1 over the `words` words of an encoding arriving in pieces: whole words are hashed
+// as soon as they are complete, the last partial word at finish().
 class StreamingPlanHash {
  public:
+  explicit StreamingPlanHash(std::int64_t words) : keys_(word_keys(words)) {}
+
   void add(const std::uint8_t* bytes, std::int64_t size) {
     total_ += size;
     while (size > 0 && pending_size_ > 0) {  // complete the word a previous piece began
@@ -80,22 +92,23 @@ class StreamingPlanHash {
       if (pending_size_ == 8) flush_pending();
     }
     for (; size >= 8; bytes += 8, size -= 8) {
-      sum_ += hash_word_term(load_little_endian_word(bytes, 8), index_++);
+      sum_ += fmix64(load_little_endian_word(bytes, 8) ^ keys_[index_++]);
     }
     for (; size > 0; --size) pending_[pending_size_++] = *bytes++;
   }
   std::uint64_t finish() {
     if (pending_size_ > 0) {
-      sum_ += hash_word_term(load_little_endian_word(pending_, pending_size_), index_++);
+      sum_ += fmix64(load_little_endian_word(pending_, pending_size_) ^ keys_[index_++]);
     }
     return hash_finish(sum_, total_);
   }
 
  private:
   void flush_pending() {
-    sum_ += hash_word_term(load_little_endian_word(pending_, 8), index_++);
+    sum_ += fmix64(load_little_endian_word(pending_, 8) ^ keys_[index_++]);
     pending_size_ = 0;
   }
+  const std::uint64_t* keys_;  // [words]: key(i), as hash_word_term() computes it
   std::uint64_t sum_ = 0;
   std::int64_t index_ = 0;
   std::int64_t total_ = 0;
@@ -115,13 +128,13 @@ std::vector<std::uint8_t> encode_plan(const Plan& plan) {
 }
 
 std::uint64_t plan_hash_of_bytes(const std::vector<std::uint8_t>& bytes) {
-  StreamingPlanHash hash;
+  StreamingPlanHash hash((static_cast<std::int64_t>(bytes.size()) + 7) / 8);
   hash.add(bytes.data(), static_cast<std::int64_t>(bytes.size()));
   return hash.finish();
 }
 
 std::uint64_t plan_hash(const Plan& plan) {
-  StreamingPlanHash hash;
+  StreamingPlanHash hash(encoded_word_count(view_of(plan)));
   stream_plan_bytes(plan,
                     [&](const std::uint8_t* piece, std::int64_t size) { hash.add(piece, size); });
   return hash.finish();
