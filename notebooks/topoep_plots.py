@@ -204,7 +204,10 @@ def load_solver_report(directory):
             if b.get("aggregate_name", "median") == "median" or b.get("run_type") == "iteration"]
     latency = pd.DataFrame(rows)
     determinism = pd.read_csv(os.path.join(directory, "determinism.csv"))
-    return {"context": bench["context"], "latency": latency, "determinism": determinism}
+    quality_path = os.path.join(directory, "quality.csv")  # reports before 2026-11-29 lack it
+    quality = pd.read_csv(quality_path) if os.path.exists(quality_path) else None
+    return {"context": bench["context"], "latency": latency, "determinism": determinism,
+            "quality": quality}
 
 
 def plot_solver_latency(report, ax=None):
@@ -224,6 +227,16 @@ def determinism_summary(report):
     return d.groupby(["case", "layer"]).agg(runs=("plan_hash", "size"),
                                  distinct_hashes=("plan_hash", "nunique"),
                                  plan_hash=("plan_hash", "first"))
+
+
+def quality_summary(report):
+    """Per case and layer: static against TopoEP, with TopoEP's predicted speed-up."""
+    q = report["quality"]
+    if q is None:
+        raise ValueError("this solver report has no quality.csv (made before 2026-11-29)")
+    q = q.set_index(["case", "layer"])
+    q["speedup"] = q["predicted_us_static"] / q["predicted_us_topoep"]
+    return q
 
 
 # --- tools/plot -----------------------------------------------------------------------------

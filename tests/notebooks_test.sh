@@ -27,6 +27,15 @@ JSON
 expect "sweep" 0 $?
 TOPOEP_BIN=$topoep TOPOEP_SOLVER_BENCH=$bench "$solver_report" "$work/solver" --quick >/dev/null
 expect "solver report" 0 $?
+# Plan quality: a header and 4 cases x 4 layers, TopoEP never predicted slower than static.
+python3 - "$work/solver/quality.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 16, len(rows)
+assert all(float(r["predicted_us_topoep"]) <= float(r["predicted_us_static"]) for r in rows)
+assert all(int(r["ib_bytes_topoep"]) <= int(r["ib_bytes_static"]) for r in rows)
+PY
+expect "solver report quality.csv" 0 $?
 
 notebook_dir=$(dirname "${notebooks[0]}")
 for notebook in "${notebooks[@]}"; do
