@@ -84,20 +84,36 @@ class LayerSolve {
         w_(workspace),
         c_(workspace.counters(params.shape.num_ranks)) {}
 
-  // Solves and writes the canonical plan. Runs the greedy once to find the best prefix of its
-  // moves under the cost model and, if that is not the whole run, replays that prefix.
+  // Solves and writes the canonical plan. Runs the greedy from the static state and, when its
+  // best state is still more than 2% above the mean, once more after seeding the replicas
+  // (seed_replicas()); keeps the best prefix of whichever run the cost model predicts faster
+  // (ties: the first), replaying it from the move log unless the state already is that prefix.
   TOPOEP_HOST_DEVICE void solve(const TopoepLayerOutput& out) {
     init();
+    Move* const logs[2] = {static_cast<Move*>(w_.move_log),
+                           static_cast<Move*>(w_.move_log) + p_.max_moves};
     std::int32_t best_moves = 0;
-    const std::int32_t done = run(&best_moves);
-    if (best_moves != done) {  // replay the best prefix: no search, the moves are logged
+    std::int32_t searched = run(logs[0], false, &best_moves);
+    const Move* chosen = logs[0];
+    const Move* last = logs[0];
+    if (needs_seeded_run()) {
+      const Picoseconds plain_time = best_time_;
       restore_static();
-      Move* log = static_cast<Move*>(w_.move_log);
-      for (std::int32_t i = 0; i < best_moves; ++i) apply(log[i]);
+      std::int32_t seeded_best = 0;
+      searched += run(logs[1], true, &seeded_best);
+      last = logs[1];
+      if (best_time_ < plain_time) {
+        chosen = logs[1];
+        best_moves = seeded_best;
+      }
+    }
+    if (chosen != last || best_moves != last_done_) {
+      restore_static();
+      for (std::int32_t i = 0; i < best_moves; ++i) apply(chosen[i]);
     }
     emit(out);
     *out.num_moves = best_moves;
-    if (out.searched_moves != nullptr) *out.searched_moves = done;
+    if (out.searched_moves != nullptr) *out.searched_moves = searched;
   }
 
  private:
@@ -315,10 +331,11 @@ class LayerSolve {
   // origin instance's tokens by source node.
   TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
                                    TokenCount tokens_on, const TokenCount* node_tokens,
-                                   RankId to_rank, std::int32_t to_slot,
-                                   Picoseconds gain_floor) const {
+                                   RankId to_rank, std::int32_t to_slot, Picoseconds gain_floor,
+                                   TokenCount room_cap = -1) const {
     Move move;
-    const TokenCount room = room_between(from_rank, to_rank);
+    // At most `room_cap` tokens when given (seeding), else as room_between() allows.
+    const TokenCount room = room_cap >= 0 ? room_cap : room_between(from_rank, to_rank);
     if (room <= 0) return move;
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
@@ -589,10 +606,16 @@ class LayerSolve {
     w_.rank_helper[rank] = 0;
   }
 
-  // Runs the greedy search from the static state, logging its moves; returns how many ran and,
-  // in `best_moves`, the move count whose state the cost model predicts fastest (ties: fewer).
-  TOPOEP_HOST_DEVICE std::int32_t run(std::int32_t* best_moves) {
+  // Runs the greedy search from the static state (first seeding replicas when `seeded`),
+  // logging its moves into `log`; returns how many ran and, in `best_moves`, the move count
+  // whose state the cost model predicts fastest (ties: fewer). Leaves that state's predicted
+  // time and compute phase in best_time_ and best_compute_, and the move count in last_done_.
+  TOPOEP_HOST_DEVICE std::int32_t run(Move* log, bool seeded, std::int32_t* best_moves) {
     *best_moves = 0;
+    log_ = log;
+    best_time_ = phase_times(c_, s_.num_ranks, p_.cost).total;
+    best_compute_ = 0;
+    last_done_ = 0;
     // Without spare slots every expert has one instance: no token can move.
     if (s_.num_slots() == 0) return 0;
     const std::int32_t limit = p_.max_moves;
@@ -602,7 +625,9 @@ class LayerSolve {
     const TokenCount mean_ceil = (total + R - 1) / R;
     target_ = mean_ceil;
     Progress progress;
-    progress.best_time = progress.marked_time = phase_times(c_, R, p_.cost).total;
+    const PhaseTimes start = phase_times(c_, R, p_.cost);
+    progress.best_time = progress.marked_time = start.total;
+    progress.best_compute = start.compute;
     // The search gives up after R moves (at least 16, at most 64) that together cut the
     // predicted time by less than 1/1024 of it since the last such cut: a replica often pays
     // off only after the moves that fill it and a chain only at its end, but the long tail of
@@ -611,6 +636,7 @@ class LayerSolve {
     progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
     weight_max_ = gradient_max_ = 0;
     std::int32_t moves = 0;
+    if (seeded) seed_replicas(moves, progress);
     clear_stuck();
     bool any_stuck = false;
     while (moves < limit) {
@@ -672,12 +698,31 @@ class LayerSolve {
     }
     moves = level_ib(moves, progress);
     *best_moves = progress.best_moves;
+    best_time_ = progress.best_time;
+    best_compute_ = progress.best_compute;
+    last_done_ = moves;
+    room_with_slot_ = false;
+    for (RankId r = 0; r < R && !room_with_slot_; ++r) {
+      room_with_slot_ = c_.load[r] < target_ && free_slot(r) >= 0;
+    }
     return moves;
+  }
+
+  // Whether the first run's best state leaves the busiest rank more than 2% above the mean
+  // (target_) while, where the search stopped, no rank below the mean has a free slot: then the
+  // slots went where they help least (ranks with room each holding all of a small expert), and
+  // a seeded run is worth its time. With a free slot left where there is room, the search
+  // stopped by its costs, not for want of slots.
+  TOPOEP_HOST_DEVICE bool needs_seeded_run() const {
+    if (room_with_slot_ || p_.cost.compute_ps_per_token <= 0) return false;
+    const TokenCount busiest = best_compute_ / p_.cost.compute_ps_per_token;
+    return busiest * 50 > target_ * 51;
   }
 
   // The best prefix found so far and the stop rule's state, shared by both phases.
   struct Progress {
     Picoseconds best_time = 0;
+    Picoseconds best_compute = 0;  // the best state's compute phase (its busiest rank's load)
     std::int32_t best_moves = 0;
     Picoseconds marked_time = 0;  // the predicted time at the last significant cut
     std::int32_t marked_moves = 0;
@@ -688,12 +733,14 @@ class LayerSolve {
   // predicted faster. Returns false when the search should stop: stall_limit moves have
   // together cut the predicted time by less than 1/1024 since the last such cut.
   TOPOEP_HOST_DEVICE bool commit(const Move& move, std::int32_t& moves, Progress& progress) {
-    static_cast<Move*>(w_.move_log)[moves] = move;
+    log_[moves] = move;
     apply(move);
     ++moves;
-    const Picoseconds time = phase_times(c_, s_.num_ranks, p_.cost).total;
+    const PhaseTimes times = phase_times(c_, s_.num_ranks, p_.cost);
+    const Picoseconds time = times.total;
     if (time < progress.best_time) {
       progress.best_time = time;
+      progress.best_compute = times.compute;
       progress.best_moves = moves;
     }
     if (time <= progress.marked_time - progress.marked_time / 1024) {
@@ -702,6 +749,60 @@ class LayerSolve {
       return true;
     }
     return moves - progress.marked_moves < progress.stall_limit;
+  }
+
+  // Seeding, before the greedy of the second run: the largest chunk first, where a chunk is an
+  // overloaded rank's expert's tokens at home, at most the rank's load above the mean (ties:
+  // lower expert; an expert is offered again while its chunk stays the largest), goes to a new
+  // replica on the rank below the mean whose room fits it most tightly (else the roomiest;
+  // ties: lower rank; a free slot, not holding the expert), as evaluate() sizes and weighs the
+  // move; a chunk whose move has no positive gain is dropped. Chunks below 1/64 of the mean
+  // end it. The greedy then goes on from the seeded state. It gives the largest chunks the
+  // largest rooms before the stragglers' order spends them (solver/README.md, step 1b).
+  TOPOEP_HOST_DEVICE void seed_replicas(std::int32_t& moves, Progress& progress) {
+    const int R = s_.num_ranks, E = s_.num_experts;
+    for (ExpertId e = 0; e < E; ++e) w_.cursor[e] = 0;  // 1: dropped
+    while (moves < p_.max_moves) {
+      ExpertId pick = kNoExpert;
+      TokenCount chunk = 0;
+      for (ExpertId e = 0; e < E; ++e) {
+        if (w_.cursor[e]) continue;
+        const TokenCount excess = c_.load[in_.home_rank[e]] - target_;
+        const TokenCount c = w_.home_tokens[e] < excess ? w_.home_tokens[e] : excess;
+        if (c > chunk) {
+          chunk = c;
+          pick = e;
+        }
+      }
+      if (pick == kNoExpert || chunk * 64 < target_) return;
+      const RankId from = in_.home_rank[pick];
+      RankId fit = -1, roomiest = -1;
+      for (RankId u = 0; u < R; ++u) {
+        if (u == from || c_.load[u] >= target_ || free_slot(u) < 0 || hosts(u, pick)) continue;
+        if (c_.load[u] + chunk <= target_ && (fit < 0 || c_.load[u] > c_.load[fit])) fit = u;
+        if (roomiest < 0 || c_.load[u] < c_.load[roomiest]) roomiest = u;
+      }
+      const RankId to = fit >= 0 ? fit : roomiest;
+      if (to >= 0) {
+        prepare_expert(pick);
+        ib_max_ = 0;  // as the greedy's moves see it
+        for (RankId r = 0; r < R; ++r) {
+          const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
+          if (ib > ib_max_) ib_max_ = ib;
+        }
+        const TokenCount room = target_ - c_.load[to];
+        const Move move =
+            evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
+                     kNewSlot, 1, chunk < room ? chunk : room);
+        if (move.valid() && move.gain > 0) {
+          commit(move, moves, progress);
+          weight_max_ = max_ps(weight_max_, max_ps(weight_exposed(from), weight_exposed(to)));
+          gradient_max_ = max_ps(gradient_max_, max_ps(gradient_time(from), gradient_time(to)));
+          continue;
+        }
+      }
+      w_.cursor[pick] = 1;
+    }
   }
 
   // Second phase, from where the first stopped: the rank that receives the most over IB hands
@@ -849,6 +950,11 @@ class LayerSolve {
   // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
+  Move* log_ = nullptr;           // the current run's move log
+  Picoseconds best_time_ = 0;     // the last run's best predicted time ...
+  Picoseconds best_compute_ = 0;  // ... and compute phase
+  std::int32_t last_done_ = 0;    // the moves the last run made (the state it left)
+  bool room_with_slot_ = false;   // where it stopped, a rank below the mean had a free slot
 };
 
 }  // namespace topoep_detail

@@ -61,7 +61,7 @@ struct TopoepWorkspace {
   Picoseconds* replica_time;
   RankId* open_ranks;  // [N][2]: per move, each node's two least-loaded ranks
                        // with a free slot
-  void* move_log;      // [max_moves] moves of the search, for the replay
+  void* move_log;      // [2][max_moves] moves of the two searches, for the replay
 
   TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
     return RankCounters{counter_tokens,
@@ -123,7 +123,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
-  w.move_log = take(move_bytes * static_cast<std::size_t>(max_moves));
+  w.move_log = take(move_bytes * 2 * static_cast<std::size_t>(max_moves));
   if (workspace != nullptr) *workspace = w;
   return offset;
 }
