@@ -73,7 +73,7 @@ void stream_plan_bytes(const Plan& plan, Sink&& sink) {
 const std::uint64_t* word_keys(std::int64_t count) {
   thread_local std::vector<std::uint64_t> keys;
   for (auto i = static_cast<std::int64_t>(keys.size()); i < count; ++i) {
-    keys.push_back(fmix64(static_cast<std::uint64_t>(i) + 0x9e3779b97f4a7c15ull));
+    keys.push_back(hash_word_key(i));
   }
   return keys.data();
 }
@@ -92,23 +92,24 @@ class StreamingPlanHash {
       if (pending_size_ == 8) flush_pending();
     }
     for (; size >= 8; bytes += 8, size -= 8) {
-      sum_ += fmix64(load_little_endian_word(bytes, 8) ^ keys_[index_++]);
+      sum_ += hash_word_term_keyed(load_little_endian_word(bytes, 8), keys_[index_++]);
     }
     for (; size > 0; --size) pending_[pending_size_++] = *bytes++;
   }
   std::uint64_t finish() {
     if (pending_size_ > 0) {
-      sum_ += fmix64(load_little_endian_word(pending_, pending_size_) ^ keys_[index_++]);
+      sum_ +=
+          hash_word_term_keyed(load_little_endian_word(pending_, pending_size_), keys_[index_++]);
     }
     return hash_finish(sum_, total_);
   }
 
  private:
   void flush_pending() {
-    sum_ += fmix64(load_little_endian_word(pending_, 8) ^ keys_[index_++]);
+    sum_ += hash_word_term_keyed(load_little_endian_word(pending_, 8), keys_[index_++]);
     pending_size_ = 0;
   }
-  const std::uint64_t* keys_;  // [words]: key(i), as hash_word_term() computes it
+  const std::uint64_t* keys_;  // [words]: hash_word_key(i)
   std::uint64_t sum_ = 0;
   std::int64_t index_ = 0;
   std::int64_t total_ = 0;

@@ -43,9 +43,20 @@ TOPOEP_HOST_DEVICE inline std::uint64_t fmix64(std::uint64_t x) {
   return x;
 }
 
+// key(i): depends on the word's position alone, so a host can tabulate it once.
+TOPOEP_HOST_DEVICE inline std::uint64_t hash_word_key(std::int64_t index) {
+  return fmix64(static_cast<std::uint64_t>(index) + 0x9e3779b97f4a7c15ull);
+}
+
+// The contribution of an encoded word to the hash sum, given its key.
+TOPOEP_HOST_DEVICE inline std::uint64_t hash_word_term_keyed(std::uint64_t word,
+                                                             std::uint64_t key) {
+  return fmix64(word ^ key);
+}
+
 // The contribution of encoded word `index` to the hash sum.
 TOPOEP_HOST_DEVICE inline std::uint64_t hash_word_term(std::uint64_t word, std::int64_t index) {
-  return fmix64(word ^ fmix64(static_cast<std::uint64_t>(index) + 0x9e3779b97f4a7c15ull));
+  return hash_word_term_keyed(word, hash_word_key(index));
 }
 
 TOPOEP_HOST_DEVICE inline std::uint64_t hash_finish(std::uint64_t sum, std::int64_t num_bytes) {

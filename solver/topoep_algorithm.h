@@ -84,8 +84,8 @@ class LayerSolve {
         w_(workspace),
         c_(workspace.counters(params.shape.num_ranks)) {}
 
-  // Solves and writes the canonical plan. Runs the greedy from the static state and, when its
-  // best state is still more than 2% above the mean, once more after seeding the replicas
+  // Solves and writes the canonical plan. Runs the greedy from the static state and, where slots
+  // ran out before the room did (needs_seeded_run()), once more after seeding the replicas
   // (seed_replicas()); keeps the best prefix of whichever run the cost model predicts faster
   // (ties: the first), replaying it from the move log unless the state already is that prefix.
   TOPOEP_HOST_DEVICE void solve(const TopoepLayerOutput& out) {
@@ -464,6 +464,24 @@ class LayerSolve {
     }
   }
 
+  // The largest IB volume (in or out) of any rank, into ib_max_: what a move's IB arrivals
+  // must exceed to lengthen the dispatch and combine (evaluate()).
+  TOPOEP_HOST_DEVICE void find_ib_max() {
+    ib_max_ = 0;
+    for (RankId r = 0; r < s_.num_ranks; ++r) {
+      const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
+      if (ib > ib_max_) ib_max_ = ib;
+    }
+  }
+
+  // After a committed move made a new replica: its home and its rank now count in the weight
+  // and gradient maxima that later replicas are charged against (see weight_max_).
+  TOPOEP_HOST_DEVICE void note_new_replica(const Move& move) {
+    const RankId home = in_.home_rank[move.expert];
+    weight_max_ = max_ps(weight_max_, max_ps(weight_exposed(home), weight_exposed(move.to_rank)));
+    gradient_max_ = max_ps(gradient_max_, max_ps(gradient_time(home), gradient_time(move.to_rank)));
+  }
+
   // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
   TOPOEP_HOST_DEVICE void find_open_ranks() {
     for (int n = 0; n < s_.num_nodes(); ++n) two_open_ranks(n, c_.load, -1, &w_.open_ranks[2 * n]);
@@ -609,12 +627,12 @@ class LayerSolve {
   // Runs the greedy search from the static state (first seeding replicas when `seeded`),
   // logging its moves into `log`; returns how many ran and, in `best_moves`, the move count
   // whose state the cost model predicts fastest (ties: fewer). Leaves that state's predicted
-  // time and compute phase in best_time_ and best_compute_, and the move count in last_done_.
+  // time and compute phase in best_time_ and best_compute_, and the move count in last_done_
+  // (without spare slots it returns at once, best_compute_ 0: no second run follows).
   TOPOEP_HOST_DEVICE std::int32_t run(Move* log, bool seeded, std::int32_t* best_moves) {
     *best_moves = 0;
     log_ = log;
-    best_time_ = phase_times(c_, s_.num_ranks, p_.cost).total;
-    best_compute_ = 0;
+    best_compute_ = 0;  // needs_seeded_run() is then false
     last_done_ = 0;
     // Without spare slots every expert has one instance: no token can move.
     if (s_.num_slots() == 0) return 0;
@@ -663,11 +681,7 @@ class LayerSolve {
       if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
       if (!any_stuck) {  // the state changed since these were last found
         find_open_ranks();
-        ib_max_ = 0;
-        for (RankId r = 0; r < R; ++r) {
-          const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
-          if (ib > ib_max_) ib_max_ = ib;
-        }
+        find_ib_max();
       }
       Move best;
       for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {
@@ -687,13 +701,7 @@ class LayerSolve {
       const bool go_on = commit(best, moves, progress);
       clear_stuck();
       any_stuck = false;
-      if (best.to_slot == kNewSlot) {
-        const RankId home = in_.home_rank[best.expert];  // now counted
-        weight_max_ =
-            max_ps(weight_max_, max_ps(weight_exposed(home), weight_exposed(best.to_rank)));
-        gradient_max_ =
-            max_ps(gradient_max_, max_ps(gradient_time(home), gradient_time(best.to_rank)));
-      }
+      if (best.to_slot == kNewSlot) note_new_replica(best);
       if (!go_on) break;
     }
     moves = level_ib(moves, progress);
@@ -785,19 +793,14 @@ class LayerSolve {
       const RankId to = fit >= 0 ? fit : roomiest;
       if (to >= 0) {
         prepare_expert(pick);
-        ib_max_ = 0;  // as the greedy's moves see it
-        for (RankId r = 0; r < R; ++r) {
-          const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
-          if (ib > ib_max_) ib_max_ = ib;
-        }
+        find_ib_max();  // as the greedy's moves see it
         const TokenCount room = target_ - c_.load[to];
         const Move move =
             evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
                      kNewSlot, 1, chunk < room ? chunk : room);
         if (move.valid() && move.gain > 0) {
           commit(move, moves, progress);
-          weight_max_ = max_ps(weight_max_, max_ps(weight_exposed(from), weight_exposed(to)));
-          gradient_max_ = max_ps(gradient_max_, max_ps(gradient_time(from), gradient_time(to)));
+          note_new_replica(move);
           continue;
         }
       }
