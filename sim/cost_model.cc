@@ -81,13 +81,8 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   const TopologyView view = topology_.view();
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
-
-  LayerCost cost;
-  // The dense window before the layer: the busiest rank's tokens.
-  cost.dense_forward = dense_forward_ps(busiest_rank_tokens(counts, model_.top_k));
-  CostParams params = solver_params_;
-  params.weight_overlap_ps =
-      round_ps(static_cast<double>(cost.dense_forward) * options_.weight_overlap_fraction);
+  const Picoseconds dense = dense_forward_ps(busiest_rank_tokens(counts, model_.top_k));
+  const CostParams params = params_for(dense);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, tallied in
   // the same pass over the routes as the link counters. The [R][E] tally is per thread and
@@ -97,13 +92,85 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   thread_local std::vector<std::size_t> touched;
   instance_tokens.resize(static_cast<std::size_t>(num_ranks) * num_experts, 0);
   touched.clear();
-  const PlanCost plan_cost = predict_plan_cost(
+  PlanCost plan_cost = predict_plan_cost(
       view, decision.placement, decision.plan, decision.resident, params, [&](const Route& route) {
         const std::size_t instance =
             static_cast<std::size_t>(route.dst) * num_experts + route.expert;
         if (instance_tokens[instance] == 0) touched.push_back(instance);
         instance_tokens[instance] += route.tokens;
       });
+  std::vector<Picoseconds> compute(num_ranks, 0);
+  for (const std::size_t instance : touched) {
+    compute[instance / num_experts] += instance_compute_ps(instance_tokens[instance]);
+    instance_tokens[instance] = 0;
+  }
+  LayerCost cost = layer_cost(decision, plan_cost, compute, dense);
+  if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
+  if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
+  return cost;
+}
+
+LayerCost CostModel::price_all_home(const PlannerDecision& layout,
+                                    const RoutingCounts& counts) const {
+  const TopologyView view = topology_.view();
+  const int num_ranks = view.num_ranks();
+  const int num_experts = counts.num_experts();
+  const std::vector<RankId>& home = layout.placement.home_rank;
+  // Experts grouped by home rank, so that each source's tokens to one rank are summed in a
+  // register before they touch the counters (a scatter would chain every add through memory).
+  std::vector<int> begin(num_ranks + 1, 0);
+  for (ExpertId e = 0; e < num_experts; ++e) ++begin[home[e] + 1];
+  for (RankId r = 0; r < num_ranks; ++r) begin[r + 1] += begin[r];
+  std::vector<ExpertId> by_home(num_experts);
+  std::vector<int> cursor(begin.begin(), begin.end() - 1);
+  for (ExpertId e = 0; e < num_experts; ++e) by_home[cursor[home[e]]++] = e;
+
+  PlanCost plan_cost = plan_cost_detail::empty_plan_cost(num_ranks);
+  std::vector<TokenCount> expert_tokens(num_experts, 0);
+  TokenCount busiest_row = 0;
+  for (RankId src = 0; src < num_ranks; ++src) {
+    const TokenCount* row = &counts.values()[static_cast<std::size_t>(src) * num_experts];
+    TokenCount row_sum = 0;
+    for (ExpertId e = 0; e < num_experts; ++e) expert_tokens[e] += row[e];
+    for (RankId dst = 0; dst < num_ranks; ++dst) {
+      TokenCount tokens = 0;
+      for (int i = begin[dst]; i < begin[dst + 1]; ++i) tokens += row[by_home[i]];
+      row_sum += tokens;
+      plan_cost.loads[dst] += tokens;
+      if (src == dst || tokens == 0) continue;
+      if (view.same_node(src, dst)) {
+        plan_cost.nvlink_tokens_out[src] += tokens;
+        plan_cost.nvlink_tokens_in[dst] += tokens;
+      } else {
+        plan_cost.ib_tokens_out[src] += tokens;
+        plan_cost.ib_tokens_in[dst] += tokens;
+      }
+    }
+    busiest_row = std::max(busiest_row, row_sum);
+  }
+  const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
+  const CostParams params = params_for(dense);
+  plan_cost_detail::finish_plan_cost(view, layout.placement, layout.plan, layout.resident, params,
+                                     plan_cost);
+  std::vector<Picoseconds> compute(num_ranks, 0);
+  for (ExpertId e = 0; e < num_experts; ++e)
+    compute[home[e]] += instance_compute_ps(expert_tokens[e]);
+  return layer_cost(layout, plan_cost, compute, dense);
+}
+
+CostParams CostModel::params_for(Picoseconds dense_forward) const {
+  CostParams params = solver_params_;
+  params.weight_overlap_ps =
+      round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
+  return params;
+}
+
+LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,
+                                const std::vector<Picoseconds>& compute,
+                                Picoseconds dense_forward) const {
+  const int num_ranks = static_cast<int>(compute.size());
+  LayerCost cost;
+  cost.dense_forward = dense_forward;
   cost.dispatch = plan_cost.times.dispatch;
   cost.combine = plan_cost.times.combine;
   cost.weight_exposed = plan_cost.times.weight_exposed;
@@ -116,12 +183,6 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   cost.nvlink_weight_bytes =
       plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
   cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;
-
-  std::vector<Picoseconds> compute(num_ranks, 0);
-  for (const std::size_t instance : touched) {
-    compute[instance / num_experts] += instance_compute_ps(instance_tokens[instance]);
-    instance_tokens[instance] = 0;
-  }
   Picoseconds compute_sum = 0;
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     compute_sum += compute[rank];
@@ -133,32 +194,32 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   // (solver_params_.backward_bytes_per_token): each is half its backward_transfer.
   cost.combine_grad = plan_cost.times.backward_transfer / 2;
   cost.dispatch_grad = cost.combine_grad;
-
-  if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
-  if (detail == Detail::kPerRank) {
-    RankPhaseTimes& r = cost.ranks;
-    for (auto* phase : {&r.dispatch, &r.compute, &r.combine, &r.weight_exposed, &r.combine_grad,
-                        &r.dispatch_grad}) {
-      phase->assign(num_ranks, 0);
-    }
-    for (RankId rank = 0; rank < num_ranks; ++rank) {
-      auto link = [&](Bytes per_token) {
-        return link_phase_ps(plan_cost.nvlink_tokens_out[rank], plan_cost.nvlink_tokens_in[rank],
-                             plan_cost.ib_tokens_out[rank], plan_cost.ib_tokens_in[rank], per_token,
-                             params);
-      };
-      r.dispatch[rank] = link(params.dispatch_bytes_per_token);
-      r.combine[rank] = link(params.combine_bytes_per_token);
-      r.combine_grad[rank] = r.dispatch_grad[rank] = link(grad_bytes_per_token_);
-      r.compute[rank] = compute[rank];
-      const Picoseconds weight =
-          link_phase_ps(plan_cost.weight_nvlink_out[rank], plan_cost.weight_nvlink_in[rank],
-                        plan_cost.weight_ib_out[rank], plan_cost.weight_ib_in[rank],
-                        params.replica_weight_bytes, params);
-      r.weight_exposed[rank] = std::max<Picoseconds>(0, weight - params.weight_overlap_ps);
-    }
-  }
   return cost;
+}
+
+void CostModel::fill_rank_times(const PlanCost& plan_cost, const std::vector<Picoseconds>& compute,
+                                const CostParams& params, RankPhaseTimes& r) const {
+  const int num_ranks = static_cast<int>(compute.size());
+  for (auto* phase : {&r.dispatch, &r.compute, &r.combine, &r.weight_exposed, &r.combine_grad,
+                      &r.dispatch_grad}) {
+    phase->assign(num_ranks, 0);
+  }
+  for (RankId rank = 0; rank < num_ranks; ++rank) {
+    auto link = [&](Bytes per_token) {
+      return link_phase_ps(plan_cost.nvlink_tokens_out[rank], plan_cost.nvlink_tokens_in[rank],
+                           plan_cost.ib_tokens_out[rank], plan_cost.ib_tokens_in[rank], per_token,
+                           params);
+    };
+    r.dispatch[rank] = link(params.dispatch_bytes_per_token);
+    r.combine[rank] = link(params.combine_bytes_per_token);
+    r.combine_grad[rank] = r.dispatch_grad[rank] = link(grad_bytes_per_token_);
+    r.compute[rank] = compute[rank];
+    const Picoseconds weight =
+        link_phase_ps(plan_cost.weight_nvlink_out[rank], plan_cost.weight_nvlink_in[rank],
+                      plan_cost.weight_ib_out[rank], plan_cost.weight_ib_in[rank],
+                      params.replica_weight_bytes, params);
+    r.weight_exposed[rank] = std::max<Picoseconds>(0, weight - params.weight_overlap_ps);
+  }
 }
 
 }  // namespace topoep

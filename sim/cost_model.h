@@ -11,6 +11,7 @@
 
 #include "models/model.h"
 #include "sim/sim_options.h"
+#include "solver/plan_cost.h"
 #include "solver/planners/planner.h"
 #include "topologies/topology.h"
 
@@ -88,8 +89,22 @@ class CostModel {
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
   LayerCost price(const PlannerDecision& decision, const RoutingCounts& counts,
                   Detail detail = Detail::kWithHash) const;
+  // What price(layout, counts, Detail::kTimes) returns once `layout.plan` routes every token to
+  // its expert's home rank (route_all_home()), computed from the counts alone: `layout.plan`'s
+  // routes are ignored, its replicas idle. The replay prices a planner's static fallback this
+  // way on every record without building its routes.
+  LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
+  // The planners' parameters with the weight-overlap window of a layer whose dense forward
+  // (before it, on the busiest rank) takes `dense_forward`.
+  CostParams params_for(Picoseconds dense_forward) const;
+  // The phase maxima, bytes and loads of a priced plan; `compute` is each rank's expert compute.
+  LayerCost layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,
+                       const std::vector<Picoseconds>& compute, Picoseconds dense_forward) const;
+  void fill_rank_times(const PlanCost& plan_cost, const std::vector<Picoseconds>& compute,
+                       const CostParams& params, RankPhaseTimes& ranks) const;
+
   Topology topology_;
   ModelSpec model_;
   SimOptions options_;

@@ -9,6 +9,7 @@
 #include "sim/gradient_reduction.h"
 #include "sim/progress.h"
 #include "solver/input_error.h"
+#include "solver/static_plan.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
@@ -163,16 +164,18 @@ class Replay {
     }
   }
 
-  // A planner that decides with a coarser model than this one (TopoEP) runs its fallback
-  // (TopoEP: the static plan) whenever this model prices that strictly lower, forward and
+  // A planner that decides with a coarser model than this one (TopoEP) runs its static
+  // fallback (every token at home) whenever this model prices that strictly lower, forward and
   // backward MoE time: it is never slower than its fallback on any record, under the model it
-  // is reported with.
+  // is reported with. The fallback is priced from the counts; its routes are written only when
+  // it runs.
   void overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
                           PlannerDecision& decision, LayerCost& cost) const {
     PlannerDecision fallback;
-    if (!planner.fallback(counts, &fallback)) return;
-    LayerCost fallback_cost = cost_.price(fallback, counts, CostModel::Detail::kTimes);
+    if (!planner.static_fallback(&fallback)) return;
+    LayerCost fallback_cost = cost_.price_all_home(fallback, counts);
     if (fallback_cost.moe() >= cost.moe()) return;
+    route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) fallback_cost = cost_.price(fallback, counts, level);
     planner.ran_fallback(fallback);
     decision = std::move(fallback);

@@ -12,4 +12,12 @@ namespace topoep {
 // Throws InputError if counts and placement disagree on ranks or experts.
 Plan static_plan(const RoutingCounts& counts, const Placement& placement);
 
+// The static plan's shape and empty replica slots, with no routes yet (see route_all_home()).
+Plan static_layout(const Placement& placement);
+
+// Replaces plan->routes with the static routing: every (src, expert) with a positive count to
+// the expert's home rank, in canonical order. Replica slots are left as they are (replicas kept
+// idle). Throws InputError if counts and placement disagree on ranks or experts.
+void route_all_home(const RoutingCounts& counts, const Placement& placement, Plan* plan);
+
 }  // namespace topoep

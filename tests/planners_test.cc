@@ -129,13 +129,15 @@ TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
   EXPECT_TRUE(third.resident.empty());
 }
 
-TEST(Planners, TopoepFallbackIsTheStaticPlanWithTheRecordsResidentReplicasIdle) {
+TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {
   const PlannerContext context = context_for(64, 32, 1, false);
   auto planner = make_planner("topoep", context, PlannerOptions{});
   const RoutingCounts first_counts = record_counts(64, 32, 1);
   const PlannerDecision first = planner->plan(RecordId{0, 0}, first_counts);
   PlannerDecision fallback;
-  ASSERT_TRUE(planner->fallback(first_counts, &fallback));
+  ASSERT_TRUE(planner->static_fallback(&fallback));
+  EXPECT_TRUE(fallback.plan.routes.empty());  // the caller routes it only if it runs it
+  route_all_home(first_counts, fallback.placement, &fallback.plan);
   EXPECT_EQ(plan_hash(fallback.plan), plan_hash(static_plan(first_counts, context.placement)));
   EXPECT_EQ(fallback.overhead.host_ps, first.overhead.host_ps);  // the solve ran either way
 
@@ -143,8 +145,9 @@ TEST(Planners, TopoepFallbackIsTheStaticPlanWithTheRecordsResidentReplicasIdle) 
   const RoutingCounts second_counts = record_counts(64, 32, 2);
   const PlannerDecision second = planner->plan(RecordId{0, 1}, second_counts);
   EXPECT_EQ(second.resident, first.plan.replica_expert);
-  ASSERT_TRUE(planner->fallback(second_counts, &fallback));
+  ASSERT_TRUE(planner->static_fallback(&fallback));
   EXPECT_EQ(fallback.resident, first.plan.replica_expert);
+  route_all_home(second_counts, fallback.placement, &fallback.plan);
   Plan expected = static_plan(second_counts, context.placement);
   expected.replica_expert = first.plan.replica_expert;  // kept, idle, free
   EXPECT_EQ(plan_hash(fallback.plan), plan_hash(expected));
@@ -164,7 +167,7 @@ TEST(Planners, OnlyTopoepOffersAFallback) {
     auto planner = make_planner(name, context, PlannerOptions{});
     planner->plan(RecordId{}, counts);
     PlannerDecision fallback;
-    EXPECT_EQ(planner->fallback(counts, &fallback), name == "topoep") << name;
+    EXPECT_EQ(planner->static_fallback(&fallback), name == "topoep") << name;
   }
 }
 

@@ -110,6 +110,65 @@ TEST(SimCostModel, SmallInstancesPayForTheirWeightReadsOnTheEfficiencyCurve) {
   EXPECT_EQ(model.instance_compute_ps(0), 0);
 }
 
+void expect_same_cost(const LayerCost& a, const LayerCost& b) {
+  EXPECT_EQ(a.dispatch, b.dispatch);
+  EXPECT_EQ(a.compute, b.compute);
+  EXPECT_EQ(a.combine, b.combine);
+  EXPECT_EQ(a.weight_exposed, b.weight_exposed);
+  EXPECT_EQ(a.combine_grad, b.combine_grad);
+  EXPECT_EQ(a.compute_grad, b.compute_grad);
+  EXPECT_EQ(a.dispatch_grad, b.dispatch_grad);
+  EXPECT_EQ(a.overhead, b.overhead);
+  EXPECT_EQ(a.dense_forward, b.dense_forward);
+  EXPECT_EQ(a.compute_mean, b.compute_mean);
+  EXPECT_EQ(a.max_mean_load, b.max_mean_load);
+  EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
+  EXPECT_EQ(a.ib_dispatch_bytes, b.ib_dispatch_bytes);
+  EXPECT_EQ(a.nvlink_weight_bytes, b.nvlink_weight_bytes);
+  EXPECT_EQ(a.ib_weight_bytes, b.ib_weight_bytes);
+  EXPECT_EQ(a.new_replicas, b.new_replicas);
+  EXPECT_EQ(a.loads, b.loads);
+}
+
+TEST(SimCostModel, PricingFromTheCountsEqualsPricingTheStaticRoutes) {
+  // A curved GEMM efficiency (each instance priced at its own tokens), a weight-overlap window,
+  // a placement that is not contiguous, zero counts, replicas idle (resident) and one new.
+  Topology topology = round_topology(2, 4);
+  topology.gemm_efficiency.tokens_per_expert = {1, 64, 4096};
+  topology.gemm_efficiency.efficiency = {0.02, 0.3, 0.8};
+  SimOptions options;
+  options.weight_overlap_fraction = 0.5;
+  const CostModel model(topology, round_model(16, 2), options, 300);
+  PlannerDecision layout;
+  layout.placement.num_ranks = 8;
+  layout.placement.slots_per_rank = 2;
+  for (ExpertId e = 0; e < 16; ++e) layout.placement.home_rank.push_back((e * 5 + 3) % 8);
+  layout.plan = static_layout(layout.placement);
+  layout.plan.replica_expert[0] = 6;   // rank 0, resident
+  layout.plan.replica_expert[1] = 10;  // rank 0, new
+  layout.plan.replica_expert[10] = 1;  // rank 5, resident
+  layout.resident.assign(16, kNoExpert);
+  layout.resident[0] = 6;
+  layout.resident[10] = 1;
+  layout.overhead.host_ps = 1234;
+  for (const std::uint32_t seed : {1u, 7u, 42u}) {
+    RoutingCounts counts(8, 16);
+    std::uint32_t state = seed;
+    for (RankId src = 0; src < 8; ++src) {
+      for (ExpertId e = 0; e < 16; ++e) {
+        state = state * 1664525u + 1013904223u;
+        const TokenCount tokens = (state >> 8) % 97;
+        counts.set(src, e, tokens < 20 ? 0 : tokens * (e == 3 ? 11 : 1));
+      }
+    }
+    PlannerDecision routed = layout;
+    route_all_home(counts, routed.placement, &routed.plan);
+    SCOPED_TRACE(seed);
+    expect_same_cost(model.price_all_home(layout, counts),
+                     model.price(routed, counts, CostModel::Detail::kTimes));
+  }
+}
+
 TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
   const CostModel model(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
   // (1e6 dense + 2 experts x 3 x 1024 x 512) params x 28 B at 2000 GB/s, for 3 layers.

@@ -34,10 +34,9 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   return decision;
 }
 
-bool TopoepPlanner::fallback(const RoutingCounts& counts, PlannerDecision* out) const {
+bool TopoepPlanner::static_fallback(PlannerDecision* out) const {
   // Every token home; the replicas the record started with stay, idle and free.
-  *out = PlannerDecision{
-      problem_.placement, static_plan(counts, problem_.placement), last_resident_, {}};
+  *out = PlannerDecision{problem_.placement, static_layout(problem_.placement), last_resident_, {}};
   out->overhead.host_ps = solve_ps_;  // the solve ran either way
   if (!last_resident_.empty()) out->plan.replica_expert = last_resident_;
   return true;

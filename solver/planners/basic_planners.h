@@ -22,8 +22,8 @@ class TopoepPlanner : public Planner {
   TopoepPlanner(const PlannerContext& context, const PlannerOptions& options);
   std::string name() const override { return "topoep"; }
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
-  // The static plan, keeping the replicas resident before the last record idle (free).
-  bool fallback(const RoutingCounts& counts, PlannerDecision* out) const override;
+  // The static routing, keeping the replicas resident before the last record idle (free).
+  bool static_fallback(PlannerDecision* out) const override;
   void ran_fallback(const PlannerDecision& fallback) override;
 
  private:

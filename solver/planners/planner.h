@@ -65,12 +65,13 @@ class Planner {
   virtual PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) = 0;
 
   // A planner whose decision a caller with a finer cost model may overrule (TopoEP decides with
-  // the solver's linear model; the simulator prices per-instance GEMM efficiency): the decision
-  // to run instead for the record just planned, or false when there is none. A caller that runs
-  // it says so with ran_fallback(), before the next plan().
-  virtual bool fallback(const RoutingCounts& /*counts*/, PlannerDecision* /*out*/) const {
-    return false;
-  }
+  // the solver's linear model; the simulator prices per-instance GEMM efficiency): the layout to
+  // run instead for the record just planned, with every token at its expert's home rank, or
+  // false when there is none. `out->plan.routes` is left empty: the caller prices the layout
+  // from the counts and writes the routes (route_all_home()) only if it runs it, which it then
+  // says with ran_fallback(), before the next plan(). The static routing of the last record is
+  // the only fallback: a planner cannot then be slower than leaving its tokens at home.
+  virtual bool static_fallback(PlannerDecision* /*out*/) const { return false; }
   virtual void ran_fallback(const PlannerDecision& /*fallback*/) {}
 };
 

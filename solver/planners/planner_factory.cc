@@ -21,8 +21,8 @@ class GradientCharging : public Planner {
     charge_gradient_reduction(decision, context_);
     return decision;
   }
-  bool fallback(const RoutingCounts& counts, PlannerDecision* out) const override {
-    if (!inner_->fallback(counts, out)) return false;
+  bool static_fallback(PlannerDecision* out) const override {
+    if (!inner_->static_fallback(out)) return false;
     charge_gradient_reduction(*out, context_);
     return true;
   }
