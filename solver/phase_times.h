@@ -52,21 +52,37 @@ TOPOEP_HOST_DEVICE inline Picoseconds link_phase_ps(TokenCount nvlink_out, Token
                 transfer_ps(ib * bytes_per_unit, cost.scale_out));
 }
 
-// Deterministic: integer maxima and one sum, independent of evaluation order.
-// NOTE: a link's time is monotone in its bytes and every rank shares alpha and bandwidth, so the
-// slowest rank's time is the time of the largest byte count: one pass of integer maxima, then a
-// few divisions, instead of divisions per rank. Equal, bit for bit, to taking the maximum of
-// every rank's own time.
-TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,
-                                                 const CostParams& cost) {
+// The per-rank maxima the phase times depend on: each link class's busier direction on its
+// busiest rank, the largest load, and the same for replica weight counts.
+struct CounterMaxima {
+  TokenCount nvlink = 0;
+  TokenCount ib = 0;
+  TokenCount load = 0;
+  std::int32_t weight_nvlink = 0;
+  std::int32_t weight_ib = 0;
+};
+
+// The token maxima of `c` (nvlink, ib, load); the weight fields are left as they are. The solver
+// calls it after every move and the weight half only when replicas changed.
+TOPOEP_HOST_DEVICE inline void token_maxima(const RankCounters& c, int num_ranks,
+                                            CounterMaxima& m) {
   TokenCount nvlink = 0, ib = 0, load = 0;
-  std::int32_t weight_nvlink = 0, weight_ib = 0;
   for (int r = 0; r < num_ranks; ++r) {
     const TokenCount nvlink_r = c.nvlink_out[r] > c.nvlink_in[r] ? c.nvlink_out[r] : c.nvlink_in[r];
     const TokenCount ib_r = c.ib_out[r] > c.ib_in[r] ? c.ib_out[r] : c.ib_in[r];
     if (nvlink_r > nvlink) nvlink = nvlink_r;
     if (ib_r > ib) ib = ib_r;
     if (c.load[r] > load) load = c.load[r];
+  }
+  m.nvlink = nvlink;
+  m.ib = ib;
+  m.load = load;
+}
+
+TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks,
+                                             CounterMaxima& m) {
+  std::int32_t weight_nvlink = 0, weight_ib = 0;
+  for (int r = 0; r < num_ranks; ++r) {
     const std::int32_t weight_nvlink_r = c.weight_nvlink_out[r] > c.weight_nvlink_in[r]
                                              ? c.weight_nvlink_out[r]
                                              : c.weight_nvlink_in[r];
@@ -75,22 +91,41 @@ TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_
     if (weight_nvlink_r > weight_nvlink) weight_nvlink = weight_nvlink_r;
     if (weight_ib_r > weight_ib) weight_ib = weight_ib_r;
   }
+  m.weight_nvlink = weight_nvlink;
+  m.weight_ib = weight_ib;
+}
+
+// Deterministic: integer maxima and one sum, independent of evaluation order.
+// NOTE: a link's time is monotone in its bytes and every rank shares alpha and bandwidth, so the
+// slowest rank's time is the time of the largest byte count: the maxima first, then a few
+// divisions, instead of divisions per rank. Equal, bit for bit, to taking the maximum of every
+// rank's own time.
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost) {
   PhaseTimes times;
   // Combine reverses dispatch: a rank's combine out is its dispatch in, so max(out, in) holds.
-  times.dispatch = link_phase_ps(nvlink, 0, ib, 0, cost.dispatch_bytes_per_token, cost);
-  times.combine = link_phase_ps(nvlink, 0, ib, 0, cost.combine_bytes_per_token, cost);
-  times.compute = load * cost.compute_ps_per_token;
+  times.dispatch = link_phase_ps(m.nvlink, 0, m.ib, 0, cost.dispatch_bytes_per_token, cost);
+  times.combine = link_phase_ps(m.nvlink, 0, m.ib, 0, cost.combine_bytes_per_token, cost);
+  times.compute = m.load * cost.compute_ps_per_token;
   const Picoseconds weight =
-      link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_weight_bytes, cost);
+      link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
   // The gradients retrace the weights' links in reverse: the same per-rank counts.
-  times.gradient = link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_gradient_bytes, cost);
+  times.gradient =
+      link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_gradient_bytes, cost);
   times.backward_compute = times.compute * cost.backward_compute_factor;
   times.backward_transfer =
-      2 * link_phase_ps(nvlink, 0, ib, 0, cost.backward_bytes_per_token, cost);
+      2 * link_phase_ps(m.nvlink, 0, m.ib, 0, cost.backward_bytes_per_token, cost);
   times.total = times.dispatch + times.compute + times.combine + times.weight_exposed +
                 times.gradient + times.backward_compute + times.backward_transfer;
   return times;
+}
+
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,
+                                                 const CostParams& cost) {
+  CounterMaxima m;
+  token_maxima(c, num_ranks, m);
+  weight_maxima(c, num_ranks, m);
+  return phase_times(m, cost);
 }
 
 }  // namespace topoep

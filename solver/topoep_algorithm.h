@@ -151,6 +151,7 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void add_weight(RankId home, RankId rank, std::int32_t count) {
+    weights_changed_ = true;
     if (node_of(home) == node_of(rank)) {
       c_.weight_nvlink_out[home] += count;
       c_.weight_nvlink_in[rank] += count;
@@ -465,14 +466,9 @@ class LayerSolve {
   }
 
   // The largest IB volume (in or out) of any rank, into ib_max_: what a move's IB arrivals
-  // must exceed to lengthen the dispatch and combine (evaluate()).
-  TOPOEP_HOST_DEVICE void find_ib_max() {
-    ib_max_ = 0;
-    for (RankId r = 0; r < s_.num_ranks; ++r) {
-      const TokenCount ib = c_.ib_in[r] > c_.ib_out[r] ? c_.ib_in[r] : c_.ib_out[r];
-      if (ib > ib_max_) ib_max_ = ib;
-    }
-  }
+  // must exceed to lengthen the dispatch and combine (evaluate()). measure() found it: every
+  // state the search weighs moves in has been measured.
+  TOPOEP_HOST_DEVICE void find_ib_max() { ib_max_ = maxima_.ib; }
 
   // After a committed move made a new replica: its home and its rank now count in the weight
   // and gradient maxima that later replicas are charged against (see weight_max_).
@@ -643,7 +639,8 @@ class LayerSolve {
     const TokenCount mean_ceil = (total + R - 1) / R;
     target_ = mean_ceil;
     Progress progress;
-    const PhaseTimes start = phase_times(c_, R, p_.cost);
+    weights_changed_ = true;
+    const PhaseTimes start = measure();
     progress.best_time = progress.marked_time = start.total;
     progress.best_compute = start.compute;
     // The search gives up after R moves (at least 16, at most 64) that together cut the
@@ -663,13 +660,9 @@ class LayerSolve {
       // its experts' other instances, then any rank, move load away to open room that a later
       // move gives the straggler: a chain, found one link at a time.
       RankId straggler = -1;
-      if (!any_stuck) {  // the common case, branch-free: loads are unpredictable
-        TokenCount top = -1;
-        for (RankId r = 0; r < R; ++r) {
-          const bool higher = c_.load[r] > top;
-          top = higher ? c_.load[r] : top;
-          straggler = higher ? r : straggler;
-        }
+      if (!any_stuck) {  // the common case: the first rank at the largest load measure() found
+        straggler = 0;
+        while (c_.load[straggler] != maxima_.load) ++straggler;
       }
       for (int pass = 0; any_stuck && pass < 2 && straggler < 0; ++pass) {
         for (RankId r = 0; r < R; ++r) {
@@ -737,6 +730,17 @@ class LayerSolve {
     std::int32_t stall_limit = 0;
   };
 
+  // The cost model's phase times of the current state. Weight counters change only with new
+  // replicas, so their maxima are recomputed only then.
+  TOPOEP_HOST_DEVICE PhaseTimes measure() {
+    token_maxima(c_, s_.num_ranks, maxima_);
+    if (weights_changed_) {
+      weight_maxima(c_, s_.num_ranks, maxima_);
+      weights_changed_ = false;
+    }
+    return phase_times(maxima_, p_.cost);
+  }
+
   // Logs and applies `move`, then measures the new state: a new best prefix when it is
   // predicted faster. Returns false when the search should stop: stall_limit moves have
   // together cut the predicted time by less than 1/1024 since the last such cut.
@@ -744,7 +748,7 @@ class LayerSolve {
     log_[moves] = move;
     apply(move);
     ++moves;
-    const PhaseTimes times = phase_times(c_, s_.num_ranks, p_.cost);
+    const PhaseTimes times = measure();
     const Picoseconds time = times.total;
     if (time < progress.best_time) {
       progress.best_time = time;
@@ -771,15 +775,21 @@ class LayerSolve {
     const int R = s_.num_ranks, E = s_.num_experts;
     for (ExpertId e = 0; e < E; ++e) w_.cursor[e] = 0;  // 1: dropped
     while (moves < p_.max_moves) {
+      // Only ranks above the mean have chunks; (larger chunk, lower expert) is a total order,
+      // so visiting experts by home rank picks what a pass in expert order would.
       ExpertId pick = kNoExpert;
       TokenCount chunk = 0;
-      for (ExpertId e = 0; e < E; ++e) {
-        if (w_.cursor[e]) continue;
-        const TokenCount excess = c_.load[in_.home_rank[e]] - target_;
-        const TokenCount c = w_.home_tokens[e] < excess ? w_.home_tokens[e] : excess;
-        if (c > chunk) {
-          chunk = c;
-          pick = e;
+      for (RankId r = 0; r < R; ++r) {
+        const TokenCount excess = c_.load[r] - target_;
+        if (excess <= 0 || excess < chunk) continue;  // no chunk here can beat the pick
+        for (std::int32_t i = w_.home_begin[r]; i < w_.home_begin[r + 1]; ++i) {
+          const ExpertId e = w_.home_experts[i];
+          if (w_.cursor[e]) continue;
+          const TokenCount c = w_.home_tokens[e] < excess ? w_.home_tokens[e] : excess;
+          if (c > chunk || (c == chunk && c > 0 && e < pick)) {
+            chunk = c;
+            pick = e;
+          }
         }
       }
       if (pick == kNoExpert || chunk * 64 < target_) return;
@@ -953,6 +963,8 @@ class LayerSolve {
   // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
+  CounterMaxima maxima_;          // of the current state, as measure() last found them
+  bool weights_changed_ = true;   // since maxima_'s weight half was found
   Move* log_ = nullptr;           // the current run's move log
   Picoseconds best_time_ = 0;     // the last run's best predicted time ...
   Picoseconds best_compute_ = 0;  // ... and compute phase
