@@ -152,6 +152,8 @@ class LayerSolve {
 
   TOPOEP_HOST_DEVICE void add_weight(RankId home, RankId rank, std::int32_t count) {
     weights_changed_ = true;
+    w_.one_more_replica[8 * home] = -1;
+    w_.one_more_replica[8 * rank] = -1;
     if (node_of(home) == node_of(rank)) {
       c_.weight_nvlink_out[home] += count;
       c_.weight_nvlink_in[rank] += count;
@@ -203,6 +205,22 @@ class LayerSolve {
     return replica_link_time(rank, nvlink, extra_out, extra_in, true);
   }
 
+  // What one more replica makes of `rank`'s exposed weight time and gradient time, cached per
+  // rank until its replica counts change: [weight | gradient][sent as home | received]
+  // [NVLink | IB] at index 4 gradient + 2 received + ib.
+  TOPOEP_HOST_DEVICE const Picoseconds* one_more(RankId rank) const {
+    Picoseconds* row = w_.one_more_replica + 8 * rank;
+    if (row[0] < 0) {
+      for (int i = 0; i < 8; ++i) {
+        const bool gradient = i >= 4, received = (i & 2) != 0, nvlink = (i & 1) == 0;
+        const std::int32_t out = received ? 0 : 1, in = received ? 1 : 0;
+        row[i] =
+            gradient ? gradient_time(rank, nvlink, out, in) : weight_exposed(rank, nvlink, out, in);
+      }
+    }
+    return row;
+  }
+
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
   // the counts, in their row-major order; per-expert columns are copied later, and only for the
   // experts whose tokens may move (prepare_expert()).
@@ -241,6 +259,7 @@ class LayerSolve {
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = w_.static_tokens[i];
     for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
     for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
+    for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
     ib_total_ = ib_static_;
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];
@@ -393,12 +412,13 @@ class LayerSolve {
       // the current maximum, at its home (sending) and its destination (receiving).
       const RankId home = in_.home_rank[expert];
       const bool nvlink = home_node == to_node;
-      const Picoseconds after = max_ps(weight_max_, max_ps(weight_exposed(home, nvlink, 1, 0),
-                                                           weight_exposed(to_rank, nvlink, 0, 1)));
+      const int ib = nvlink ? 0 : 1;
+      const Picoseconds* sender = one_more(home);
+      const Picoseconds* receiver = one_more(to_rank);
+      const Picoseconds after = max_ps(weight_max_, max_ps(sender[ib], receiver[2 + ib]));
       // ... and, in the backward pass, to the gradients' reduction back to the home.
       const Picoseconds gradient_after =
-          max_ps(gradient_max_,
-                 max_ps(gradient_time(home, nvlink, 1, 0), gradient_time(to_rank, nvlink, 0, 1)));
+          max_ps(gradient_max_, max_ps(sender[4 + ib], receiver[6 + ib]));
       weight_cost = after - weight_max_ + gradient_after - gradient_max_;
     }
     move.expert = expert;

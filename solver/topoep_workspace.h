@@ -59,6 +59,10 @@ struct TopoepWorkspace {
   // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
   // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
   Picoseconds* replica_time;
+  // [R][8]: what one more replica would make of the rank's exposed weight time and its gradient
+  // time, sending (as home) or receiving, over NVLink or IB (see LayerSolve::one_more()); row
+  // r is refreshed when [r][0] < 0, which any change to r's replica counts sets.
+  Picoseconds* one_more_replica;
   RankId* open_ranks;  // [N][2]: per move, each node's two least-loaded ranks
                        // with a free slot
   void* move_log;      // [2][max_moves] moves of the two searches, for the replay
@@ -122,6 +126,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.expert_slot_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (E + 1)));
   w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
+  w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
   w.move_log = take(move_bytes * 2 * static_cast<std::size_t>(max_moves));
   if (workspace != nullptr) *workspace = w;
