@@ -117,7 +117,8 @@ class LayerSolve {
   }
 
  private:
-  TOPOEP_HOST_DEVICE int node_of(RankId rank) const { return rank / s_.gpus_per_node; }
+  // Looked up: a division costs as much as the rest of a move's bookkeeping for one source.
+  TOPOEP_HOST_DEVICE int node_of(RankId rank) const { return w_.rank_node[rank]; }
   TOPOEP_HOST_DEVICE std::int64_t slot_index(RankId rank, int slot) const {
     return static_cast<std::int64_t>(rank) * s_.slots_per_rank + slot;
   }
@@ -228,6 +229,10 @@ class LayerSolve {
     const int R = s_.num_ranks, E = s_.num_experts;
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = 0;
     for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] = 0;
+    for (RankId r = 0; r < R; ++r) w_.rank_node[r] = r / s_.gpus_per_node;
+    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+      w_.slot_rank[j] = static_cast<RankId>(j / s_.slots_per_rank);
+    }
     ib_total_ = 0;
     // Experts grouped by home rank, ascending within a rank (stable counting sort).
     for (int r = 0; r <= R; ++r) w_.home_begin[r] = 0;
@@ -463,7 +468,7 @@ class LayerSolve {
       if (move.better_than(best)) best = move;
     }
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
-      const RankId other = static_cast<RankId>(j / s_.slots_per_rank);
+      const RankId other = w_.slot_rank[j];
       if (other == rank) continue;
       const Move move =
           evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, gain_floor(best));
@@ -626,7 +631,7 @@ class LayerSolve {
     auto mark_instances_of = [&](ExpertId expert) {
       w_.rank_helper[in_.home_rank[expert]] = 1;
       for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
-        w_.rank_helper[j / s_.slots_per_rank] = 1;
+        w_.rank_helper[w_.slot_rank[j]] = 1;
       }
     };
     for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
@@ -881,7 +886,7 @@ class LayerSolve {
         };
         offer(in_.home_rank[expert], kHomeSlot);
         for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
-          offer(static_cast<RankId>(j / s_.slots_per_rank), j);
+          offer(w_.slot_rank[j], j);
         }
         // Or a new replica on the first of the two that does not hold the expert yet: it wins
         // only by moving more than every existing instance, and its weights and gradients face
@@ -956,7 +961,7 @@ class LayerSolve {
         bool home_done = false;
         for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
           const std::int32_t j = w_.slot_order[i];
-          const RankId rank = static_cast<RankId>(j / S);
+          const RankId rank = w_.slot_rank[j];
           if (!home_done && home < rank) {
             if (at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
             home_done = true;

@@ -49,6 +49,8 @@ struct TopoepWorkspace {
   std::int32_t* expert_first_slot;  // [E]: a list of the slots holding each expert's replicas
   std::int32_t* slot_next;          // [R*S]: the next slot in its expert's list, -1 at the end
   std::int32_t* home_begin;         // [R+1]: CSR of experts by home rank
+  std::int32_t* rank_node;          // [R]: each rank's node (looked up, not divided out)
+  std::int32_t* slot_rank;          // [R*S]: each slot's rank (the same)
   ExpertId* home_experts;           // [E]
   TokenCount* counter_tokens;       // [5][R]: load, NVLink out/in, IB out/in
   TokenCount* static_tokens;        // [5][R]: counter_tokens of the static plan, for the replay
@@ -118,6 +120,8 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.expert_first_slot = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
   w.slot_next = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.home_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R + 1)));
+  w.rank_node = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * R));
+  w.slot_rank = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.home_experts = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * E));
   w.counter_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
   w.static_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 5 * R));
