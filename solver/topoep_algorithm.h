@@ -333,13 +333,26 @@ class LayerSolve {
   // The slot a new replica on `rank` would take: the lowest empty slot, else the lowest slot
   // whose replica has gone idle (it is evicted); -1 when the rank is full.
   TOPOEP_HOST_DEVICE std::int64_t free_slot(RankId rank) const {
+    const std::int64_t first = slot_index(rank, 0);
+    const ExpertId* experts = w_.slot_expert + first;
+    const TokenCount* tokens = w_.slot_tokens + first;
     for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
-      if (w_.slot_expert[slot_index(rank, slot)] == kNoExpert) return slot_index(rank, slot);
+      if (experts[slot] == kNoExpert) return first + slot;
     }
     for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
-      if (w_.slot_tokens[slot_index(rank, slot)] == 0) return slot_index(rank, slot);
+      if (tokens[slot] == 0) return first + slot;
     }
     return -1;
+  }
+
+  // free_slot(rank) >= 0, in one pass: an empty slot holds no tokens either (slot_tokens is 0
+  // for every slot without an expert).
+  TOPOEP_HOST_DEVICE bool has_free_slot(RankId rank) const {
+    const TokenCount* tokens = w_.slot_tokens + slot_index(rank, 0);
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      if (tokens[slot] == 0) return true;
+    }
+    return false;
   }
 
   // Water-filling: fill the destination up to the mean without taking the origin below it;
@@ -514,7 +527,7 @@ class LayerSolve {
                                          RankId* out) const {
     RankId first = -1, second = -1;
     for (RankId t = n * s_.gpus_per_node; t < (n + 1) * s_.gpus_per_node; ++t) {
-      if (t == skip || free_slot(t) < 0) continue;
+      if (t == skip || !has_free_slot(t)) continue;
       if (first < 0 || key[t] < key[first]) {
         second = first;
         first = t;
@@ -620,10 +633,11 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void clear_stuck() {
-    for (RankId r = 0; r < s_.num_ranks; ++r) {
-      w_.rank_stuck[r] = 0;
-      w_.rank_helper[r] = 0;
-    }
+    // Local pointers: byte stores may alias anything, so w_'s members would be reloaded.
+    std::uint8_t* const stuck = w_.rank_stuck;
+    std::uint8_t* const helper = w_.rank_helper;
+    for (RankId r = 0; r < s_.num_ranks; ++r) stuck[r] = 0;
+    for (RankId r = 0; r < s_.num_ranks; ++r) helper[r] = 0;
   }
 
   // Marks the ranks that hold another instance of an expert with tokens on `rank`.
@@ -686,8 +700,10 @@ class LayerSolve {
       // move gives the straggler: a chain, found one link at a time.
       RankId straggler = -1;
       if (!any_stuck) {  // the common case: the first rank at the largest load measure() found
+        const TokenCount* const load = c_.load;
+        const TokenCount top = maxima_.load;
         straggler = 0;
-        while (c_.load[straggler] != maxima_.load) ++straggler;
+        while (load[straggler] != top) ++straggler;
       }
       for (int pass = 0; any_stuck && pass < 2 && straggler < 0; ++pass) {
         for (RankId r = 0; r < R; ++r) {
@@ -729,7 +745,7 @@ class LayerSolve {
     last_done_ = moves;
     room_with_slot_ = false;
     for (RankId r = 0; r < R && !room_with_slot_; ++r) {
-      room_with_slot_ = c_.load[r] < target_ && free_slot(r) >= 0;
+      room_with_slot_ = c_.load[r] < target_ && has_free_slot(r);
     }
     return moves;
   }
@@ -821,7 +837,7 @@ class LayerSolve {
       const RankId from = in_.home_rank[pick];
       RankId fit = -1, roomiest = -1;
       for (RankId u = 0; u < R; ++u) {
-        if (u == from || c_.load[u] >= target_ || free_slot(u) < 0 || hosts(u, pick)) continue;
+        if (u == from || c_.load[u] >= target_ || !has_free_slot(u) || hosts(u, pick)) continue;
         if (c_.load[u] + chunk <= target_ && (fit < 0 || c_.load[u] > c_.load[fit])) fit = u;
         if (roomiest < 0 || c_.load[u] < c_.load[roomiest]) roomiest = u;
       }
