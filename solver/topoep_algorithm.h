@@ -44,6 +44,7 @@ namespace topoep_detail {
 
 constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
 constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
+constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched again
 
 struct Move {
   ExpertId expert = kNoExpert;
@@ -265,6 +266,7 @@ class LayerSolve {
     for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
     for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
     for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
+    for (int n = 0; n < s_.num_nodes(); ++n) w_.open_ranks[2 * n] = kStaleNode;
     ib_total_ = ib_static_;
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];
@@ -517,8 +519,17 @@ class LayerSolve {
   }
 
   // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
+  // Only nodes marked stale (kStaleNode) are searched again: a move changes the loads and slot
+  // tokens of its two ranks only (stale_open_ranks()).
   TOPOEP_HOST_DEVICE void find_open_ranks() {
-    for (int n = 0; n < s_.num_nodes(); ++n) two_open_ranks(n, c_.load, -1, &w_.open_ranks[2 * n]);
+    RankId* const open = w_.open_ranks;
+    for (int n = 0; n < s_.num_nodes(); ++n) {
+      if (open[2 * n] == kStaleNode) two_open_ranks(n, c_.load, -1, &open[2 * n]);
+    }
+  }
+
+  TOPOEP_HOST_DEVICE void stale_open_ranks(RankId rank) {
+    w_.open_ranks[2 * node_of(rank)] = kStaleNode;
   }
 
   // The two ranks of node `n` other than `skip` with a free slot and the lowest `key` (ties:
@@ -613,6 +624,8 @@ class LayerSolve {
 
   TOPOEP_HOST_DEVICE void apply(Move move) {
     prepare_expert(move.expert);
+    stale_open_ranks(move.from_rank);
+    stale_open_ranks(move.to_rank);
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
       if (w_.slot_expert[j] != kNoExpert) {

@@ -65,9 +65,10 @@ struct TopoepWorkspace {
   // time, sending (as home) or receiving, over NVLink or IB (see LayerSolve::one_more()); row
   // r is refreshed when [r][0] < 0, which any change to r's replica counts sets.
   Picoseconds* one_more_replica;
-  RankId* open_ranks;  // [N][2]: per move, each node's two least-loaded ranks
-                       // with a free slot
-  void* move_log;      // [2][max_moves] moves of the two searches, for the replay
+  // [N][2]: each node's two least-loaded ranks with a free slot (-1: fewer), kept across moves;
+  // [n][0] is kStaleNode when node n must be searched again
+  RankId* open_ranks;
+  void* move_log;  // [2][max_moves] moves of the two searches, for the replay
 
   TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
     return RankCounters{counter_tokens,
