@@ -976,15 +976,29 @@ class LayerSolve {
       if (e != kNoExpert) w_.slot_order[w_.cursor[e]++] = static_cast<std::int32_t>(j);
     }
     // Routes in canonical order: by src, then expert, then destination rank, where the home
-    // rank takes its place among the replicas' ranks.
+    // rank takes its place among the replicas' ranks. Most experts have no replica and were
+    // never touched: their routes are the counts (kind 0, cursor reused as scratch).
+    std::int32_t* const kind = w_.cursor;
+    for (ExpertId e = 0; e < E; ++e) {
+      kind[e] = w_.expert_slot_begin[e] != w_.expert_slot_begin[e + 1] ? 2
+                : w_.expert_ready[e]                                   ? 1
+                                                                       : 0;
+    }
+    const RankId* const home_rank = in_.home_rank;
+    Route* const routes = out.routes;
     std::int64_t count = 0;
     for (RankId src = 0; src < R; ++src) {
       const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
       for (ExpertId e = 0; e < E; ++e) {
-        const RankId home = in_.home_rank[e];
+        const RankId home = home_rank[e];
+        if (kind[e] == 0) {
+          if (row[e] > 0) routes[count++] = Route{src, e, home, row[e]};
+          continue;
+        }
+        // Resident replicas make kind 2 without preparing the expert: then the counts hold.
         const TokenCount at_home = w_.expert_ready[e] ? flow(kHomeSlot, e, src) : row[e];
-        if (w_.expert_slot_begin[e] == w_.expert_slot_begin[e + 1]) {  // no replicas: the home
-          if (at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+        if (kind[e] == 1) {  // no replicas: the home
+          if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
           continue;
         }
         bool home_done = false;
@@ -992,13 +1006,13 @@ class LayerSolve {
           const std::int32_t j = w_.slot_order[i];
           const RankId rank = w_.slot_rank[j];
           if (!home_done && home < rank) {
-            if (at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+            if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
             home_done = true;
           }
           const TokenCount tokens = flow(j, e, src);
-          if (tokens > 0) out.routes[count++] = Route{src, e, rank, tokens};
+          if (tokens > 0) routes[count++] = Route{src, e, rank, tokens};
         }
-        if (!home_done && at_home > 0) out.routes[count++] = Route{src, e, home, at_home};
+        if (!home_done && at_home > 0) routes[count++] = Route{src, e, home, at_home};
       }
     }
     *out.num_routes = count;
