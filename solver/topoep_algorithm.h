@@ -366,21 +366,23 @@ class LayerSolve {
     return above < below ? above : below;
   }
 
-  // The move of `expert`'s tokens from its instance (from_rank, from_slot) to `to_rank`, with
-  // its size and gain; tokens == 0 when no token may or should move. `node_tokens` holds the
-  // origin instance's tokens by source node.
-  TOPOEP_HOST_DEVICE Move evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
+  // Sizes and weighs the move of `expert`'s tokens from its instance (from_rank, from_slot) to
+  // `to_rank` and makes it `best` when better (Move::better_than); nothing when no token may or
+  // should move, or when its gain cannot reach best's (gain_floor()). `node_tokens` holds the
+  // origin instance's tokens by source node. The candidate is built only when it got that far:
+  // most are not.
+  TOPOEP_HOST_DEVICE void evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
                                    TokenCount tokens_on, const TokenCount* node_tokens,
-                                   RankId to_rank, std::int32_t to_slot, Picoseconds gain_floor,
+                                   RankId to_rank, std::int32_t to_slot, Move& best,
                                    TokenCount room_cap = -1) const {
-    Move move;
+    const Picoseconds to_beat = gain_floor(best);
     // At most `room_cap` tokens when given (seeding), else as room_between() allows.
     const TokenCount room = room_cap >= 0 ? room_cap : room_between(from_rank, to_rank);
-    if (room <= 0) return move;
+    if (room <= 0) return;
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
     // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
-    if (tokens * relief_ps_per_token() < gain_floor) return move;
+    if (tokens * relief_ps_per_token() < to_beat) return;
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -399,7 +401,7 @@ class LayerSolve {
       tokens = moved_local + moved_third + moved_origin;
       ib_delta = moved_origin - moved_local;
     }
-    if (tokens <= 0) return move;
+    if (tokens <= 0) return;
     const int home_node = node_of(in_.home_rank[expert]);
     // Tokens from outside the destination's node arrive over IB; past the busiest rank's IB
     // volume they lengthen dispatch and combine (both wait for that rank).
@@ -425,7 +427,7 @@ class LayerSolve {
       ib_cost = bytes / bandwidth * 1000000 + bytes % bandwidth * 1000000 / bandwidth;
     }
     // Weighing the weights takes divisions: skip it when the gain cannot reach the floor anyway.
-    if (tokens * relief_ps_per_token() - ib_cost < gain_floor) return move;
+    if (tokens * relief_ps_per_token() - ib_cost < to_beat) return;
     Picoseconds weight_cost = 0;
     if (to_slot == kNewSlot) {
       // The weight phase waits for its slowest rank: charge only what the new replica adds to
@@ -441,6 +443,7 @@ class LayerSolve {
           max_ps(gradient_max_, max_ps(sender[4 + ib], receiver[6 + ib]));
       weight_cost = after - weight_max_ + gradient_after - gradient_max_;
     }
+    Move move;
     move.expert = expert;
     move.from_rank = from_rank;
     move.from_slot = from_slot;
@@ -453,7 +456,7 @@ class LayerSolve {
     // phases at its destination. Total IB traffic is the second objective (a tie-break); the
     // best-prefix choice in run() then measures every phase exactly.
     move.gain = tokens * relief_ps_per_token() - weight_cost - ib_cost;
-    return move;
+    if (move.better_than(best)) best = move;
   }
 
   // A token moved off the straggler saves its compute, forward and backward.
@@ -478,16 +481,12 @@ class LayerSolve {
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
     if (home != rank) {
-      const Move move =
-          evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, gain_floor(best));
-      if (move.better_than(best)) best = move;
+      evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, best);
     }
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = w_.slot_rank[j];
       if (other == rank) continue;
-      const Move move =
-          evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, gain_floor(best));
-      if (move.better_than(best)) best = move;
+      evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, best);
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
     // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
@@ -497,9 +496,7 @@ class LayerSolve {
         const RankId target = w_.open_ranks[2 * n + k];
         if (target < 0) break;
         if (target == rank || hosts(target, expert)) continue;
-        const Move move = evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot,
-                                   gain_floor(best));
-        if (move.better_than(best)) best = move;
+        evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot, best);
         break;
       }
     }
@@ -859,9 +856,9 @@ class LayerSolve {
         prepare_expert(pick);
         find_ib_max();  // as the greedy's moves see it
         const TokenCount room = target_ - c_.load[to];
-        const Move move =
-            evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
-                     kNewSlot, 1, chunk < room ? chunk : room);
+        Move move;
+        evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
+                 kNewSlot, move, chunk < room ? chunk : room);
         if (move.valid() && move.gain > 0) {
           commit(move, moves, progress);
           note_new_replica(move);
