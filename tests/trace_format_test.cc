@@ -234,5 +234,31 @@ TEST(TraceFormat, NamesTheRecordWhoseRowSumIsWrong) {
   EXPECT_NE(reader_error(path).find("record 0 counts[0]"), std::string::npos) << reader_error(path);
 }
 
+TEST(TraceFormat, NamesTheCellOfANegativeThirtyTwoBitCount) {
+  TraceMetadata m = small_metadata();
+  m.tokens_per_rank = 0;
+  const std::string path = fresh_path("negative.trace");
+  TraceWriter writer(path, m);
+  RoutingCounts big(8, 16);
+  big.set(2, 5, 100000);  // 0x000186a0: forces I32 and marks the cell in the file
+  for (int i = 0; i < 12; ++i) writer.add(i == 0 ? big : record(i));
+  writer.finish();
+  const std::string chunk = path + "/chunk-000000.safetensors";
+  std::string bytes;
+  {
+    std::ifstream in(chunk, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::size_t at = bytes.find(std::string("\xa0\x86\x01\x00", 4));
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 4, std::string(4, '\xff'));  // -1
+  std::ofstream(chunk, std::ios::binary) << bytes;
+  const std::string error = reader_error(path);
+  EXPECT_NE(error.find("chunk-000000.safetensors: field 'record 0 counts[2][5]'"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("is negative (-1)"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace topoep

@@ -77,14 +77,15 @@ bool TraceReader::next(TraceRecord& record) {
   if (next_record_ >= metadata_.num_records()) return false;
   if (next_record_ == chunks_[chunk_index_].first_record) load_chunk(chunk_index_);
   const Chunk& chunk = chunks_[chunk_index_];
-  const std::string file = path_ + "/" + chunk.file;
-  const std::string where = "record " + std::to_string(next_record_);
+  // Named only when a record is rejected: most records are not.
+  const auto file = [&] { return path_ + "/" + chunk.file; };
+  const auto where = [&] { return "record " + std::to_string(next_record_); };
   const TraceMetadata& m = metadata_;
   const std::int64_t per_step = static_cast<std::int64_t>(m.microbatches) * m.num_layers;
   const std::int32_t* id = ids_.data() + in_chunk_ * 3;
   if (id[0] != next_record_ / per_step || id[1] != next_record_ % per_step / m.num_layers ||
       id[2] != next_record_ % m.num_layers) {
-    throw FileInputError(file, where,
+    throw FileInputError(file(), where(),
                          "is labelled step " + std::to_string(id[0]) + ", microbatch " +
                              std::to_string(id[1]) + ", layer " + std::to_string(id[2]) +
                              ": records must run step, microbatch, layer without gaps");
@@ -93,22 +94,29 @@ bool TraceReader::next(TraceRecord& record) {
   std::vector<TokenCount> values(cells);
   const std::size_t width = m.dtype == "U16" ? 2 : 4;
   const std::uint8_t* bytes = counts_.data() + static_cast<std::size_t>(in_chunk_) * cells * width;
-  for (std::size_t i = 0; i < cells; ++i) {
-    if (width == 2) {
-      values[i] = bytes[2 * i] | bytes[2 * i + 1] << 8;
-    } else {
+  // Little-endian on every host, assembled byte by byte (compilers turn each into one load);
+  // the width is tested once per record and negative I32 cells found after the pass, so the
+  // loops stay branch-free.
+  if (width == 2) {
+    for (std::size_t i = 0; i < cells; ++i) values[i] = bytes[2 * i] | bytes[2 * i + 1] << 8;
+  } else {
+    bool negative = false;
+    for (std::size_t i = 0; i < cells; ++i) {
       const std::int32_t value =
           static_cast<std::int32_t>(static_cast<std::uint32_t>(bytes[4 * i]) |
                                     static_cast<std::uint32_t>(bytes[4 * i + 1]) << 8 |
                                     static_cast<std::uint32_t>(bytes[4 * i + 2]) << 16 |
                                     static_cast<std::uint32_t>(bytes[4 * i + 3]) << 24);
-      if (value < 0) {
-        throw FileInputError(file,
-                             where + " counts[" + std::to_string(i / m.num_experts) + "][" +
-                                 std::to_string(i % m.num_experts) + "]",
-                             "is negative (" + std::to_string(value) + ")");
-      }
+      negative |= value < 0;
       values[i] = value;
+    }
+    for (std::size_t i = 0; negative && i < cells; ++i) {
+      if (values[i] < 0) {
+        throw FileInputError(file(),
+                             where() + " counts[" + std::to_string(i / m.num_experts) + "][" +
+                                 std::to_string(i % m.num_experts) + "]",
+                             "is negative (" + std::to_string(values[i]) + ")");
+      }
     }
   }
   if (m.tokens_per_rank > 0) {
@@ -117,7 +125,7 @@ bool TraceReader::next(TraceRecord& record) {
       for (int e = 0; e < m.num_experts; ++e)
         row += values[static_cast<std::size_t>(src) * m.num_experts + e];
       if (row != m.tokens_per_rank * m.top_k) {
-        throw FileInputError(file, where + " counts[" + std::to_string(src) + "]",
+        throw FileInputError(file(), where() + " counts[" + std::to_string(src) + "]",
                              "sums to " + std::to_string(row) + ", the metadata declares " +
                                  std::to_string(m.tokens_per_rank * m.top_k));
       }
