@@ -417,7 +417,10 @@ class LayerSolve {
       const TokenCount after_node = rest - (in_node < rest ? in_node : rest);
       ib_arriving = first + (outside - first < after_node ? outside - first : after_node);
     }
-    const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - ib_max_;
+    // maxima_.ib, the largest IB volume (in or out) of any rank, is what a move's IB arrivals
+    // must exceed to lengthen the dispatch and combine; every state the search weighs moves in
+    // has been measured.
+    const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - maxima_.ib;
     Picoseconds ib_cost = 0;
     if (ib_over > 0) {  // floor(bytes x 1e6 / bandwidth), split so that nothing overflows
       const Bytes bytes =
@@ -501,11 +504,6 @@ class LayerSolve {
       }
     }
   }
-
-  // The largest IB volume (in or out) of any rank, into ib_max_: what a move's IB arrivals
-  // must exceed to lengthen the dispatch and combine (evaluate()). measure() found it: every
-  // state the search weighs moves in has been measured.
-  TOPOEP_HOST_DEVICE void find_ib_max() { ib_max_ = maxima_.ib; }
 
   // After a committed move made a new replica: its home and its rank now count in the weight
   // and gradient maxima that later replicas are charged against (see weight_max_).
@@ -723,10 +721,7 @@ class LayerSolve {
       }
       // Within 1/1024 of the mean: nothing left worth a move.
       if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
-      if (!any_stuck) {  // the state changed since these were last found
-        find_open_ranks();
-        find_ib_max();
-      }
+      if (!any_stuck) find_open_ranks();  // the state changed since they were last found
       Move best;
       for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {
         consider_instance(w_.home_experts[i], straggler, kHomeSlot, best);
@@ -821,7 +816,7 @@ class LayerSolve {
   // ties: lower rank; a free slot, not holding the expert), as evaluate() sizes and weighs the
   // move; a chunk whose move has no positive gain is dropped. Chunks below 1/64 of the mean
   // end it. The greedy then goes on from the seeded state. It gives the largest chunks the
-  // largest rooms before the stragglers' order spends them (solver/README.md, step 1b).
+  // largest rooms before the stragglers' order spends them (solver/README.md, step 6).
   TOPOEP_HOST_DEVICE void seed_replicas(std::int32_t& moves, Progress& progress) {
     const int R = s_.num_ranks, E = s_.num_experts;
     for (ExpertId e = 0; e < E; ++e) w_.cursor[e] = 0;  // 1: dropped
@@ -854,7 +849,6 @@ class LayerSolve {
       const RankId to = fit >= 0 ? fit : roomiest;
       if (to >= 0) {
         prepare_expert(pick);
-        find_ib_max();  // as the greedy's moves see it
         const TokenCount room = target_ - c_.load[to];
         Move move;
         evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
@@ -1023,7 +1017,6 @@ class LayerSolve {
   TokenCount target_ = 0;     // the ceiling of the mean rank load
   TokenCount ib_total_ = 0;   // tokens crossing nodes now
   TokenCount ib_static_ = 0;  // tokens crossing nodes in the static plan: the ceiling
-  TokenCount ib_max_ = 0;     // per move: the largest IB volume (in or out) of any rank
   // The largest exposed weight time and gradient time of the ranks new replicas touched so far:
   // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
