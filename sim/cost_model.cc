@@ -126,6 +126,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   for (ExpertId e = 0; e < num_experts; ++e) by_home[cursor[home[e]]++] = e;
 
   PlanCost plan_cost = plan_cost_detail::empty_plan_cost(num_ranks);
+  const RankCounters counters = plan_cost.counters();
   std::vector<TokenCount> expert_tokens(num_experts, 0);
   TokenCount busiest_row = 0;
   for (RankId src = 0; src < num_ranks; ++src) {
@@ -136,15 +137,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
       TokenCount tokens = 0;
       for (int i = begin[dst]; i < begin[dst + 1]; ++i) tokens += row[by_home[i]];
       row_sum += tokens;
-      plan_cost.loads[dst] += tokens;
-      if (src == dst || tokens == 0) continue;
-      if (view.same_node(src, dst)) {
-        plan_cost.nvlink_tokens_out[src] += tokens;
-        plan_cost.nvlink_tokens_in[dst] += tokens;
-      } else {
-        plan_cost.ib_tokens_out[src] += tokens;
-        plan_cost.ib_tokens_in[dst] += tokens;
-      }
+      add_route_tokens(counters, src, dst, view.same_node(src, dst), tokens);
     }
     busiest_row = std::max(busiest_row, row_sum);
   }

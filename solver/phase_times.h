@@ -24,6 +24,23 @@ struct RankCounters {
   std::int32_t* weight_ib_in;
 };
 
+// Adds `tokens` routed from `src` to `dst` (`same_node`: in one NVLink domain) to the counters:
+// the load at dst and, unless the tokens stay on their source rank, the sends and arrivals of
+// the link class they cross. Returns the tokens that crossed nodes (over IB).
+TOPOEP_HOST_DEVICE inline TokenCount add_route_tokens(const RankCounters& c, RankId src, RankId dst,
+                                                      bool same_node, TokenCount tokens) {
+  c.load[dst] += tokens;
+  if (src == dst) return 0;
+  if (same_node) {
+    c.nvlink_out[src] += tokens;
+    c.nvlink_in[dst] += tokens;
+    return 0;
+  }
+  c.ib_out[src] += tokens;
+  c.ib_in[dst] += tokens;
+  return tokens;
+}
+
 // Phase times in picoseconds, each the maximum over ranks (every phase waits for its slowest
 // rank); `total` is their sum: the predicted straggler time of the layer's forward pass and,
 // with the backward parameters of CostParams set, of its backward pass and its new replicas'

@@ -60,22 +60,11 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
   PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
   // Node of every rank looked up, not divided out: this loop runs over every route.
   const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
-  TokenCount* loads = result.loads.data();
-  TokenCount* nvlink_out = result.nvlink_tokens_out.data();
-  TokenCount* nvlink_in = result.nvlink_tokens_in.data();
-  TokenCount* ib_out = result.ib_tokens_out.data();
-  TokenCount* ib_in = result.ib_tokens_in.data();
+  const RankCounters counters = result.counters();
   for (const Route& route : plan.routes) {
     visit(route);
-    loads[route.dst] += route.tokens;
-    if (route.src == route.dst) continue;
-    if (node[route.src] == node[route.dst]) {
-      nvlink_out[route.src] += route.tokens;
-      nvlink_in[route.dst] += route.tokens;
-    } else {
-      ib_out[route.src] += route.tokens;
-      ib_in[route.dst] += route.tokens;
-    }
+    add_route_tokens(counters, route.src, route.dst, node[route.src] == node[route.dst],
+                     route.tokens);
   }
   plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, result);
   return result;

@@ -140,16 +140,7 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void add_traffic(RankId src, RankId dst, TokenCount tokens) {
-    c_.load[dst] += tokens;
-    if (src == dst) return;
-    if (node_of(src) == node_of(dst)) {
-      c_.nvlink_out[src] += tokens;
-      c_.nvlink_in[dst] += tokens;
-    } else {
-      c_.ib_out[src] += tokens;
-      c_.ib_in[dst] += tokens;
-      ib_total_ += tokens;
-    }
+    ib_total_ += add_route_tokens(c_, src, dst, node_of(src) == node_of(dst), tokens);
   }
 
   TOPOEP_HOST_DEVICE void add_weight(RankId home, RankId rank, std::int32_t count) {
