@@ -83,7 +83,8 @@ class LayerSolve {
         s_(params.shape),
         in_(input),
         w_(workspace),
-        c_(workspace.counters(params.shape.num_ranks)) {}
+        c_(workspace.counters(params.shape.num_ranks)),
+        num_nodes_(params.shape.num_nodes()) {}
 
   // Solves and writes the canonical plan. Runs the greedy from the static state and, where slots
   // ran out before the room did (needs_seeded_run()), once more after seeding the replicas
@@ -133,7 +134,7 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE TokenCount* node_row(std::int32_t slot, ExpertId expert) const {
     const std::int64_t row =
         slot == kHomeSlot ? expert : s_.num_experts + static_cast<std::int64_t>(slot);
-    return w_.instance_node_tokens + row * s_.num_nodes();
+    return w_.instance_node_tokens + row * num_nodes_;
   }
   TOPOEP_HOST_DEVICE TokenCount& instance_tokens(std::int32_t slot, ExpertId expert) const {
     return slot == kHomeSlot ? w_.home_tokens[expert] : w_.slot_tokens[slot];
@@ -257,7 +258,7 @@ class LayerSolve {
     for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
     for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
     for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
-    for (int n = 0; n < s_.num_nodes(); ++n) w_.open_ranks[2 * n] = kStaleNode;
+    for (int n = 0; n < num_nodes_; ++n) w_.open_ranks[2 * n] = kStaleNode;
     ib_total_ = ib_static_;
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];
@@ -279,7 +280,7 @@ class LayerSolve {
   // before its home instance's tokens are weighed or moved. Idempotent.
   TOPOEP_HOST_DEVICE void prepare_expert(ExpertId expert) {
     if (w_.expert_ready[expert]) return;
-    const int R = s_.num_ranks, N = s_.num_nodes(), G = s_.gpus_per_node;
+    const int R = s_.num_ranks, N = num_nodes_, G = s_.gpus_per_node;
     TokenCount* column = w_.flow_home + static_cast<std::int64_t>(expert) * R;
     TokenCount* nodes = node_row(kHomeSlot, expert);
     const TokenCount* counts = in_.counts + expert;
@@ -299,7 +300,7 @@ class LayerSolve {
       w_.flow_slot[slot * s_.num_ranks + src] = 0;
     }
     TokenCount* nodes = node_row(static_cast<std::int32_t>(slot), kNoExpert);
-    for (int n = 0; n < s_.num_nodes(); ++n) nodes[n] = 0;
+    for (int n = 0; n < num_nodes_; ++n) nodes[n] = 0;
   }
 
   // Adds slot j to its expert's list of replica slots (at the front).
@@ -485,7 +486,7 @@ class LayerSolve {
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
     // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
     // the node is skipped for this expert).
-    for (int n = 0; n < s_.num_nodes(); ++n) {
+    for (int n = 0; n < num_nodes_; ++n) {
       for (int k = 0; k < 2; ++k) {
         const RankId target = w_.open_ranks[2 * n + k];
         if (target < 0) break;
@@ -509,7 +510,7 @@ class LayerSolve {
   // tokens of its two ranks only (stale_open_ranks()).
   TOPOEP_HOST_DEVICE void find_open_ranks() {
     RankId* const open = w_.open_ranks;
-    for (int n = 0; n < s_.num_nodes(); ++n) {
+    for (int n = 0; n < num_nodes_; ++n) {
       if (open[2 * n] == kStaleNode) two_open_ranks(n, c_.load, -1, &open[2 * n]);
     }
   }
@@ -555,7 +556,7 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE void transfer_from_other_nodes(const Move& move, int skip_a, int skip_b,
                                                     TokenCount& limit) {
     const int G = s_.gpus_per_node;
-    for (int n = 0; n < s_.num_nodes() && limit > 0; ++n) {
+    for (int n = 0; n < num_nodes_ && limit > 0; ++n) {
       if (n == skip_a || n == skip_b) continue;
       for (RankId src = n * G; src < (n + 1) * G && limit > 0; ++src) {
         transfer_from(move, src, limit);
@@ -632,11 +633,12 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void clear_stuck() {
-    // Local pointers: byte stores may alias anything, so w_'s members would be reloaded.
+    // Locals: byte stores may alias anything, so w_'s members and s_ would be reloaded.
     std::uint8_t* const stuck = w_.rank_stuck;
     std::uint8_t* const helper = w_.rank_helper;
-    for (RankId r = 0; r < s_.num_ranks; ++r) stuck[r] = 0;
-    for (RankId r = 0; r < s_.num_ranks; ++r) helper[r] = 0;
+    const int R = s_.num_ranks;
+    for (RankId r = 0; r < R; ++r) stuck[r] = 0;
+    for (RankId r = 0; r < R; ++r) helper[r] = 0;
   }
 
   // Marks the ranks that hold another instance of an expert with tokens on `rank`.
@@ -729,7 +731,7 @@ class LayerSolve {
         continue;
       }
       const bool go_on = commit(best, moves, progress);
-      clear_stuck();
+      if (any_stuck) clear_stuck();  // marks are set only while a rank is stuck
       any_stuck = false;
       if (best.to_slot == kNewSlot) note_new_replica(best);
       if (!go_on) break;
@@ -864,7 +866,7 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE std::int32_t level_ib(std::int32_t moves, Progress& progress) {
     const std::int32_t limit = p_.max_moves;
     const int R = s_.num_ranks;
-    if (s_.num_nodes() < 2) return moves;
+    if (num_nodes_ < 2) return moves;
     TokenCount ib_out_max = 0, load_cap = 0;  // neither changes in this phase
     for (RankId r = 0; r < R; ++r) {
       if (c_.ib_out[r] > ib_out_max) ib_out_max = c_.ib_out[r];
@@ -1005,6 +1007,8 @@ class LayerSolve {
   TopoepLayerInput in_;
   TopoepWorkspace w_;
   RankCounters c_;
+  // Divided out once: node_row() and the per-node loops run for every source a move touches.
+  const int num_nodes_;
   TokenCount target_ = 0;     // the ceiling of the mean rank load
   TokenCount ib_total_ = 0;   // tokens crossing nodes now
   TokenCount ib_static_ = 0;  // tokens crossing nodes in the static plan: the ceiling
