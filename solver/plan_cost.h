@@ -61,10 +61,25 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
   // Node of every rank looked up, not divided out: this loop runs over every route.
   const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
   const RankCounters counters = result.counters();
+  // Consecutive routes between the same two ranks (a source's experts homed on one rank) are
+  // summed in a register first: adding each to the counters would chain every add through the
+  // same memory word. Integer sums, so the counters are the same.
+  RankId run_src = -1, run_dst = -1;
+  TokenCount run_tokens = 0;
   for (const Route& route : plan.routes) {
     visit(route);
-    add_route_tokens(counters, route.src, route.dst, node[route.src] == node[route.dst],
-                     route.tokens);
+    if (route.src != run_src || route.dst != run_dst) {
+      if (run_tokens > 0) {
+        add_route_tokens(counters, run_src, run_dst, node[run_src] == node[run_dst], run_tokens);
+      }
+      run_src = route.src;
+      run_dst = route.dst;
+      run_tokens = 0;
+    }
+    run_tokens += route.tokens;
+  }
+  if (run_tokens > 0) {
+    add_route_tokens(counters, run_src, run_dst, node[run_src] == node[run_dst], run_tokens);
   }
   plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, result);
   return result;
