@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/solver_cost.h"
+#include "solver/experts_by_home.h"
 #include "solver/input_error.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
@@ -118,12 +119,10 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   const std::vector<RankId>& home = layout.placement.home_rank;
   // Experts grouped by home rank, so that each source's tokens to one rank are summed in a
   // register before they touch the counters (a scatter would chain every add through memory).
-  std::vector<int> begin(num_ranks + 1, 0);
-  for (ExpertId e = 0; e < num_experts; ++e) ++begin[home[e] + 1];
-  for (RankId r = 0; r < num_ranks; ++r) begin[r + 1] += begin[r];
+  std::vector<std::int32_t> begin(num_ranks + 1), cursor(num_ranks);
   std::vector<ExpertId> by_home(num_experts);
-  std::vector<int> cursor(begin.begin(), begin.end() - 1);
-  for (ExpertId e = 0; e < num_experts; ++e) by_home[cursor[home[e]]++] = e;
+  group_experts_by_home(home.data(), num_experts, num_ranks, begin.data(), cursor.data(),
+                        by_home.data());
 
   PlanCost plan_cost = plan_cost_detail::empty_plan_cost(num_ranks);
   const RankCounters counters = plan_cost.counters();

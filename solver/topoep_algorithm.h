@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "solver/cost_params.h"
+#include "solver/experts_by_home.h"
 #include "solver/host_device.h"
 #include "solver/phase_times.h"
 #include "solver/plan.h"
@@ -227,12 +228,7 @@ class LayerSolve {
       w_.slot_rank[j] = static_cast<RankId>(j / s_.slots_per_rank);
     }
     ib_total_ = 0;
-    // Experts grouped by home rank, ascending within a rank (stable counting sort).
-    for (int r = 0; r <= R; ++r) w_.home_begin[r] = 0;
-    for (ExpertId e = 0; e < E; ++e) ++w_.home_begin[in_.home_rank[e] + 1];
-    for (int r = 0; r < R; ++r) w_.home_begin[r + 1] += w_.home_begin[r];
-    for (int r = 0; r < R; ++r) w_.cursor[r] = w_.home_begin[r];
-    for (ExpertId e = 0; e < E; ++e) w_.home_experts[w_.cursor[in_.home_rank[e]]++] = e;
+    group_experts_by_home(in_.home_rank, E, R, w_.home_begin, w_.cursor, w_.home_experts);
     // Static routes, summed per (src, home rank) in a register before they touch the traffic
     // counters (a scatter into a per-rank array would chain every expert's add through memory).
     for (RankId src = 0; src < R; ++src) {
