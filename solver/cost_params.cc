@@ -13,9 +13,11 @@ void check_non_negative(std::int64_t value, const char* field) {
 }
 
 void check_link(const LinkCost& link, const std::string& name) {
-  if (link.bytes_per_us < 1) {
-    throw InputError(name + ".bytes_per_us",
-                     "must be at least 1 byte/us (got " + std::to_string(link.bytes_per_us) + ")");
+  // At most 10^12 bytes/us (1 PB/s): transfer_ps() multiplies a remainder below the bandwidth
+  // by 10^6 in 64 bits.
+  if (link.bytes_per_us < 1 || link.bytes_per_us > 1000000000000) {
+    throw InputError(name + ".bytes_per_us", "must be in [1, 10^12] bytes/us (got " +
+                                                 std::to_string(link.bytes_per_us) + ")");
   }
   check_non_negative(link.alpha_ps, (name + ".alpha_ps").c_str());
 }

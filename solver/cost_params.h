@@ -40,7 +40,8 @@ struct CostParams {
   LinkCost scale_out;  // InfiniBand/RoCE, between nodes
 };
 
-// Throws InputError naming the field for negative values or a bandwidth below 1 byte/µs.
+// Throws InputError naming the field for negative values or a bandwidth outside [1, 10^12]
+// bytes/µs.
 void check_cost_params(const CostParams& params);
 
 // alpha + ceil(bytes * 1e6 / bytes_per_us) picoseconds; 0 for bytes <= 0. Exact for any

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "solver/input_error.h"
@@ -308,6 +309,137 @@ TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
   const LayerPlan result = solve_topoep(problem, counts);
   EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
   EXPECT_LE(result.cost.times.total, result.static_cost.times.total);
+}
+
+// A random input beyond the corpus's shapes: any G and N, contiguous or scattered homes, any
+// valid S, resident replicas, costs from zero to extreme, a move cap, and counts that are
+// skewed, sparse, one-hot or from one source. Properties only: the draws may differ between
+// standard libraries.
+struct RandomCase {
+  TopoepProblem problem;
+  RoutingCounts counts;
+  std::vector<ExpertId> resident;
+};
+
+RandomCase random_case(std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  auto draw = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
+  };
+  auto power_of_ten = [&](int max_exponent) {
+    std::int64_t value = 1;
+    for (std::int64_t k = draw(0, max_exponent); k > 0; --k) value *= 10;
+    return value;
+  };
+  RandomCase c;
+  const int gpus_per_node = 1 << draw(0, 3), nodes = static_cast<int>(draw(1, 8));
+  const int ranks = gpus_per_node * nodes, experts = ranks * static_cast<int>(draw(1, 8));
+  c.problem.topology = TopologyView{nodes, gpus_per_node};
+  Placement& placement = c.problem.placement;
+  placement = Placement::contiguous(experts, ranks, 0);
+  if (draw(0, 2) == 0) {
+    for (RankId& home : placement.home_rank) home = static_cast<RankId>(draw(0, ranks - 1));
+  }
+  std::vector<int> homed(ranks, 0);
+  for (const RankId home : placement.home_rank) ++homed[home];
+  placement.slots_per_rank = static_cast<int>(
+      std::min<std::int64_t>(experts - *std::max_element(homed.begin(), homed.end()), draw(0, 4)));
+  CostParams& cost = c.problem.cost;
+  const bool extreme = draw(0, 3) == 0;
+  cost.compute_ps_per_token = extreme ? power_of_ten(12) : draw(0, 300000);
+  cost.dispatch_bytes_per_token = extreme ? power_of_ten(9) : draw(0, 16000);
+  cost.combine_bytes_per_token = extreme ? power_of_ten(9) : draw(0, 32000);
+  cost.replica_weight_bytes = extreme ? power_of_ten(13) : draw(0, 1) * draw(0, 100000000);
+  cost.replica_gradient_bytes = extreme ? power_of_ten(13) : draw(0, 1) * draw(0, 100000000);
+  cost.backward_compute_factor = static_cast<std::int32_t>(draw(0, extreme ? 1000 : 2));
+  cost.backward_bytes_per_token = extreme ? power_of_ten(9) : draw(0, 1) * draw(0, 16000);
+  cost.weight_overlap_ps = extreme ? power_of_ten(15) : draw(0, 1000000000);
+  cost.scale_up = extreme ? LinkCost{power_of_ten(12), power_of_ten(12)}
+                          : LinkCost{draw(1, 1000000), draw(0, 10000000)};
+  cost.scale_out = extreme ? LinkCost{power_of_ten(12), power_of_ten(12)}
+                           : LinkCost{draw(1, 200000), draw(0, 20000000)};
+  if (draw(0, 3) == 0) c.problem.max_moves = static_cast<int>(draw(1, 50));
+  c.counts = RoutingCounts(ranks, experts);
+  const int kind = static_cast<int>(draw(0, 4));
+  const std::int64_t scale = draw(0, 3) == 0 ? draw(1, 1000000000) : draw(1, 5000);
+  const ExpertId hot = static_cast<ExpertId>(draw(0, experts - 1));
+  for (RankId src = 0; src < ranks; ++src) {
+    for (ExpertId e = 0; e < experts; ++e) {
+      const std::int64_t skewed = scale / (1 + (e * 7919 + seed) % experts) * draw(0, 100) / 100;
+      const std::int64_t value = kind == 0   ? skewed
+                                 : kind == 1 ? (draw(0, 4) == 0 ? draw(0, scale) : 0)
+                                 : kind == 2 ? (e == hot ? scale : 0)
+                                 : kind == 3 ? (src == 0 ? skewed : 0)
+                                             : draw(0, 1) * draw(0, 3);
+      c.counts.set(src, e, value);
+    }
+  }
+  const int slots = placement.slots_per_rank;
+  if (slots > 0 && draw(0, 1) == 0) {
+    c.resident.assign(static_cast<std::size_t>(ranks) * slots, kNoExpert);
+    for (RankId rank = 0; rank < ranks; ++rank) {
+      for (int k = 0; k < slots; ++k) {
+        const ExpertId e = static_cast<ExpertId>(draw(0, experts - 1));
+        ExpertId* row = &c.resident[static_cast<std::size_t>(rank) * slots];
+        if (draw(0, 1) == 0 || placement.home_rank[e] == rank || std::count(row, row + k, e) > 0)
+          continue;
+        row[k] = e;
+      }
+    }
+  }
+  return c;
+}
+
+TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
+  int solved = 0;
+  for (std::uint64_t seed = 1; seed <= 2000; ++seed) {
+    const RandomCase c = random_case(seed);
+    LayerPlan result;
+    try {
+      result = solve_topoep(c.problem, c.counts, c.resident);
+    } catch (const InputError& error) {
+      // Only the range check may refuse these inputs: everything else drawn is valid.
+      EXPECT_EQ(error.field(), "counts") << "seed " << seed << ": " << error.what();
+      continue;
+    }
+    ++solved;
+    const auto violation =
+        find_plan_violation(c.counts, c.problem.placement, result.plan, &result.cost.loads);
+    EXPECT_FALSE(violation) << "seed " << seed << ": " << violation->message;
+    EXPECT_LE(result.cost.times.total, result.static_cost.times.total) << "seed " << seed;
+    EXPECT_LE(result.cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
+        << "seed " << seed;
+    // A solver that solved before, as a planner's has, plans as a fresh one does.
+    TopoepHostSolver solver(c.problem);
+    Plan again;
+    solver.solve(c.counts, c.resident, &again);
+    solver.solve(c.counts, c.resident, &again);
+    EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
+  }
+  EXPECT_GT(solved, 1500);
+}
+
+TEST(TopoepSolverInputs, RejectsCountsWhoseTimesWouldOverflowThePicosecondRange) {
+  // 8 x 10^8 tokens over a 1 byte/us link: the combine alone would take ~10^7 s.
+  TopoepProblem slow_link = small_problem();
+  slow_link.cost.scale_out.bytes_per_us = 1;
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) counts.set(src, 0, 100000000);
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(slow_link, counts); }), "counts");
+  // Counts whose sum is past 2^62 tokens, at the corpus's costs.
+  RoutingCounts huge(8, 16);
+  huge.set(0, 0, std::int64_t{1} << 62);
+  huge.set(1, 0, std::int64_t{1} << 62);
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(small_problem(), huge); }), "counts");
+  // The same counts as the slow link's are fine at the corpus's costs.
+  EXPECT_NO_THROW(solve_topoep(small_problem(), counts));
+}
+
+TEST(TopoepSolverInputs, RejectsABandwidthPastTheArithmeticsRange) {
+  TopoepProblem problem = small_problem();
+  problem.cost.scale_up.bytes_per_us = 2000000000000;  // 2 PB/s
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+            "scale_up.bytes_per_us");
 }
 
 TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
