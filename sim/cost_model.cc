@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "sim/solver_cost.h"
 #include "solver/experts_by_home.h"
@@ -12,7 +14,8 @@
 namespace topoep {
 namespace {
 
-Picoseconds round_ps(double ps) { return static_cast<Picoseconds>(std::llround(ps)); }
+// The counts set every time priced here (tokens per instance, per rank, per step).
+Picoseconds round_ps(double ps) { return picoseconds_in_range(ps, "counts"); }
 
 }  // namespace
 
@@ -43,7 +46,10 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                      std::int64_t tokens_per_rank)
     : topology_(topology), model_(model), options_(options) {
   check_sim_options(options);
-  if (tokens_per_rank < 1) throw InputError("tokens_per_rank", "must be at least 1");
+  if (tokens_per_rank < 1 || tokens_per_rank > std::numeric_limits<int>::max()) {
+    throw InputError("tokens_per_rank",
+                     "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");
+  }
   const SolverCostDerivation derived =
       derive_solver_cost(topology, model, static_cast<int>(tokens_per_rank), true);
   solver_params_ = derived.params;

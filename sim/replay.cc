@@ -4,8 +4,10 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "common/file_input_error.h"
 #include "sim/gradient_reduction.h"
 #include "sim/progress.h"
 #include "solver/input_error.h"
@@ -282,13 +284,41 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
   check_sim_config(config, metadata);
   TraceRecord record;
   bool more = reader.next(record);
+  // Every time the simulator prices is a 64-bit count of picoseconds: counts that the cluster
+  // could not process within that range are refused, naming where they come from. Rows of a
+  // declared tokens_per_rank all sum to it, so one check then covers every record; otherwise
+  // each record is checked as it is read.
+  const bool declared = metadata.tokens_per_rank > 0;
+  auto located = [&](const InputError& error, const std::string& where) {
+    return FileInputError(reader.path(), where, error.what());
+  };
   std::int64_t tokens_per_rank = config.options.tokens_per_rank;
   if (tokens_per_rank == 0) tokens_per_rank = metadata.tokens_per_rank;
   if (tokens_per_rank == 0)
     tokens_per_rank =
         more ? std::max<std::int64_t>(1, busiest_rank_tokens(record.counts, metadata.top_k)) : 1;
-  Replay replay(config, metadata, tokens_per_rank);
-  observer.on_start(metadata, replay.cost());
+  std::unique_ptr<Replay> replay;
+  try {
+    replay = std::make_unique<Replay>(config, metadata, tokens_per_rank);
+  } catch (const InputError& error) {
+    if (error.field() != "tokens_per_rank") throw;
+    throw located(error, declared ? "metadata.tokens_per_rank" : "record 0 counts");
+  }
+  const CostModel& cost = replay->cost();
+  const std::int64_t replicas =
+      static_cast<std::int64_t>(metadata.num_ranks) * config.slots_per_rank;
+  try {
+    if (declared) {
+      check_cost_range(
+          cost.solver_params(),
+          static_cast<long double>(metadata.num_ranks) * metadata.tokens_per_rank * metadata.top_k,
+          replicas);
+      cost.dense_forward_ps(metadata.tokens_per_rank);
+    }
+  } catch (const InputError& error) {
+    throw located(error, "metadata.tokens_per_rank");
+  }
+  observer.on_start(metadata, cost);
 
   ProgressBar progress("records", metadata.num_records());
   std::int64_t done = 0;
@@ -297,10 +327,20 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
     step.clear();
     const int current = record.step;
     while (more && record.step == current) {
+      if (!declared) {
+        try {
+          check_cost_range(cost.solver_params(), record.counts, replicas);
+          cost.dense_forward_ps(busiest_rank_tokens(record.counts, metadata.top_k));
+        } catch (const InputError& error) {
+          throw located(error, "record " +
+                                   std::to_string(done + static_cast<std::int64_t>(step.size())) +
+                                   " counts");
+        }
+      }
       step.push_back(std::move(record));
       more = reader.next(record);
     }
-    observer.on_step(replay.run_step(step));
+    observer.on_step(replay->run_step(step));
     done += static_cast<std::int64_t>(step.size());
     progress.update(done);
   }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+
+#include "solver/input_error.h"
 
 namespace topoep {
 namespace {
@@ -26,6 +29,18 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
       static_cast<std::size_t>(std::upper_bound(x.begin(), x.end(), tokens_per_expert) - x.begin());
   const double t = (tokens_per_expert - x[i - 1]) / (x[i] - x[i - 1]);
   return y[i - 1] + t * (y[i] - y[i - 1]);
+}
+
+Picoseconds picoseconds_in_range(double ps, const char* field) {
+  if (!(ps >= 0 && ps < 2305843009213693952.0)) {  // 2^61; also refuses NaN
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "give a time of %.3g s, beyond the simulator's 64-bit picosecond range "
+                  "(2^61 ps); check the counts' scale",
+                  ps / 1e12);
+    throw InputError(field, text);
+  }
+  return static_cast<Picoseconds>(std::llround(ps));
 }
 
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
@@ -57,7 +72,7 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
   d.params.backward_bytes_per_token = static_cast<Bytes>(hidden * 2);
   const double dense_ps = dense_forward_time_ps(topology, model, tokens_per_rank);
   d.dense_time_us = dense_ps / 1e6;
-  d.params.weight_overlap_ps = static_cast<Picoseconds>(std::llround(dense_ps));
+  d.params.weight_overlap_ps = picoseconds_in_range(dense_ps, "tokens_per_rank");
   d.params.scale_up = link_cost(topology.scale_up);
   d.params.scale_out = link_cost(topology.scale_out);
   return d;

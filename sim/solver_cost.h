@@ -21,6 +21,10 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
 
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
 // ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
+// `ps` rounded to integer picoseconds. Throws InputError naming `field` unless it is in
+// [0, 2^61): every time in the cost model is a 64-bit count of picoseconds (2^61 ps is 27 days).
+Picoseconds picoseconds_in_range(double ps, const char* field);
+
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x

@@ -1,8 +1,11 @@
 #include "solver/cost_params.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "solver/input_error.h"
+#include "solver/routing_counts.h"
 
 namespace topoep {
 namespace {
@@ -35,6 +38,57 @@ void check_cost_params(const CostParams& params) {
   check_non_negative(params.weight_overlap_ps, "weight_overlap_ps");
   check_link(params.scale_up, "scale_up");
   check_link(params.scale_out, "scale_out");
+}
+
+// Every time the solver and the cost model compute is an int64 count of picoseconds, and every
+// byte count an int64. Inputs are accepted only if their worst case fits with room to add a few
+// such values. 2^61 ps is 27 days per layer, far past any real input.
+constexpr long double kRange = 2305843009213693952.0L;  // 2^61
+
+void check_cost_range(const CostParams& cost, long double tokens, std::int64_t replicas) {
+  const long double bandwidth =
+      static_cast<long double>(std::min(cost.scale_up.bytes_per_us, cost.scale_out.bytes_per_us));
+  const long double alpha =
+      static_cast<long double>(std::max(cost.scale_up.alpha_ps, cost.scale_out.alpha_ps));
+  long double worst = tokens * static_cast<long double>(cost.compute_ps_per_token) *
+                      (1.0L + cost.backward_compute_factor);
+  long double largest_bytes = 0;
+  auto add_link = [&](long double units, long double bytes_per_unit, int times) {
+    const long double bytes = units * bytes_per_unit;
+    largest_bytes = std::max(largest_bytes, bytes);
+    worst += times * (alpha + bytes * 1e6L / bandwidth);
+  };
+  add_link(tokens, cost.dispatch_bytes_per_token, 1);
+  add_link(tokens, cost.combine_bytes_per_token, 1);
+  add_link(tokens, cost.backward_bytes_per_token, 2);
+  add_link(tokens,
+           static_cast<long double>(cost.dispatch_bytes_per_token) + cost.combine_bytes_per_token +
+               2.0L * cost.backward_bytes_per_token,
+           0);  // bytes only: what the solver weighs a move's IB arrivals with
+  add_link(static_cast<long double>(replicas), cost.replica_weight_bytes, 1);
+  add_link(static_cast<long double>(replicas), cost.replica_gradient_bytes, 1);
+  if (tokens >= kRange || worst >= kRange || largest_bytes >= kRange) {
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "hold %.3Lg tokens in all: at these costs a layer could take up to %.3Lg s or "
+                  "move %.3Lg bytes, beyond the solver's 64-bit range (2^61 ps, 2^61 bytes); "
+                  "check the counts' scale and the link bandwidths",
+                  tokens, worst / 1e12L, largest_bytes);
+    throw InputError("counts", text);
+  }
+}
+
+// Every solve pays this pass: the total in two 32-bit halves summed apart, so that neither sum
+// can overflow 64 bits (fewer than 2^31 cells of at most 2^63) and the loop stays integer and
+// vectorisable.
+void check_cost_range(const CostParams& cost, const RoutingCounts& counts, std::int64_t replicas) {
+  std::uint64_t high = 0, low = 0;
+  for (const TokenCount value : counts.values()) {
+    const auto bits = static_cast<std::uint64_t>(value);
+    high += bits >> 32;
+    low += bits & 0xffffffffu;
+  }
+  check_cost_range(cost, static_cast<long double>(high) * 4294967296.0L + low, replicas);
 }
 
 }  // namespace topoep

@@ -11,6 +11,8 @@
 
 namespace topoep {
 
+class RoutingCounts;  // solver/routing_counts.h
+
 using Picoseconds = std::int64_t;
 
 // One link class: time(bytes) = alpha + ceil(bytes / bandwidth), and 0 for 0 bytes.
@@ -43,6 +45,14 @@ struct CostParams {
 // Throws InputError naming the field for negative values or a bandwidth outside [1, 10^12]
 // bytes/µs.
 void check_cost_params(const CostParams& params);
+
+// Throws InputError naming "counts" unless `tokens` token assignments and `replicas` new
+// replicas fit the 64-bit picosecond and byte arithmetic under `cost` in the worst case (every
+// token on one rank, every byte over the slower link class, every replica sent by one home):
+// below 2^61 ps and 2^61 bytes.
+void check_cost_range(const CostParams& cost, long double tokens, std::int64_t replicas);
+// The same for the tokens of `counts`.
+void check_cost_range(const CostParams& cost, const RoutingCounts& counts, std::int64_t replicas);
 
 // alpha + ceil(bytes * 1e6 / bytes_per_us) picoseconds; 0 for bytes <= 0. Exact for any
 // bytes below 9e12 (split so that no intermediate exceeds 2^63).

@@ -81,57 +81,6 @@ void check_resident(const Placement& placement, const std::vector<ExpertId>& res
   }
 }
 
-// Every time the solver and the cost model compute is an int64 count of picoseconds, and every
-// byte count an int64. Inputs are accepted only if their worst case fits with room to add a few
-// such values: all tokens on one rank, every byte over the slower link class, every replica
-// sent by one home. 2^61 ps is 27 days per layer, far past any real input.
-constexpr long double kTimeRange = 2305843009213693952.0L;  // 2^61
-
-void check_time_range(const TopoepProblem& problem, const RoutingCounts& counts) {
-  const CostParams& cost = problem.cost;
-  // The total in two 32-bit halves summed apart: neither sum can overflow 64 bits (fewer than
-  // 2^31 cells of at most 2^63), and the loop stays integer and vectorisable (every solve pays it).
-  std::uint64_t high = 0, low = 0;
-  for (const TokenCount value : counts.values()) {
-    const auto bits = static_cast<std::uint64_t>(value);
-    high += bits >> 32;
-    low += bits & 0xffffffffu;
-  }
-  const long double tokens = static_cast<long double>(high) * 4294967296.0L + low;
-  const long double replicas =
-      static_cast<long double>(problem.topology.num_ranks()) * problem.placement.slots_per_rank;
-  const long double bandwidth =
-      static_cast<long double>(std::min(cost.scale_up.bytes_per_us, cost.scale_out.bytes_per_us));
-  const long double alpha =
-      static_cast<long double>(std::max(cost.scale_up.alpha_ps, cost.scale_out.alpha_ps));
-  long double worst = tokens * static_cast<long double>(cost.compute_ps_per_token) *
-                      (1.0L + cost.backward_compute_factor);
-  long double largest_bytes = 0;
-  auto add_link = [&](long double units, long double bytes_per_unit, int times) {
-    const long double bytes = units * bytes_per_unit;
-    largest_bytes = std::max(largest_bytes, bytes);
-    worst += times * (alpha + bytes * 1e6L / bandwidth);
-  };
-  add_link(tokens, cost.dispatch_bytes_per_token, 1);
-  add_link(tokens, cost.combine_bytes_per_token, 1);
-  add_link(tokens, cost.backward_bytes_per_token, 2);
-  add_link(tokens,
-           static_cast<long double>(cost.dispatch_bytes_per_token) + cost.combine_bytes_per_token +
-               2.0L * cost.backward_bytes_per_token,
-           0);  // bytes only: one move's IB cost
-  add_link(replicas, cost.replica_weight_bytes, 1);
-  add_link(replicas, cost.replica_gradient_bytes, 1);
-  if (tokens >= kTimeRange || worst >= kTimeRange || largest_bytes >= kTimeRange) {
-    char text[240];
-    std::snprintf(text, sizeof text,
-                  "hold %.3Lg tokens in all: at these costs a layer could take up to %.3Lg s or "
-                  "move %.3Lg bytes, beyond the solver's 64-bit range (2^61 ps, 2^61 bytes); "
-                  "check the counts' scale and the link bandwidths",
-                  tokens, worst / 1e12L, largest_bytes);
-    throw InputError("counts", text);
-  }
-}
-
 }  // namespace
 
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
@@ -155,7 +104,9 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                                    std::to_string(problem.placement.num_experts()));
   }
   check_resident(problem.placement, resident);
-  check_time_range(problem, counts);
+  check_cost_range(
+      problem.cost, counts,
+      static_cast<std::int64_t>(problem.topology.num_ranks()) * problem.placement.slots_per_rank);
 }
 
 LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,

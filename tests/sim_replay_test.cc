@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file_input_error.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
@@ -20,6 +21,7 @@
 #include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
 #include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
 
 namespace topoep {
 namespace {
@@ -308,6 +310,56 @@ TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
   for (const auto& entry : fs::directory_iterator(request.out_dir)) {
     EXPECT_EQ(entry.path().string().find(".tmp-"), std::string::npos) << entry.path();
   }
+}
+
+// Counts that the cluster could not process within the 64-bit picosecond range are refused
+// with the record named, before any planner prices them.
+std::string uniform_trace(const std::string& name, TokenCount per_cell) {
+  const std::string path = temp_path(name);
+  fs::remove_all(path);
+  TraceMetadata m;
+  m.model = "test";
+  m.source = "synthetic";
+  m.num_experts = 64;
+  m.top_k = 8;
+  m.num_ranks = 16;
+  m.gpus_per_node = 8;
+  m.num_layers = 1;
+  m.microbatches = 1;
+  m.steps = 1;
+  m.tokens_per_rank = 0;  // undeclared: rows may sum to anything
+  TraceWriter writer(path, m);
+  RoutingCounts counts(16, 64);
+  for (RankId src = 0; src < 16; ++src) {
+    for (ExpertId e = 0; e < 64; ++e) counts.set(src, e, per_cell);
+  }
+  writer.add(counts);
+  writer.finish();
+  return path;
+}
+
+std::string refused_field(const std::string& trace, const SimConfig& config) {
+  Collect collect;
+  try {
+    replay_trace(trace, config, collect);
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), trace);
+    EXPECT_TRUE(collect.steps.empty());
+    return error.field();
+  }
+  return "<no error>";
+}
+
+TEST(SimReplay, CountsBeyondTheTimeRangeNameTheRecord) {
+  // 2 x 10^9 token assignments over a 1 byte/us IB link: past 2^61 ps.
+  const std::string heavy = uniform_trace("sim_heavy_trace", 2000000);
+  SimConfig slow = small_config();
+  slow.topology.scale_out.bandwidth_gb_per_s = 0.001;
+  EXPECT_EQ(refused_field(heavy, slow), "record 0 counts");
+  EXPECT_EQ(refused_field(heavy, small_config()), "<no error>");  // 25 GB/s carries them
+  // 1.6 x 10^10 tokens per rank: past any tokens_per_rank the cost model takes.
+  EXPECT_EQ(refused_field(uniform_trace("sim_huge_trace", 2000000000), small_config()),
+            "record 0 counts");
 }
 
 // The real traces, read in place from ../shared/traces/ (tools/test passes the folder).

@@ -16,6 +16,7 @@ class TraceReader {
   explicit TraceReader(std::string path);
 
   const TraceMetadata& metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
   // The next record, or false after the last. Checks the chunk's header, its size against the
   // file (truncation), shapes against the metadata, record ids in order, and row sums when the
   // metadata declares tokens_per_rank.
