@@ -301,7 +301,8 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
   try {
     replay = std::make_unique<Replay>(config, metadata, tokens_per_rank);
   } catch (const InputError& error) {
-    if (error.field() != "tokens_per_rank") throw;
+    // Only a tokens_per_rank taken from the trace is the trace's fault.
+    if (error.field() != "tokens_per_rank" || config.options.tokens_per_rank > 0) throw;
     throw located(error, declared ? "metadata.tokens_per_rank" : "record 0 counts");
   }
   const CostModel& cost = replay->cost();

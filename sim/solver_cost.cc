@@ -35,7 +35,7 @@ Picoseconds picoseconds_in_range(double ps, const char* field) {
   if (!(ps >= 0 && ps < 2305843009213693952.0)) {  // 2^61; also refuses NaN
     char text[200];
     std::snprintf(text, sizeof text,
-                  "give a time of %.3g s, beyond the simulator's 64-bit picosecond range "
+                  "lead to a time of %.3g s, beyond the simulator's 64-bit picosecond range "
                   "(2^61 ps); check the counts' scale",
                   ps / 1e12);
     throw InputError(field, text);
