@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -309,6 +310,60 @@ TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
   EXPECT_EQ(read_file(request.out_dir + "/summary.json"), before);
   for (const auto& entry : fs::directory_iterator(request.out_dir)) {
     EXPECT_EQ(entry.path().string().find(".tmp-"), std::string::npos) << entry.path();
+  }
+}
+
+// Random clusters, models, options and traces beyond the fixed ones above: every bound holds
+// on every record. Properties only (the draws may differ between standard libraries).
+TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
+  const int cases = std::getenv("TOPOEP_SIM_RANDOM_CASES") != nullptr
+                        ? std::atoi(std::getenv("TOPOEP_SIM_RANDOM_CASES"))
+                        : 100;
+  for (int seed = 1; seed <= cases; ++seed) {
+    std::mt19937_64 random(static_cast<std::uint64_t>(seed));
+    auto draw = [&](int low, int high) {
+      return std::uniform_int_distribution<int>(low, high)(random);
+    };
+    auto fraction = [&] { return std::uniform_real_distribution<double>(0, 1)(random); };
+    const int nodes = draw(1, 4), gpus_per_node = 1 << draw(0, 3);
+    const int ranks = nodes * gpus_per_node, experts = ranks * draw(1, 8);
+    SyntheticTraceSpec spec;
+    spec.num_ranks = ranks;
+    spec.gpus_per_node = gpus_per_node;
+    spec.num_experts = experts;
+    spec.top_k = draw(1, std::min(8, experts));
+    spec.num_layers = 2;
+    spec.microbatches = draw(1, 2);
+    spec.steps = 2;
+    spec.tokens_per_rank = 16 << draw(0, 7);
+    spec.popularity = draw(0, 1) == 0 ? Popularity::kZipf : Popularity::kLogNormal;
+    spec.hot_ratio = 1 + 19 * fraction();
+    spec.rank_variation = fraction();
+    spec.seed = static_cast<std::uint64_t>(seed);
+    const std::string trace = temp_path("sim_random_" + std::to_string(seed));
+    fs::remove_all(trace);
+    write_synthetic_trace(spec, trace);
+
+    SimConfig config = small_config();
+    config.topology = round_topology(nodes, gpus_per_node);
+    config.topology.scale_up.bandwidth_gb_per_s = config.topology.scale_up.spec_gb_per_s =
+        10 + 900 * fraction();
+    config.topology.scale_out.bandwidth_gb_per_s = config.topology.scale_out.spec_gb_per_s =
+        1 + 99 * fraction();
+    config.topology.scale_up.latency_us = 10 * fraction();
+    config.topology.scale_out.latency_us = 20 * fraction();
+    config.topology.gemm_efficiency.tokens_per_expert = {1, 1.0 + draw(1, 4000), 100000};
+    config.topology.gemm_efficiency.efficiency = {0.01 + 0.5 * fraction(), 0.6, 0.9};
+    config.model = round_model(experts, spec.top_k);
+    config.model.hidden_size = 256 << draw(0, 4);
+    config.model.expert_ffn_size = 128 << draw(0, 4);
+    config.slots_per_rank = draw(0, std::min(3, experts - experts / ranks));
+    config.options.weight_overlap_fraction = fraction();
+    config.planner_options.eplb_period_steps = draw(1, 2);
+    config.planner_options.eplb_window_steps = draw(1, 2);
+    Collect collect;
+    replay_trace(trace, config, collect);
+    check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed));
   }
 }
 
