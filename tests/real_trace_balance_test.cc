@@ -122,7 +122,7 @@ TEST(RealTraceBalance, DeepSeekV3SharesSampledOntoThirtyTwoAndSixtyFourRanks) {
       }
       // With 8 experts and one spare slot per rank on 32 ranks the greedy alone left a layer at
       // 1.055 (every rank with room held a whole small expert); the seeded second run
-      // (solver/README.md, step 1b) brings every layer within 1.05.
+      // (solver/README.md, step 6) brings every layer within 1.05.
       check_balance("deepseek-v3 " + file + " R=" + std::to_string(ranks), matrices, problem);
     }
   }
