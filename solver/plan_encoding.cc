@@ -98,16 +98,15 @@ std::vector<std::uint8_t> encode_plan(const Plan& plan) {
 
 std::uint64_t plan_hash_of_bytes(const std::vector<std::uint8_t>& bytes) {
   const auto size = static_cast<std::int64_t>(bytes.size());
-  const std::uint64_t* keys = word_keys((size + 7) / 8);
-  std::uint64_t sum = 0;
-  for (std::int64_t i = 0; i < size; i += 8) {
+  HashSink sink((size + 7) / 8);
+  for (std::int64_t i = 0; i < size; i += 8) {  // whole words; the last one zero-padded
     std::uint64_t word = 0;
     for (std::int64_t b = i; b < i + 8 && b < size; ++b) {
       word |= static_cast<std::uint64_t>(bytes[static_cast<std::size_t>(b)]) << (8 * (b - i));
     }
-    sum += hash_word_term_keyed(word, keys[i / 8]);
+    sink.put64(word);
   }
-  return hash_finish(sum, size);
+  return sink.finish(size);
 }
 
 std::uint64_t plan_hash(const Plan& plan) {
