@@ -231,15 +231,20 @@ class LayerSolve {
     group_experts_by_home(in_.home_rank, E, R, w_.home_begin, w_.cursor, w_.home_experts);
     // Static routes, summed per (src, home rank) in a register before they touch the traffic
     // counters (a scatter into a per-rank array would chain every expert's add through memory).
+    // Restrict: otherwise the totals might alias the counts, and the column sums would not
+    // vectorise (one add through memory per count).
+    TokenCount* __restrict__ const totals = w_.expert_totals;
     for (RankId src = 0; src < R; ++src) {
-      const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
-      for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] += row[e];
+      const TokenCount* __restrict__ const row = in_.counts + static_cast<std::int64_t>(src) * E;
+      for (ExpertId e = 0; e < E; ++e) totals[e] += row[e];
       for (RankId r = 0; r < R; ++r) {
         TokenCount to_rank = 0;
         for (std::int32_t i = w_.home_begin[r]; i < w_.home_begin[r + 1]; ++i) {
           to_rank += row[w_.home_experts[i]];
         }
-        if (to_rank > 0) add_traffic(src, r, to_rank);
+        if (to_rank > 0) {
+          ib_total_ += add_route_tokens(c_, src, r, node_of(src) == node_of(r), to_rank);
+        }
       }
     }
     ib_static_ = ib_total_;
@@ -364,7 +369,8 @@ class LayerSolve {
                                    RankId to_rank, std::int32_t to_slot, Move& best,
                                    TokenCount room_cap = -1) const {
     const Picoseconds to_beat = gain_floor(best);
-    // At most `room_cap` tokens when given (seeding), else as room_between() allows.
+    // At most `room_cap` tokens when given (seeding; consider_instance() passes room_between()'s
+    // own value), else as room_between() allows.
     const TokenCount room = room_cap >= 0 ? room_cap : room_between(from_rank, to_rank);
     if (room <= 0) return;
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
@@ -470,14 +476,18 @@ class LayerSolve {
     if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
     prepare_expert(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
+    // evaluate()'s first bound, inline: most candidates fail it, and the call costs more.
+    auto offer = [&](RankId to_rank, std::int32_t to_slot) {
+      const TokenCount room = room_between(rank, to_rank);
+      if (room <= 0) return;
+      if ((tokens_on < room ? tokens_on : room) * relief_ps_per_token() < gain_floor(best)) return;
+      evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room);
+    };
     const RankId home = in_.home_rank[expert];
-    if (home != rank) {
-      evaluate(expert, rank, slot, tokens_on, node_tokens, home, kHomeSlot, best);
-    }
+    if (home != rank) offer(home, kHomeSlot);
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = w_.slot_rank[j];
-      if (other == rank) continue;
-      evaluate(expert, rank, slot, tokens_on, node_tokens, other, j, best);
+      if (other != rank) offer(other, j);
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
     // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
@@ -487,10 +497,48 @@ class LayerSolve {
         const RankId target = w_.open_ranks[2 * n + k];
         if (target < 0) break;
         if (target == rank || hosts(target, expert)) continue;
-        evaluate(expert, rank, slot, tokens_on, node_tokens, target, kNewSlot, best);
+        offer(target, kNewSlot);
         break;
       }
     }
+  }
+
+  // The best move (Move::better_than) of any instance on `rank`. The busiest instance is weighed
+  // first: its move usually wins, and the others' tokens then bound their gains below it, so
+  // most are skipped unweighed. The order cannot change the result: better_than is a total
+  // order, and only candidates that cannot reach the best so far are skipped.
+  TOPOEP_HOST_DEVICE Move best_move_from(RankId rank) {
+    ExpertId first_expert = kNoExpert;
+    std::int32_t first_slot = kHomeSlot;
+    TokenCount first_tokens = 0;
+    for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
+      const ExpertId e = w_.home_experts[i];
+      if (w_.home_tokens[e] > first_tokens) {
+        first_tokens = w_.home_tokens[e];
+        first_expert = e;
+      }
+    }
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      const std::int64_t j = slot_index(rank, slot);
+      if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > first_tokens) {
+        first_tokens = w_.slot_tokens[j];
+        first_expert = w_.slot_expert[j];
+        first_slot = static_cast<std::int32_t>(j);
+      }
+    }
+    Move best;
+    if (first_expert == kNoExpert) return best;  // nothing on the rank to move
+    consider_instance(first_expert, rank, first_slot, best);
+    for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
+      const ExpertId e = w_.home_experts[i];
+      if (first_slot != kHomeSlot || e != first_expert) consider_instance(e, rank, kHomeSlot, best);
+    }
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      const std::int64_t j = slot_index(rank, slot);
+      if (w_.slot_expert[j] == kNoExpert || j == first_slot) continue;
+      consider_instance(w_.slot_expert[j], rank, static_cast<std::int32_t>(j), best);
+    }
+    return best;
   }
 
   // After a committed move made a new replica: its home and its rank now count in the weight
@@ -711,15 +759,7 @@ class LayerSolve {
       // Within 1/1024 of the mean: nothing left worth a move.
       if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
       if (!any_stuck) find_open_ranks();  // the state changed since they were last found
-      Move best;
-      for (std::int32_t i = w_.home_begin[straggler]; i < w_.home_begin[straggler + 1]; ++i) {
-        consider_instance(w_.home_experts[i], straggler, kHomeSlot, best);
-      }
-      for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
-        const std::int64_t j = slot_index(straggler, slot);
-        if (w_.slot_expert[j] == kNoExpert) continue;
-        consider_instance(w_.slot_expert[j], straggler, static_cast<std::int32_t>(j), best);
-      }
+      const Move best = best_move_from(straggler);
       if (!best.valid() || best.gain <= 0) {
         if (!any_stuck) mark_helpers(straggler);
         w_.rank_stuck[straggler] = 1;
@@ -922,6 +962,26 @@ class LayerSolve {
     return moves;
   }
 
+  // The routes of (src, expert) for an expert with replicas: its instances by ascending rank.
+  TOPOEP_HOST_DEVICE void emit_replicated(RankId src, ExpertId e, TokenCount counted, Route* routes,
+                                          std::int64_t& count) const {
+    const RankId home = in_.home_rank[e];
+    // A resident replica may hold an expert that was never prepared: then the counts hold.
+    const TokenCount at_home = w_.expert_ready[e] ? flow(kHomeSlot, e, src) : counted;
+    bool home_done = false;
+    for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
+      const std::int32_t j = w_.slot_order[i];
+      const RankId rank = w_.slot_rank[j];
+      if (!home_done && home < rank) {
+        if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
+        home_done = true;
+      }
+      const TokenCount tokens = flow(j, e, src);
+      if (tokens > 0) routes[count++] = Route{src, e, rank, tokens};
+    }
+    if (!home_done && at_home > 0) routes[count++] = Route{src, e, home, at_home};
+  }
+
   // Writes the canonical plan. New replicas that ended with no tokens are dropped (they would
   // only cost their weight transfer); idle resident replicas stay (keeping them is free).
   TOPOEP_HOST_DEVICE void emit(const TopoepLayerOutput& out) {
@@ -956,43 +1016,34 @@ class LayerSolve {
       if (e != kNoExpert) w_.slot_order[w_.cursor[e]++] = static_cast<std::int32_t>(j);
     }
     // Routes in canonical order: by src, then expert, then destination rank, where the home
-    // rank takes its place among the replicas' ranks. Most experts have no replica and were
-    // never touched: their routes are the counts (kind 0, cursor reused as scratch).
-    std::int32_t* const kind = w_.cursor;
+    // rank takes its place among the replicas' ranks. An expert without a replica left has all
+    // its tokens at home, whatever moved in between (each (src, expert)'s tokens are conserved
+    // over its instances, and a dropped or evicted replica held none): its routes are the
+    // counts, copied in runs between the replicated experts (listed ascending, then E).
+    std::int32_t* const replicated = w_.cursor;  // scratch
+    std::int32_t num_replicated = 0;
     for (ExpertId e = 0; e < E; ++e) {
-      kind[e] = w_.expert_slot_begin[e] != w_.expert_slot_begin[e + 1] ? 2
-                : w_.expert_ready[e]                                   ? 1
-                                                                       : 0;
+      if (w_.expert_slot_begin[e] != w_.expert_slot_begin[e + 1]) replicated[num_replicated++] = e;
     }
+    replicated[num_replicated] = E;
     const RankId* const home_rank = in_.home_rank;
     Route* const routes = out.routes;
     std::int64_t count = 0;
     for (RankId src = 0; src < R; ++src) {
       const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
-      for (ExpertId e = 0; e < E; ++e) {
-        const RankId home = home_rank[e];
-        if (kind[e] == 0) {
-          if (row[e] > 0) routes[count++] = Route{src, e, home, row[e]};
-          continue;
+      ExpertId e = 0;
+      for (std::int32_t k = 0; k <= num_replicated; ++k) {
+        const ExpertId run_end = replicated[k];
+        // Written unconditionally and kept when positive (no branch to mispredict on sparse
+        // rows): still inside route_capacity(), which counts a route for this pair and every
+        // later one.
+        for (; e < run_end; ++e) {
+          routes[count] = Route{src, e, home_rank[e], row[e]};
+          count += row[e] > 0 ? 1 : 0;
         }
-        // Resident replicas make kind 2 without preparing the expert: then the counts hold.
-        const TokenCount at_home = w_.expert_ready[e] ? flow(kHomeSlot, e, src) : row[e];
-        if (kind[e] == 1) {  // no replicas: the home
-          if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
-          continue;
-        }
-        bool home_done = false;
-        for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
-          const std::int32_t j = w_.slot_order[i];
-          const RankId rank = w_.slot_rank[j];
-          if (!home_done && home < rank) {
-            if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
-            home_done = true;
-          }
-          const TokenCount tokens = flow(j, e, src);
-          if (tokens > 0) routes[count++] = Route{src, e, rank, tokens};
-        }
-        if (!home_done && at_home > 0) routes[count++] = Route{src, e, home, at_home};
+        if (e == E) break;
+        emit_replicated(src, e, row[e], routes, count);
+        ++e;
       }
     }
     *out.num_routes = count;
