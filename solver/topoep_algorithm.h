@@ -962,26 +962,6 @@ class LayerSolve {
     return moves;
   }
 
-  // The routes of (src, expert) for an expert with replicas: its instances by ascending rank.
-  TOPOEP_HOST_DEVICE void emit_replicated(RankId src, ExpertId e, TokenCount counted, Route* routes,
-                                          std::int64_t& count) const {
-    const RankId home = in_.home_rank[e];
-    // A resident replica may hold an expert that was never prepared: then the counts hold.
-    const TokenCount at_home = w_.expert_ready[e] ? flow(kHomeSlot, e, src) : counted;
-    bool home_done = false;
-    for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
-      const std::int32_t j = w_.slot_order[i];
-      const RankId rank = w_.slot_rank[j];
-      if (!home_done && home < rank) {
-        if (at_home > 0) routes[count++] = Route{src, e, home, at_home};
-        home_done = true;
-      }
-      const TokenCount tokens = flow(j, e, src);
-      if (tokens > 0) routes[count++] = Route{src, e, rank, tokens};
-    }
-    if (!home_done && at_home > 0) routes[count++] = Route{src, e, home, at_home};
-  }
-
   // Writes the canonical plan. New replicas that ended with no tokens are dropped (they would
   // only cost their weight transfer); idle resident replicas stay (keeping them is free).
   TOPOEP_HOST_DEVICE void emit(const TopoepLayerOutput& out) {
@@ -1015,34 +995,64 @@ class LayerSolve {
       const ExpertId e = w_.slot_expert[j];
       if (e != kNoExpert) w_.slot_order[w_.cursor[e]++] = static_cast<std::int32_t>(j);
     }
-    // Routes in canonical order: by src, then expert, then destination rank, where the home
-    // rank takes its place among the replicas' ranks. An expert without a replica left has all
-    // its tokens at home, whatever moved in between (each (src, expert)'s tokens are conserved
-    // over its instances, and a dropped or evicted replica held none): its routes are the
-    // counts, copied in runs between the replicated experts (listed ascending, then E).
+    // Routes in canonical order: by src, then expert, then destination rank. An expert without
+    // a replica left has all its tokens at home, whatever moved in between (each (src,
+    // expert)'s tokens are conserved over its instances, and a dropped or evicted replica held
+    // none): its routes are the counts, copied in runs between the replicated experts (listed
+    // ascending, then E). A replicated expert's instances are listed once, by ascending rank
+    // (the home among its replicas' ranks), each with its flow column.
     std::int32_t* const replicated = w_.cursor;  // scratch
     std::int32_t num_replicated = 0;
     for (ExpertId e = 0; e < E; ++e) {
-      if (w_.expert_slot_begin[e] != w_.expert_slot_begin[e + 1]) replicated[num_replicated++] = e;
+      if (w_.expert_slot_begin[e] == w_.expert_slot_begin[e + 1]) continue;
+      // The k-th replicated expert's instances start at its first slot's index + k (one home
+      // for each replicated expert before it).
+      const std::int32_t k = num_replicated++;
+      replicated[k] = e;
+      prepare_expert(e);  // a resident replica's expert may never have been
+      const RankId home = in_.home_rank[e];
+      std::int32_t at = w_.expert_slot_begin[e] + k;
+      bool home_done = false;
+      for (std::int32_t i = w_.expert_slot_begin[e]; i < w_.expert_slot_begin[e + 1]; ++i) {
+        const std::int32_t j = w_.slot_order[i];
+        if (!home_done && home < w_.slot_rank[j]) {
+          w_.emit_rank[at] = home;
+          w_.emit_column[at++] = &flow(kHomeSlot, e, 0);
+          home_done = true;
+        }
+        w_.emit_rank[at] = w_.slot_rank[j];
+        w_.emit_column[at++] = &flow(j, e, 0);
+      }
+      if (!home_done) {
+        w_.emit_rank[at] = home;
+        w_.emit_column[at] = &flow(kHomeSlot, e, 0);
+      }
     }
     replicated[num_replicated] = E;
     const RankId* const home_rank = in_.home_rank;
+    const RankId* const instance_rank = w_.emit_rank;
+    const TokenCount* const* const instance_column = w_.emit_column;
     Route* const routes = out.routes;
     std::int64_t count = 0;
     for (RankId src = 0; src < R; ++src) {
       const TokenCount* row = in_.counts + static_cast<std::int64_t>(src) * E;
       ExpertId e = 0;
+      // Each route is written unconditionally and kept when positive (no branch to mispredict
+      // on sparse rows): still inside route_capacity(), which counts every route this pair and
+      // every later one could need.
       for (std::int32_t k = 0; k <= num_replicated; ++k) {
         const ExpertId run_end = replicated[k];
-        // Written unconditionally and kept when positive (no branch to mispredict on sparse
-        // rows): still inside route_capacity(), which counts a route for this pair and every
-        // later one.
         for (; e < run_end; ++e) {
           routes[count] = Route{src, e, home_rank[e], row[e]};
           count += row[e] > 0 ? 1 : 0;
         }
         if (e == E) break;
-        emit_replicated(src, e, row[e], routes, count);
+        const std::int32_t end = w_.expert_slot_begin[e + 1] + k + 1;
+        for (std::int32_t i = w_.expert_slot_begin[e] + k; i < end; ++i) {
+          const TokenCount tokens = instance_column[i][src];
+          routes[count] = Route{src, e, instance_rank[i], tokens};
+          count += tokens > 0 ? 1 : 0;
+        }
         ++e;
       }
     }

@@ -58,6 +58,10 @@ struct TopoepWorkspace {
   std::int32_t* slot_order;         // [R*S]: scratch, slots grouped by expert for emitting routes
   std::int32_t* expert_slot_begin;  // [E+1]: CSR offsets into slot_order
   std::int32_t* cursor;             // [max(R, E + 1)]: scratch for counting sorts and lists
+  // [E + R*S]: scratch for emitting routes: each replicated expert's instances by ascending
+  // rank, their ranks and their flow columns ([R] each)
+  RankId* emit_rank;
+  const TokenCount** emit_column;
   // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
   // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
   Picoseconds* replica_time;
@@ -130,6 +134,8 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.slot_order = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * slots));
   w.expert_slot_begin = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (E + 1)));
   w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E + 1)));
+  w.emit_rank = reinterpret_cast<RankId*>(take(sizeof(RankId) * (E + slots)));
+  w.emit_column = reinterpret_cast<const TokenCount**>(take(sizeof(TokenCount*) * (E + slots)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
