@@ -260,6 +260,7 @@ class LayerSolve {
     for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
     for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
     for (int n = 0; n < num_nodes_; ++n) w_.open_ranks[2 * n] = kStaleNode;
+    for (int n = 0; n < num_nodes_; ++n) w_.node_changed[n] = 1;
     ib_total_ = ib_static_;
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];
@@ -589,10 +590,12 @@ class LayerSolve {
     from -= x;
     flow(move.to_slot, move.expert, src) += x;
     remaining -= x;
-    node_row(move.from_slot, move.expert)[node_of(src)] -= x;
-    node_row(move.to_slot, move.expert)[node_of(src)] += x;
+    const int node = node_of(src);
+    node_row(move.from_slot, move.expert)[node] -= x;
+    node_row(move.to_slot, move.expert)[node] += x;
     add_traffic(src, move.from_rank, -x);
     add_traffic(src, move.to_rank, x);
+    w_.node_changed[node] = 1;
   }
 
   // Moves up to `limit` of `move`'s tokens from sources outside nodes `skip_a` and `skip_b`, in
@@ -657,6 +660,8 @@ class LayerSolve {
     prepare_expert(move.expert);
     stale_open_ranks(move.from_rank);
     stale_open_ranks(move.to_rank);
+    w_.node_changed[node_of(move.from_rank)] = 1;
+    w_.node_changed[node_of(move.to_rank)] = 1;
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
       if (w_.slot_expert[j] != kNoExpert) {
@@ -806,9 +811,40 @@ class LayerSolve {
   };
 
   // The cost model's phase times of the current state. Weight counters change only with new
-  // replicas, so their maxima are recomputed only then.
+  // replicas, so their maxima are recomputed only then. Token counters change only on the
+  // ranks of the nodes a move touched (its two ranks' and its sources'), so the token maxima
+  // are kept per node and found again only for those: the same maxima as token_maxima() over
+  // every rank, from a fraction of the reads once moves get small.
   TOPOEP_HOST_DEVICE PhaseTimes measure() {
-    token_maxima(c_, s_.num_ranks, maxima_);
+    const int G = s_.gpus_per_node;
+    CounterMaxima node;
+    TokenCount nvlink = 0, ib = 0, load = 0;
+    for (int n = 0; n < num_nodes_; ++n) {
+      TokenCount* const kept = w_.node_maxima + 3 * n;
+      if (w_.node_changed[n]) {
+        // The node's slice of the token counters (token_maxima() reads no weight counter).
+        const RankCounters ranks{c_.load + n * G,
+                                 c_.nvlink_out + n * G,
+                                 c_.nvlink_in + n * G,
+                                 c_.ib_out + n * G,
+                                 c_.ib_in + n * G,
+                                 nullptr,
+                                 nullptr,
+                                 nullptr,
+                                 nullptr};
+        token_maxima(ranks, G, node);
+        kept[0] = node.nvlink;
+        kept[1] = node.ib;
+        kept[2] = node.load;
+        w_.node_changed[n] = 0;
+      }
+      if (kept[0] > nvlink) nvlink = kept[0];
+      if (kept[1] > ib) ib = kept[1];
+      if (kept[2] > load) load = kept[2];
+    }
+    maxima_.nvlink = nvlink;
+    maxima_.ib = ib;
+    maxima_.load = load;
     if (weights_changed_) {
       weight_maxima(c_, s_.num_ranks, maxima_);
       weights_changed_ = false;

@@ -72,6 +72,11 @@ struct TopoepWorkspace {
   // [N][2]: each node's two least-loaded ranks with a free slot (-1: fewer), kept across moves;
   // [n][0] is kStaleNode when node n must be searched again
   RankId* open_ranks;
+  // [N][3]: each node's token maxima (nvlink, ib, load as in CounterMaxima) as last measured;
+  // node_changed [N] is 1 once a move has changed a token counter of one of its ranks since
+  // (LayerSolve::measure())
+  TokenCount* node_maxima;
+  std::uint8_t* node_changed;
   void* move_log;  // [2][max_moves] moves of the two searches, for the replay
 
   TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
@@ -139,6 +144,8 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
+  w.node_maxima = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 3 * N));
+  w.node_changed = reinterpret_cast<std::uint8_t*>(take(N));
   w.move_log = take(move_bytes * 2 * static_cast<std::size_t>(max_moves));
   if (workspace != nullptr) *workspace = w;
   return offset;
