@@ -16,10 +16,11 @@ TOPOEP_TEST_COPTS = [
     "-Werror",
 ]
 
-# The solver's integer hot paths (the TopoEP search, plan pricing and hashing): -O3 in optimised
-# builds, where GCC's -O2 leaves their loops unvectorised (measured in bench/README.md). Integer
-# arithmetic only, so the plans and hashes are the same bits at any optimisation level; the
-# simulator's floating-point code keeps the default.
+# The solver's hot paths (the TopoEP search, plan pricing and hashing): -O3 in optimised builds,
+# where GCC's -O2 leaves their loops unvectorised (measured in bench/README.md). They decide in
+# integer arithmetic, and -O3 reassociates no floating point (that needs -ffast-math), so plans,
+# hashes and prices are the same bits at any optimisation level. The simulator keeps the
+# default.
 TOPOEP_HOT_COPTS = TOPOEP_COPTS + select({
     "//tools/build_defs:optimized": ["-O3"],
     "//conditions:default": [],
