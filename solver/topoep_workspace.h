@@ -12,6 +12,9 @@
 
 namespace topoep {
 
+// Sources whose replicated routes emit() gathers at a time (one cache line of each flow column).
+constexpr int kEmitSourceBlock = 8;
+
 struct TopoepShape {
   int num_ranks = 0;
   int num_experts = 0;
@@ -62,6 +65,7 @@ struct TopoepWorkspace {
   // rank, their ranks and their flow columns ([R] each)
   RankId* emit_rank;
   const TokenCount** emit_column;
+  TokenCount* emit_block;  // [E + R*S][kEmitSourceBlock]: those columns' flows for a block
   // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
   // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
   Picoseconds* replica_time;
@@ -141,6 +145,8 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.cursor = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * (R > E ? R : E + 1)));
   w.emit_rank = reinterpret_cast<RankId*>(take(sizeof(RankId) * (E + slots)));
   w.emit_column = reinterpret_cast<const TokenCount**>(take(sizeof(TokenCount*) * (E + slots)));
+  w.emit_block =
+      reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * kEmitSourceBlock * (E + slots)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
