@@ -77,8 +77,8 @@ struct TopoepWorkspace {
   // [n][0] is kStaleNode when node n must be searched again
   RankId* open_ranks;
   // [N][3]: each node's token maxima (nvlink, ib, load as in CounterMaxima) as last measured;
-  // node_changed [N] is 1 once a move has changed a token counter of one of its ranks since
-  // (LayerSolve::measure())
+  // node_changed [N] is 1 once a move has changed a token counter of one of the node's ranks
+  // since LayerSolve::measure() last read them
   TokenCount* node_maxima;
   std::uint8_t* node_changed;
   void* move_log;  // [2][max_moves] moves of the two searches, for the replay
