@@ -36,7 +36,7 @@ void route_all_home(const RoutingCounts& counts, const Placement& placement, Pla
   }
   // Written through a raw cursor into the largest size, then trimmed: one pass, no per-route
   // capacity checks (the replay builds this plan for every record).
-  std::vector<Route>& routes = plan->routes;
+  RouteList& routes = plan->routes;
   routes.resize(counts.values().size());
   Route* out = routes.data();
   const TokenCount* row = counts.values().data();

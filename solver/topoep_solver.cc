@@ -38,7 +38,7 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   plan->replica_expert.resize(static_cast<std::size_t>(params_.shape.num_slots()));
   const TopoepLayerInput input{counts.values().data(), home_rank_.data(),
                                resident.empty() ? nullptr : resident.data()};
-  // Written in place: growing to the capacity zero-fills only what the last plan did not use.
+  // Written in place: growing to the capacity writes nothing (RouteList leaves routes unset).
   plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
   std::int64_t num_routes = 0;
   std::int32_t num_moves = 0;

@@ -15,8 +15,8 @@ bool has_gpu() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-template <class T>
-T* copy_to_device(const std::vector<T>& host) {
+template <class T, class Allocator>
+T* copy_to_device(const std::vector<T, Allocator>& host) {
   T* device = nullptr;
   EXPECT_EQ(cudaMalloc(&device, sizeof(T) * (host.size() + 1)), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(device, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
