@@ -112,29 +112,66 @@ TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_rank
   m.weight_ib = weight_ib;
 }
 
-// Deterministic: integer maxima and one sum, independent of evaluation order.
+// The phases that the token maxima alone decide (dispatch, combine, backward transfer) and those
+// that the weight maxima alone decide (exposed weights, gradients): the solver recomputes each
+// half only when its maxima changed, since each link time costs divisions.
+struct TokenLinkTimes {
+  Picoseconds dispatch = 0;
+  Picoseconds combine = 0;
+  Picoseconds backward_transfer = 0;
+};
+struct WeightLinkTimes {
+  Picoseconds weight_exposed = 0;
+  Picoseconds gradient = 0;
+};
+
 // NOTE: a link's time is monotone in its bytes and every rank shares alpha and bandwidth, so the
 // slowest rank's time is the time of the largest byte count: the maxima first, then a few
 // divisions, instead of divisions per rank. Equal, bit for bit, to taking the maximum of every
 // rank's own time.
-TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost) {
-  PhaseTimes times;
+TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, TokenCount ib,
+                                                          const CostParams& cost) {
+  TokenLinkTimes times;
   // Combine reverses dispatch: a rank's combine out is its dispatch in, so max(out, in) holds.
-  times.dispatch = link_phase_ps(m.nvlink, 0, m.ib, 0, cost.dispatch_bytes_per_token, cost);
-  times.combine = link_phase_ps(m.nvlink, 0, m.ib, 0, cost.combine_bytes_per_token, cost);
-  times.compute = m.load * cost.compute_ps_per_token;
+  times.dispatch = link_phase_ps(nvlink, 0, ib, 0, cost.dispatch_bytes_per_token, cost);
+  times.combine = link_phase_ps(nvlink, 0, ib, 0, cost.combine_bytes_per_token, cost);
+  times.backward_transfer =
+      2 * link_phase_ps(nvlink, 0, ib, 0, cost.backward_bytes_per_token, cost);
+  return times;
+}
+
+TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(std::int32_t weight_nvlink,
+                                                            std::int32_t weight_ib,
+                                                            const CostParams& cost) {
+  WeightLinkTimes times;
   const Picoseconds weight =
-      link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_weight_bytes, cost);
+      link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
   // The gradients retrace the weights' links in reverse: the same per-rank counts.
-  times.gradient =
-      link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_gradient_bytes, cost);
+  times.gradient = link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_gradient_bytes, cost);
+  return times;
+}
+
+// Deterministic: integer maxima and one sum, independent of evaluation order.
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(TokenCount load, const TokenLinkTimes& tokens,
+                                                 const WeightLinkTimes& weights,
+                                                 const CostParams& cost) {
+  PhaseTimes times;
+  times.dispatch = tokens.dispatch;
+  times.combine = tokens.combine;
+  times.compute = load * cost.compute_ps_per_token;
+  times.weight_exposed = weights.weight_exposed;
+  times.gradient = weights.gradient;
   times.backward_compute = times.compute * cost.backward_compute_factor;
-  times.backward_transfer =
-      2 * link_phase_ps(m.nvlink, 0, m.ib, 0, cost.backward_bytes_per_token, cost);
+  times.backward_transfer = tokens.backward_transfer;
   times.total = times.dispatch + times.compute + times.combine + times.weight_exposed +
                 times.gradient + times.backward_compute + times.backward_transfer;
   return times;
+}
+
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost) {
+  return phase_times(m.load, token_link_times(m.nvlink, m.ib, cost),
+                     weight_link_times(m.weight_nvlink, m.weight_ib, cost), cost);
 }
 
 TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,

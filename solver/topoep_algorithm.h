@@ -217,12 +217,11 @@ class LayerSolve {
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
-  // the counts, in their row-major order; per-expert columns are copied later, and only for the
-  // experts whose tokens may move (prepare_expert()).
+  // the counts, in their row-major order, sums each expert's tokens by source node; per-expert
+  // columns are copied later, and only for the experts whose tokens move (prepare_expert()).
   TOPOEP_HOST_DEVICE void init() {
-    const int R = s_.num_ranks, E = s_.num_experts;
+    const int R = s_.num_ranks, E = s_.num_experts, N = num_nodes_;
     for (int i = 0; i < 5 * R; ++i) w_.counter_tokens[i] = 0;
-    for (ExpertId e = 0; e < E; ++e) w_.expert_totals[e] = 0;
     for (RankId r = 0; r < R; ++r) w_.rank_node[r] = r / s_.gpus_per_node;
     for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
       w_.slot_rank[j] = static_cast<RankId>(j / s_.slots_per_rank);
@@ -233,10 +232,15 @@ class LayerSolve {
     // counters (a scatter into a per-rank array would chain every expert's add through memory).
     // Restrict: otherwise the totals might alias the counts, and the column sums would not
     // vectorise (one add through memory per count).
-    TokenCount* __restrict__ const totals = w_.expert_totals;
     for (RankId src = 0; src < R; ++src) {
       const TokenCount* __restrict__ const row = in_.counts + static_cast<std::int64_t>(src) * E;
-      for (ExpertId e = 0; e < E; ++e) totals[e] += row[e];
+      TokenCount* __restrict__ const node_sums =
+          w_.static_node_tokens + static_cast<std::int64_t>(w_.rank_node[src]) * E;
+      if (src % s_.gpus_per_node == 0) {  // the node's first source: no zeroing pass before
+        for (ExpertId e = 0; e < E; ++e) node_sums[e] = row[e];
+      } else {
+        for (ExpertId e = 0; e < E; ++e) node_sums[e] += row[e];
+      }
       for (RankId r = 0; r < R; ++r) {
         TokenCount to_rank = 0;
         for (std::int32_t i = w_.home_begin[r]; i < w_.home_begin[r + 1]; ++i) {
@@ -244,6 +248,13 @@ class LayerSolve {
         }
         if (to_rank > 0) add_traffic(src, r, to_rank);
       }
+    }
+    TokenCount* __restrict__ const totals = w_.expert_totals;
+    for (ExpertId e = 0; e < E; ++e) totals[e] = 0;
+    for (int n = 0; n < N; ++n) {
+      const TokenCount* __restrict__ const node_sums =
+          w_.static_node_tokens + static_cast<std::int64_t>(n) * E;
+      for (ExpertId e = 0; e < E; ++e) totals[e] += node_sums[e];
     }
     ib_static_ = ib_total_;
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
@@ -276,23 +287,36 @@ class LayerSolve {
     }
   }
 
-  // Copies expert e's column of the counts into flow_home and sums it by source node: needed
-  // before its home instance's tokens are weighed or moved. Idempotent.
-  TOPOEP_HOST_DEVICE void prepare_expert(ExpertId expert) {
+  // Fills in expert e's home instance's tokens by source node, as the static plan has them:
+  // needed before its home instance is weighed. Idempotent.
+  TOPOEP_HOST_DEVICE void prepare_node_row(ExpertId expert) {
     if (w_.expert_ready[expert]) return;
-    const int R = s_.num_ranks, N = num_nodes_, G = s_.gpus_per_node;
-    TokenCount* column = w_.flow_home + static_cast<std::int64_t>(expert) * R;
     TokenCount* nodes = node_row(kHomeSlot, expert);
-    const TokenCount* counts = in_.counts + expert;
-    for (int n = 0; n < N; ++n) {
-      TokenCount sum = 0;
-      for (RankId src = n * G; src < (n + 1) * G; ++src) {
-        column[src] = counts[static_cast<std::int64_t>(src) * s_.num_experts];
-        sum += column[src];
-      }
-      nodes[n] = sum;
+    for (int n = 0; n < num_nodes_; ++n) {
+      nodes[n] = w_.static_node_tokens[static_cast<std::int64_t>(n) * s_.num_experts + expert];
     }
     w_.expert_ready[expert] = 1;
+  }
+
+  // Copies expert e's column of the counts into flow_home too: needed before its home
+  // instance's tokens move or are written out. Idempotent.
+  TOPOEP_HOST_DEVICE void prepare_expert(ExpertId expert) {
+    if (w_.expert_ready[expert] == 2) return;
+    prepare_node_row(expert);
+    TokenCount* column = w_.flow_home + static_cast<std::int64_t>(expert) * s_.num_ranks;
+    const TokenCount* counts = in_.counts + expert;
+    for (RankId src = 0; src < s_.num_ranks; ++src) {
+      column[src] = counts[static_cast<std::int64_t>(src) * s_.num_experts];
+    }
+    w_.expert_ready[expert] = 2;
+  }
+
+  // flow(slot, expert, src) for reading, whether or not the home column was copied yet.
+  TOPOEP_HOST_DEVICE TokenCount flow_of(std::int32_t slot, ExpertId expert, RankId src) const {
+    if (slot == kHomeSlot && w_.expert_ready[expert] != 2) {
+      return in_.counts[static_cast<std::int64_t>(src) * s_.num_experts + expert];
+    }
+    return flow(slot, expert, src);
   }
 
   TOPOEP_HOST_DEVICE void clear_slot_flows(std::int64_t slot) {
@@ -405,7 +429,7 @@ class LayerSolve {
     if (to_node == from_node) {  // as transfer() takes them: see ib_first_share()
       const TokenCount outside = tokens_on - node_tokens[to_node];
       const TokenCount first = ib_first_share(from_rank, to_rank, outside, tokens);
-      const TokenCount in_node = node_tokens[to_node] - flow(from_slot, expert, from_rank);
+      const TokenCount in_node = node_tokens[to_node] - flow_of(from_slot, expert, from_rank);
       const TokenCount rest = tokens - first;
       const TokenCount after_node = rest - (in_node < rest ? in_node : rest);
       ib_arriving = first + (outside - first < after_node ? outside - first : after_node);
@@ -473,7 +497,7 @@ class LayerSolve {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
     if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
-    prepare_expert(expert);
+    prepare_node_row(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
     // evaluate()'s first bound, inline: most candidates fail it, and the call costs more.
     auto offer = [&](RankId to_rank, std::int32_t to_slot) {
@@ -843,14 +867,24 @@ class LayerSolve {
       if (kept[1] > ib) ib = kept[1];
       if (kept[2] > load) load = kept[2];
     }
+    // Each half of the link times costs divisions: recomputed only when its maxima moved.
+    if (!link_times_known_ || nvlink != maxima_.nvlink || ib != maxima_.ib) {
+      token_links_ = token_link_times(nvlink, ib, p_.cost);
+    }
     maxima_.nvlink = nvlink;
     maxima_.ib = ib;
     maxima_.load = load;
     if (weights_changed_) {
+      const std::int32_t weight_nvlink = maxima_.weight_nvlink, weight_ib = maxima_.weight_ib;
       weight_maxima(c_, s_.num_ranks, maxima_);
+      if (!link_times_known_ || weight_nvlink != maxima_.weight_nvlink ||
+          weight_ib != maxima_.weight_ib) {
+        weight_links_ = weight_link_times(maxima_.weight_nvlink, maxima_.weight_ib, p_.cost);
+      }
       weights_changed_ = false;
     }
-    return phase_times(maxima_, p_.cost);
+    link_times_known_ = true;
+    return phase_times(load, token_links_, weight_links_, p_.cost);
   }
 
   // Logs and applies `move`, then measures the new state: a new best prefix when it is
@@ -914,7 +948,7 @@ class LayerSolve {
       }
       const RankId to = fit >= 0 ? fit : roomiest;
       if (to >= 0) {
-        prepare_expert(pick);
+        prepare_node_row(pick);
         const TokenCount room = target_ - c_.load[to];
         Move move;
         evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
@@ -957,7 +991,7 @@ class LayerSolve {
       two_open_ranks(node_of(a), c_.ib_in, a, open);
       Move best;
       auto consider = [&](ExpertId expert, std::int32_t slot) {
-        prepare_expert(expert);
+        prepare_node_row(expert);
         const TokenCount remote =
             instance_tokens(slot, expert) - node_row(slot, expert)[node_of(a)];
         if (remote <= 0) return;
@@ -1124,6 +1158,9 @@ class LayerSolve {
   Picoseconds gradient_max_ = 0;
   CounterMaxima maxima_;          // of the current state, as measure() last found them
   bool weights_changed_ = true;   // since maxima_'s weight half was found
+  TokenLinkTimes token_links_;    // of maxima_'s token half ...
+  WeightLinkTimes weight_links_;  // ... and weight half, once link_times_known_
+  bool link_times_known_ = false;
   Move* log_ = nullptr;           // the current run's move log
   Picoseconds best_time_ = 0;     // the last run's best predicted time ...
   Picoseconds best_compute_ = 0;  // ... and compute phase

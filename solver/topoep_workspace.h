@@ -35,17 +35,22 @@ struct TopoepShape {
 // Pointers into the workspace. Shapes in brackets; R ranks, E experts, S slots per rank.
 struct TopoepWorkspace {
   // [E][R]: tokens each src sends to the expert's home rank. Column e is copied from the counts
-  // only once expert e's tokens may move (expert_ready[e]); until then the counts are its flows.
+  // only once expert e's tokens move (expert_ready[e] == 2); until then the counts are its flows.
   TokenCount* flow_home;
-  std::uint8_t* expert_ready;  // [E]: 1 once flow_home[e] and e's home node row are filled in
-  TokenCount* home_tokens;     // [E]: tokens at each expert's home instance
-  TokenCount* expert_totals;   // [E]: column sums of the counts (home_tokens in the static plan)
-  ExpertId* slot_expert;       // [R*S]: expert in each spare slot, or kNoExpert
-  std::uint8_t* slot_is_new;   // [R*S]: 1 if the replica was added by this solve
-  std::uint8_t* rank_stuck;    // [R]: 1 if the rank had no move since the last move made
-  std::uint8_t* rank_helper;   // [R]: 1 if the rank holds an instance a stuck rank could use
-  TokenCount* slot_tokens;     // [R*S]: tokens the slot's replica processes
-  TokenCount* flow_slot;       // [R*S][R]: tokens each src sends to the slot's replica
+  // [E]: 1 once e's home node row is filled in (from static_node_tokens), 2 once flow_home[e]
+  // is too
+  std::uint8_t* expert_ready;
+  // [N][E]: each expert's tokens by source node in the static plan, summed in init()'s one pass
+  // over the counts (node-major: each source's row adds to its node's row)
+  TokenCount* static_node_tokens;
+  TokenCount* home_tokens;    // [E]: tokens at each expert's home instance
+  TokenCount* expert_totals;  // [E]: column sums of the counts (home_tokens in the static plan)
+  ExpertId* slot_expert;      // [R*S]: expert in each spare slot, or kNoExpert
+  std::uint8_t* slot_is_new;  // [R*S]: 1 if the replica was added by this solve
+  std::uint8_t* rank_stuck;   // [R]: 1 if the rank had no move since the last move made
+  std::uint8_t* rank_helper;  // [R]: 1 if the rank holds an instance a stuck rank could use
+  TokenCount* slot_tokens;    // [R*S]: tokens the slot's replica processes
+  TokenCount* flow_slot;      // [R*S][R]: tokens each src sends to the slot's replica
   // [E + R*S][N]: each instance's tokens by source node; row e is expert e's home instance,
   // row E + j the replica in slot j. Kept up to date by every transfer.
   TokenCount* instance_node_tokens;
@@ -121,6 +126,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   TopoepWorkspace w;
   w.flow_home = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * R * E));
   w.expert_ready = reinterpret_cast<std::uint8_t*>(take(E));
+  w.static_node_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * N * E));
   w.home_tokens = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * E));
   w.expert_totals = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * E));
   w.slot_expert = reinterpret_cast<ExpertId*>(take(sizeof(ExpertId) * slots));
