@@ -604,7 +604,15 @@ class LayerSolve {
     out[1] = second;
   }
 
-  // Moves up to `limit` tokens of src from `move`'s origin instance to its destination.
+  // How `src` reaches `dst`: 0 it is the rank itself, 1 over NVLink, 2 over IB.
+  TOPOEP_HOST_DEVICE int link_class(RankId src, int src_node, RankId dst) const {
+    return src == dst ? 0 : src_node == node_of(dst) ? 1 : 2;
+  }
+
+  // Moves up to `remaining` tokens of src from `move`'s origin instance to its destination. Only
+  // the source's own out counters change here, and only when it reaches the two instances over
+  // different link classes; what arrives is summed by class into moved_ for transfer() to
+  // apply to the two ranks once.
   TOPOEP_HOST_DEVICE void transfer_from(const Move& move, RankId src, TokenCount& remaining) {
     TokenCount& from = flow(move.from_slot, move.expert, src);
     const TokenCount x = from < remaining ? from : remaining;
@@ -615,8 +623,15 @@ class LayerSolve {
     const int node = node_of(src);
     node_row(move.from_slot, move.expert)[node] -= x;
     node_row(move.to_slot, move.expert)[node] += x;
-    add_traffic(src, move.from_rank, -x);
-    add_traffic(src, move.to_rank, x);
+    const int was = link_class(src, node, move.from_rank);
+    const int now = link_class(src, node, move.to_rank);
+    moved_.from[was] += x;
+    moved_.to[now] += x;
+    if (was == now) return;
+    if (was == 1) c_.nvlink_out[src] -= x;
+    if (was == 2) c_.ib_out[src] -= x;
+    if (now == 1) c_.nvlink_out[src] += x;
+    if (now == 2) c_.ib_out[src] += x;
     w_.node_changed[node] = 1;  // its out counters; apply() marks the two ranks' nodes
   }
 
@@ -653,6 +668,7 @@ class LayerSolve {
     const RankId a = move.from_rank, b = move.to_rank;
     const int G = s_.gpus_per_node, node_a = node_of(a), node_b = node_of(b);
     TokenCount remaining = move.tokens;
+    moved_ = ClassTotals{};
     if (move.ib_only) {  // level_ib(): tokens from other nodes only, and they suffice
       transfer_from_other_nodes(move, node_a, node_a, remaining);
     } else if (node_a == node_b) {
@@ -674,8 +690,17 @@ class LayerSolve {
       }
     }
     transfer_from(move, a, remaining);
-    instance_tokens(move.from_slot, move.expert) -= move.tokens - remaining;
-    instance_tokens(move.to_slot, move.expert) += move.tokens - remaining;
+    const TokenCount total = move.tokens - remaining;
+    instance_tokens(move.from_slot, move.expert) -= total;
+    instance_tokens(move.to_slot, move.expert) += total;
+    // What add_route_tokens() would have done source by source at the two ranks, at once.
+    c_.load[a] -= total;
+    c_.load[b] += total;
+    c_.nvlink_in[a] -= moved_.from[1];
+    c_.ib_in[a] -= moved_.from[2];
+    c_.nvlink_in[b] += moved_.to[1];
+    c_.ib_in[b] += moved_.to[2];
+    ib_total_ += moved_.to[2] - moved_.from[2];
   }
 
   TOPOEP_HOST_DEVICE void apply(Move move) {
@@ -1156,6 +1181,13 @@ class LayerSolve {
   // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
+  // A move's tokens by the link class (link_class()) they reached the origin instance over
+  // and reach the destination over now: transfer() totals them to update the two ranks.
+  struct ClassTotals {
+    TokenCount from[3] = {0, 0, 0};
+    TokenCount to[3] = {0, 0, 0};
+  };
+  ClassTotals moved_;
   CounterMaxima maxima_;          // of the current state, as measure() last found them
   bool weights_changed_ = true;   // since maxima_'s weight half was found
   TokenLinkTimes token_links_;    // of maxima_'s token half ...
