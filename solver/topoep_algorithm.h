@@ -46,6 +46,7 @@ namespace topoep_detail {
 constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
 constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
 constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched again
+constexpr int kEmitRunBlock = 8;        // unreplicated experts' routes emit() writes at a time
 
 struct Move {
   ExpertId expert = kNoExpert;
@@ -1172,6 +1173,23 @@ class LayerSolve {
         // and every later one could need.
         for (std::int32_t k = 0; k <= num_replicated; ++k) {
           const ExpertId run_end = replicated[k];
+          // Eight at a time where all eight are positive (most of a dense row): the next
+          // route's position then waits on one add per eight, not on each count's compare.
+          for (; e + kEmitRunBlock <= run_end; e += kEmitRunBlock) {
+            bool all_positive = true;
+            for (int i = 0; i < kEmitRunBlock; ++i) all_positive &= row[e + i] > 0;
+            if (all_positive) {
+              for (int i = 0; i < kEmitRunBlock; ++i) {
+                routes[count + i] = Route{src, e + i, home_rank[e + i], row[e + i]};
+              }
+              count += kEmitRunBlock;
+              continue;
+            }
+            for (int i = 0; i < kEmitRunBlock; ++i) {
+              routes[count] = Route{src, e + i, home_rank[e + i], row[e + i]};
+              count += row[e + i] > 0 ? 1 : 0;
+            }
+          }
           for (; e < run_end; ++e) {
             routes[count] = Route{src, e, home_rank[e], row[e]};
             count += row[e] > 0 ? 1 : 0;
