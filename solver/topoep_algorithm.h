@@ -200,17 +200,20 @@ class LayerSolve {
   // What one more replica makes of `rank`'s exposed weight time and gradient time, cached per
   // rank until its replica counts change: [weight | gradient][sent as home | received]
   // [NVLink | IB] at index 4 gradient + 2 received + ib.
+  // The cached row is the common case: only the refresh is a call.
   TOPOEP_HOST_DEVICE const Picoseconds* one_more(RankId rank) const {
     Picoseconds* row = w_.one_more_replica + 8 * rank;
-    if (row[0] < 0) {
-      for (int i = 0; i < 8; ++i) {
-        const bool gradient = i >= 4, received = (i & 2) != 0, nvlink = (i & 1) == 0;
-        const std::int32_t out = received ? 0 : 1, in = received ? 1 : 0;
-        row[i] =
-            gradient ? gradient_time(rank, nvlink, out, in) : weight_exposed(rank, nvlink, out, in);
-      }
-    }
+    if (row[0] < 0) refresh_one_more(rank, row);
     return row;
+  }
+
+  TOPOEP_HOST_DEVICE void refresh_one_more(RankId rank, Picoseconds* row) const {
+    for (int i = 0; i < 8; ++i) {
+      const bool gradient = i >= 4, received = (i & 2) != 0, nvlink = (i & 1) == 0;
+      const std::int32_t out = received ? 0 : 1, in = received ? 1 : 0;
+      row[i] =
+          gradient ? gradient_time(rank, nvlink, out, in) : weight_exposed(rank, nvlink, out, in);
+    }
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
