@@ -10,6 +10,7 @@
 #include "solver/input_error.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
+#include "solver/static_traffic.h"
 
 namespace topoep {
 namespace {
@@ -123,29 +124,19 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
   const std::vector<RankId>& home = layout.placement.home_rank;
-  // Experts grouped by home rank, so that each source's tokens to one rank are summed in a
-  // register before they touch the counters (a scatter would chain every add through memory).
   std::vector<std::int32_t> begin(num_ranks + 1), cursor(num_ranks);
   std::vector<ExpertId> by_home(num_experts);
   group_experts_by_home(home.data(), num_experts, num_ranks, begin.data(), cursor.data(),
                         by_home.data());
 
   PlanCost plan_cost = plan_cost_detail::empty_plan_cost(num_ranks);
-  const RankCounters counters = plan_cost.counters();
-  std::vector<TokenCount> expert_tokens(num_experts, 0);
-  TokenCount busiest_row = 0;
-  for (RankId src = 0; src < num_ranks; ++src) {
-    const TokenCount* row = &counts.values()[static_cast<std::size_t>(src) * num_experts];
-    TokenCount row_sum = 0;
-    for (ExpertId e = 0; e < num_experts; ++e) expert_tokens[e] += row[e];
-    for (RankId dst = 0; dst < num_ranks; ++dst) {
-      TokenCount tokens = 0;
-      for (int i = begin[dst]; i < begin[dst + 1]; ++i) tokens += row[by_home[i]];
-      row_sum += tokens;
-      add_route_tokens(counters, src, dst, view.same_node(src, dst), tokens);
-    }
-    busiest_row = std::max(busiest_row, row_sum);
-  }
+  std::vector<TokenCount> node_tokens(static_cast<std::size_t>(view.num_nodes) * num_experts);
+  std::vector<TokenCount> expert_tokens(num_experts);
+  const TokenCount busiest_row =
+      static_traffic(counts.values().data(), num_ranks, num_experts, view.gpus_per_node,
+                     begin.data(), by_home.data(), node_tokens.data(), expert_tokens.data(),
+                     plan_cost.counters())
+          .busiest_row;
   const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
   const CostParams params = params_for(dense);
   plan_cost_detail::finish_plan_cost(view, layout.placement, layout.plan, layout.resident, params,

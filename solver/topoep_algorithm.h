@@ -12,6 +12,7 @@
 #include "solver/host_device.h"
 #include "solver/phase_times.h"
 #include "solver/plan.h"
+#include "solver/static_traffic.h"
 #include "solver/topoep_workspace.h"
 
 namespace topoep {
@@ -217,74 +218,19 @@ class LayerSolve {
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
-  // the counts, in their row-major order, sums each expert's tokens by source node; per-expert
-  // columns are copied later, and only for the experts whose tokens move (prepare_expert()).
-  // The traffic counters follow from those sums, not route by route: a source sends over IB
-  // all its tokens but those for experts homed in its node, and a rank receives over IB all its
-  // experts' tokens but those from its node.
+  // the counts (static_traffic()) gives the counters and each expert's tokens by source node;
+  // per-expert columns are copied later, and only for the experts whose tokens move
+  // (prepare_expert()).
   TOPOEP_HOST_DEVICE void init() {
-    const int R = s_.num_ranks, E = s_.num_experts, N = num_nodes_, G = s_.gpus_per_node;
-    for (RankId r = 0; r < R; ++r) w_.rank_node[r] = r / G;
+    const int R = s_.num_ranks, E = s_.num_experts;
+    for (RankId r = 0; r < R; ++r) w_.rank_node[r] = r / s_.gpus_per_node;
     for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
       w_.slot_rank[j] = static_cast<RankId>(j / s_.slots_per_rank);
     }
     group_experts_by_home(in_.home_rank, E, R, w_.home_begin, w_.cursor, w_.home_experts);
-    const std::int32_t* const home_begin = w_.home_begin;
-    const ExpertId* const home_experts = w_.home_experts;
-    // Restrict: otherwise the node sums might alias the counts, and the adds would not
-    // vectorise (one add through memory per count).
-    TokenCount ib_total = 0;
-    for (RankId src = 0; src < R; ++src) {
-      const TokenCount* __restrict__ const row = in_.counts + static_cast<std::int64_t>(src) * E;
-      const int node = w_.rank_node[src];
-      TokenCount* __restrict__ const node_sums =
-          w_.static_node_tokens + static_cast<std::int64_t>(node) * E;
-      TokenCount sent = 0;
-      if (src % G == 0) {  // the node's first source: no zeroing pass before
-        for (ExpertId e = 0; e < E; ++e) {
-          node_sums[e] = row[e];
-          sent += row[e];
-        }
-      } else {
-        for (ExpertId e = 0; e < E; ++e) {
-          node_sums[e] += row[e];
-          sent += row[e];
-        }
-      }
-      TokenCount in_node = 0, kept = 0;  // to experts homed in src's node; on src itself
-      for (std::int32_t i = home_begin[node * G]; i < home_begin[(node + 1) * G]; ++i) {
-        in_node += row[home_experts[i]];
-      }
-      for (std::int32_t i = home_begin[src]; i < home_begin[src + 1]; ++i) {
-        kept += row[home_experts[i]];
-      }
-      c_.nvlink_out[src] = in_node - kept;
-      c_.ib_out[src] = sent - in_node;
-      ib_total += sent - in_node;
-    }
-    TokenCount* __restrict__ const totals = w_.expert_totals;
-    for (ExpertId e = 0; e < E; ++e) totals[e] = 0;
-    for (int n = 0; n < N; ++n) {
-      const TokenCount* __restrict__ const node_sums =
-          w_.static_node_tokens + static_cast<std::int64_t>(n) * E;
-      for (ExpertId e = 0; e < E; ++e) totals[e] += node_sums[e];
-    }
-    for (RankId r = 0; r < R; ++r) {
-      const TokenCount* const row = in_.counts + static_cast<std::int64_t>(r) * E;
-      const TokenCount* const node_sums =
-          w_.static_node_tokens + static_cast<std::int64_t>(w_.rank_node[r]) * E;
-      TokenCount load = 0, in_node = 0, own = 0;  // from everywhere; from r's node; from r
-      for (std::int32_t i = home_begin[r]; i < home_begin[r + 1]; ++i) {
-        const ExpertId e = home_experts[i];
-        load += totals[e];
-        in_node += node_sums[e];
-        own += row[e];
-      }
-      c_.load[r] = load;
-      c_.nvlink_in[r] = in_node - own;
-      c_.ib_in[r] = load - in_node;
-    }
-    ib_static_ = ib_total;
+    ib_static_ = static_traffic(in_.counts, R, E, s_.gpus_per_node, w_.home_begin, w_.home_experts,
+                                w_.static_node_tokens, w_.expert_totals, c_)
+                     .ib_tokens;
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     restore_static();
   }
