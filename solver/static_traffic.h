@@ -38,17 +38,13 @@ TOPOEP_HOST_DEVICE inline StaticTraffic static_traffic(
     const TokenCount* __restrict__ const row = counts + static_cast<std::int64_t>(src) * E;
     const int node = src / G;
     TokenCount* __restrict__ const node_sums = node_tokens + static_cast<std::int64_t>(node) * E;
+    if (src % G == 0) {  // the node's first source
+      for (ExpertId e = 0; e < E; ++e) node_sums[e] = 0;
+    }
     TokenCount sent = 0;
-    if (src % G == 0) {  // the node's first source: no zeroing pass before
-      for (ExpertId e = 0; e < E; ++e) {
-        node_sums[e] = row[e];
-        sent += row[e];
-      }
-    } else {
-      for (ExpertId e = 0; e < E; ++e) {
-        node_sums[e] += row[e];
-        sent += row[e];
-      }
+    for (ExpertId e = 0; e < E; ++e) {
+      node_sums[e] += row[e];
+      sent += row[e];
     }
     TokenCount in_node = 0, kept = 0;  // to experts homed in src's node; on src itself
     for (std::int32_t i = home_begin[node * G]; i < home_begin[(node + 1) * G]; ++i) {
