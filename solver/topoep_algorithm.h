@@ -356,6 +356,19 @@ class LayerSolve {
     return above < below ? above : below;
   }
 
+  // What a new replica on `to_rank` of an expert homed on `home` adds to the weight phase and
+  // the gradient phase: both wait for their slowest rank, so only what it adds to the current
+  // maxima at its home (sending) and its destination (receiving) counts.
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_cost(RankId home, RankId to_rank) const {
+    const int ib = node_of(home) == node_of(to_rank) ? 0 : 1;
+    const Picoseconds* sender = one_more(home);
+    const Picoseconds* receiver = one_more(to_rank);
+    const Picoseconds after = max_ps(weight_max_, max_ps(sender[ib], receiver[2 + ib]));
+    const Picoseconds gradient_after =
+        max_ps(gradient_max_, max_ps(sender[4 + ib], receiver[6 + ib]));
+    return after - weight_max_ + gradient_after - gradient_max_;
+  }
+
   // Sizes and weighs the move of at most `room` of `expert`'s tokens from its instance
   // (from_rank, from_slot) to `to_rank` and makes it `best` when better (Move::better_than);
   // nothing when no token may or should move, or when its gain cannot reach best's
@@ -372,6 +385,14 @@ class LayerSolve {
     TokenCount tokens = tokens_on < room ? tokens_on : room;
     // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
     if (tokens * relief_ps_per_token() < to_beat) return;
+    Picoseconds weight_cost = 0;
+    if (to_slot == kNewSlot) {
+      weight_cost = new_replica_cost(in_.home_rank[expert], to_rank);
+      // The IB sizing below only lowers the gain: a new replica whose weights cost more than
+      // its tokens' compute can gain is not weighed further (most are not, where weights and
+      // their gradients are charged: the simulator's records).
+      if (tokens * relief_ps_per_token() - weight_cost < to_beat) return;
+    }
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -391,7 +412,6 @@ class LayerSolve {
       ib_delta = moved_origin - moved_local;
     }
     if (tokens <= 0) return;
-    const int home_node = node_of(in_.home_rank[expert]);
     // Tokens from outside the destination's node arrive over IB; past the busiest rank's IB
     // volume they lengthen dispatch and combine (both wait for that rank).
     TokenCount ib_arriving =
@@ -418,23 +438,7 @@ class LayerSolve {
       const std::int64_t bandwidth = p_.cost.scale_out.bytes_per_us;
       ib_cost = bytes / bandwidth * 1000000 + bytes % bandwidth * 1000000 / bandwidth;
     }
-    // Weighing the weights takes divisions: skip it when the gain cannot reach the floor anyway.
-    if (tokens * relief_ps_per_token() - ib_cost < to_beat) return;
-    Picoseconds weight_cost = 0;
-    if (to_slot == kNewSlot) {
-      // The weight phase waits for its slowest rank: charge only what the new replica adds to
-      // the current maximum, at its home (sending) and its destination (receiving).
-      const RankId home = in_.home_rank[expert];
-      const bool nvlink = home_node == to_node;
-      const int ib = nvlink ? 0 : 1;
-      const Picoseconds* sender = one_more(home);
-      const Picoseconds* receiver = one_more(to_rank);
-      const Picoseconds after = max_ps(weight_max_, max_ps(sender[ib], receiver[2 + ib]));
-      // ... and, in the backward pass, to the gradients' reduction back to the home.
-      const Picoseconds gradient_after =
-          max_ps(gradient_max_, max_ps(sender[4 + ib], receiver[6 + ib]));
-      weight_cost = after - weight_max_ + gradient_after - gradient_max_;
-    }
+    if (tokens * relief_ps_per_token() - weight_cost - ib_cost < to_beat) return;
     Move move;
     move.expert = expert;
     move.from_rank = from_rank;
@@ -465,20 +469,29 @@ class LayerSolve {
   // Best move of one instance on the straggler: to another existing instance of its expert, or
   // to a new replica on one of each node's least-loaded ranks that can take it.
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
-                                            Move& best) {
+                                            Picoseconds replica_floor, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
-    if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
+    // A move takes at most the instance's tokens and at most the rank's load above the mean
+    // (room_between() never gives more), and gains at most their compute.
+    const TokenCount excess = c_.load[rank] - target_;
+    if ((tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() < gain_floor(best))
+      return;
     prepare_node_row(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
+    const RankId home = in_.home_rank[expert];
     // evaluate()'s first bound, inline: most candidates fail it, and the call costs more.
     auto offer = [&](RankId to_rank, std::int32_t to_slot) {
       const TokenCount room = room_between(rank, to_rank);
       if (room <= 0) return;
-      if ((tokens_on < room ? tokens_on : room) * relief_ps_per_token() < gain_floor(best)) return;
+      const Picoseconds bound = (tokens_on < room ? tokens_on : room) * relief_ps_per_token();
+      if (bound < gain_floor(best)) return;
+      // ... and a new replica's weights: most fail here where weights are charged.
+      if (to_slot == kNewSlot && bound - new_replica_cost(home, to_rank) < gain_floor(best)) {
+        return;
+      }
       evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room);
     };
-    const RankId home = in_.home_rank[expert];
     if (home != rank) offer(home, kHomeSlot);
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
       const RankId other = w_.slot_rank[j];
@@ -486,7 +499,14 @@ class LayerSolve {
     }
     // New replica: in each node, the least-loaded rank with a free slot that does not hold the
     // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
-    // the node is skipped for this expert).
+    // the node is skipped for this expert). An expert homed on `rank` is bounded first by the
+    // least a new replica of it costs (`replica_floor`, new_replica_floor()), as each offer
+    // would be.
+    if (home == rank &&
+        (tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() - replica_floor <
+            gain_floor(best)) {
+      return;
+    }
     for (int n = 0; n < num_nodes_; ++n) {
       for (int k = 0; k < 2; ++k) {
         const RankId target = w_.open_ranks[2 * n + k];
@@ -496,6 +516,20 @@ class LayerSolve {
         break;
       }
     }
+  }
+
+  // The least any new replica of an expert homed on `rank` adds to the weight and gradient
+  // phases, whatever its destination: what its home's sending adds (new_replica_cost() charges
+  // at least that), over the cheaper link class. O(1): the home's cached row.
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_floor(RankId rank) const {
+    const Picoseconds* sender = one_more(rank);
+    Picoseconds floor = -1;
+    for (int ib = 0; ib < 2; ++ib) {
+      const Picoseconds cost =
+          max_ps(0, sender[ib] - weight_max_) + max_ps(0, sender[4 + ib] - gradient_max_);
+      if (floor < 0 || cost < floor) floor = cost;
+    }
+    return floor;
   }
 
   // The best move (Move::better_than) of any instance on `rank`. The busiest instance is weighed
@@ -523,15 +557,18 @@ class LayerSolve {
     }
     Move best;
     if (first_expert == kNoExpert) return best;  // nothing on the rank to move
-    consider_instance(first_expert, rank, first_slot, best);
+    const Picoseconds replica_floor = new_replica_floor(rank);
+    consider_instance(first_expert, rank, first_slot, replica_floor, best);
     for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
       const ExpertId e = w_.home_experts[i];
-      if (first_slot != kHomeSlot || e != first_expert) consider_instance(e, rank, kHomeSlot, best);
+      if (first_slot != kHomeSlot || e != first_expert) {
+        consider_instance(e, rank, kHomeSlot, replica_floor, best);
+      }
     }
     for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
       const std::int64_t j = slot_index(rank, slot);
       if (w_.slot_expert[j] == kNoExpert || j == first_slot) continue;
-      consider_instance(w_.slot_expert[j], rank, static_cast<std::int32_t>(j), best);
+      consider_instance(w_.slot_expert[j], rank, static_cast<std::int32_t>(j), replica_floor, best);
     }
     return best;
   }
