@@ -67,6 +67,33 @@ TEST(PlanHash, StreamedHashEqualsTheWordByWordDefinitionAcrossBatchBoundaries) {
   EXPECT_EQ(plan_hash(plan), plan_hash_of_bytes(encode_plan(plan)));
 }
 
+// Routes are 20 bytes, so they straddle 8-byte words in a pattern that repeats every two routes,
+// and whether the first starts on a word boundary depends on the slot count's parity. Every mix
+// must hash as the word-by-word definition says, with both halves of each tokens field used.
+TEST(PlanHash, EqualsTheWordByWordDefinitionForEverySlotAndRouteParity) {
+  for (const int num_ranks : {2, 3}) {
+    for (int num_routes = 0; num_routes <= 7; ++num_routes) {
+      Plan plan;
+      plan.num_ranks = num_ranks;
+      plan.num_experts = 50;
+      plan.slots_per_rank = 1;
+      plan.replica_expert.assign(num_ranks, kNoExpert);
+      for (int i = 0; i < num_routes; ++i) {
+        // Tokens past 2^32 so that both halves of the 8-byte field matter.
+        plan.routes.push_back(
+            {i % num_ranks, i, (i + 1) % num_ranks, (TokenCount{i} << 33) + 7 * i + 1});
+      }
+      const PlanView view = view_of(plan);
+      std::uint64_t sum = 0;
+      for (std::int64_t w = 0; w < encoded_word_count(view); ++w) {
+        sum += hash_word_term(encoded_plan_word(view, w), w);
+      }
+      EXPECT_EQ(plan_hash(plan), hash_finish(sum, encoded_plan_size(view)))
+          << num_ranks << " ranks, " << num_routes << " routes";
+    }
+  }
+}
+
 // The GPU hashes words it computes byte by byte from the plan's fields; they must be the bytes
 // of encode_plan, including the zero padding of the last word.
 TEST(PlanEncoding, BytesFromFieldsMatchTheEncoder) {
