@@ -373,26 +373,23 @@ class LayerSolve {
   // (from_rank, from_slot) to `to_rank` and makes it `best` when better (Move::better_than);
   // nothing when no token may or should move, or when its gain cannot reach best's
   // (gain_floor()). `room` is room_between()'s water-filling amount (consider_instance()) or the
-  // seeding's chunk. `node_tokens` holds the origin instance's tokens by source node. The
-  // candidate is built only when it got that far: most are not.
+  // seeding's chunk. `node_tokens` holds the origin instance's tokens by source node.
+  // `weight_cost` is what a new replica adds to the weight and gradient phases
+  // (new_replica_cost()), 0 for an existing instance: the caller has it already. The candidate
+  // is built only when it got that far: most are not.
   TOPOEP_HOST_DEVICE void evaluate(ExpertId expert, RankId from_rank, std::int32_t from_slot,
                                    TokenCount tokens_on, const TokenCount* node_tokens,
                                    RankId to_rank, std::int32_t to_slot, Move& best,
-                                   TokenCount room) const {
+                                   TokenCount room, Picoseconds weight_cost) const {
     const Picoseconds to_beat = gain_floor(best);
     if (room <= 0) return;
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
     // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
-    if (tokens * relief_ps_per_token() < to_beat) return;
-    Picoseconds weight_cost = 0;
-    if (to_slot == kNewSlot) {
-      weight_cost = new_replica_cost(in_.home_rank[expert], to_rank);
-      // The IB sizing below only lowers the gain: a new replica whose weights cost more than
-      // its tokens' compute can gain is not weighed further (most are not, where weights and
-      // their gradients are charged: the simulator's records).
-      if (tokens * relief_ps_per_token() - weight_cost < to_beat) return;
-    }
+    // The IB sizing below only lowers the gain: a new replica whose weights cost more than its
+    // tokens' compute can gain is not weighed further (most are not, where weights and their
+    // gradients are charged: the simulator's records).
+    if (tokens * relief_ps_per_token() - weight_cost < to_beat) return;
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -469,14 +466,10 @@ class LayerSolve {
   // Best move of one instance on the straggler: to another existing instance of its expert, or
   // to a new replica on one of each node's least-loaded ranks that can take it.
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
-                                            Picoseconds replica_floor, Move& best) {
+                                            Picoseconds& replica_floor, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
-    // A move takes at most the instance's tokens and at most the rank's load above the mean
-    // (room_between() never gives more), and gains at most their compute.
-    const TokenCount excess = c_.load[rank] - target_;
-    if ((tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() < gain_floor(best))
-      return;
+    if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
     prepare_node_row(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
@@ -487,10 +480,10 @@ class LayerSolve {
       const Picoseconds bound = (tokens_on < room ? tokens_on : room) * relief_ps_per_token();
       if (bound < gain_floor(best)) return;
       // ... and a new replica's weights: most fail here where weights are charged.
-      if (to_slot == kNewSlot && bound - new_replica_cost(home, to_rank) < gain_floor(best)) {
-        return;
-      }
-      evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room);
+      const Picoseconds weight_cost = to_slot == kNewSlot ? new_replica_cost(home, to_rank) : 0;
+      if (bound - weight_cost < gain_floor(best)) return;
+      evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room,
+               weight_cost);
     };
     if (home != rank) offer(home, kHomeSlot);
     for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
@@ -502,10 +495,15 @@ class LayerSolve {
     // the node is skipped for this expert). An expert homed on `rank` is bounded first by the
     // least a new replica of it costs (`replica_floor`, new_replica_floor()), as each offer
     // would be.
-    if (home == rank &&
-        (tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() - replica_floor <
-            gain_floor(best)) {
-      return;
+    if (home == rank) {
+      if (replica_floor < 0) replica_floor = new_replica_floor(rank);
+      // Its tokens' compute is bounded by the rank's load above the mean too: room_between()
+      // never gives more.
+      const TokenCount excess = c_.load[rank] - target_;
+      if ((tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() - replica_floor <
+          gain_floor(best)) {
+        return;
+      }
     }
     for (int n = 0; n < num_nodes_; ++n) {
       for (int k = 0; k < 2; ++k) {
@@ -557,7 +555,7 @@ class LayerSolve {
     }
     Move best;
     if (first_expert == kNoExpert) return best;  // nothing on the rank to move
-    const Picoseconds replica_floor = new_replica_floor(rank);
+    Picoseconds replica_floor = -1;              // new_replica_floor(rank), found when first needed
     consider_instance(first_expert, rank, first_slot, replica_floor, best);
     for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
       const ExpertId e = w_.home_experts[i];
@@ -985,7 +983,7 @@ class LayerSolve {
         const TokenCount room = target_ - c_.load[to];
         Move move;
         evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
-                 kNewSlot, move, chunk < room ? chunk : room);
+                 kNewSlot, move, chunk < room ? chunk : room, new_replica_cost(from, to));
         if (move.valid() && move.gain > 0) {
           commit(move, moves, progress);
           note_new_replica(move);
