@@ -464,7 +464,8 @@ class LayerSolve {
   }
 
   // Best move of one instance on the straggler: to another existing instance of its expert, or
-  // to a new replica on one of each node's least-loaded ranks that can take it.
+  // to a new replica on one of each node's least-loaded ranks that can take it. `replica_floor`
+  // is shared by the rank's instances: new_replica_floor(rank) once found, -1 before.
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
                                             Picoseconds& replica_floor, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
