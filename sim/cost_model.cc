@@ -85,11 +85,12 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
 }
 
 LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts& counts,
-                           Detail detail) const {
+                           Detail detail, TokenCount busiest_tokens) const {
   const TopologyView view = topology_.view();
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
-  const Picoseconds dense = dense_forward_ps(busiest_rank_tokens(counts, model_.top_k));
+  if (busiest_tokens < 0) busiest_tokens = busiest_rank_tokens(counts, model_.top_k);
+  const Picoseconds dense = dense_forward_ps(busiest_tokens);
   const CostParams params = params_for(dense);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, tallied in

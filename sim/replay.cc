@@ -166,6 +166,13 @@ class Replay {
     }
   }
 
+  // What CostModel::price() needs the busiest source rank's tokens for (the dense forward): a
+  // trace that declares tokens_per_rank has every row summing to it times top-k (the reader
+  // checks), so it is known without a pass over the counts; -1 otherwise (price() finds it).
+  TokenCount busiest_tokens() const {
+    return metadata_.tokens_per_rank > 0 ? metadata_.tokens_per_rank : -1;
+  }
+
   // A planner that decides with a coarser model than this one (TopoEP) runs its static
   // fallback (every token at home) whenever this model prices that strictly lower, forward and
   // backward MoE time: it is never slower than its fallback on any record, under the model it
@@ -178,7 +185,9 @@ class Replay {
     LayerCost fallback_cost = cost_.price_all_home(fallback, counts);
     if (fallback_cost.moe() >= cost.moe()) return;
     route_all_home(counts, fallback.placement, &fallback.plan);
-    if (level != CostModel::Detail::kTimes) fallback_cost = cost_.price(fallback, counts, level);
+    if (level != CostModel::Detail::kTimes) {
+      fallback_cost = cost_.price(fallback, counts, level, busiest_tokens());
+    }
     planner.ran_fallback(fallback);
     decision = std::move(fallback);
     cost = std::move(fallback_cost);
@@ -197,7 +206,7 @@ class Replay {
       const TraceRecord& record = records[index];
       PlannerDecision decision =
           state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-      LayerCost cost = cost_.price(decision, record.counts, level);
+      LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
       overrule_if_slower(*state.planner, record.counts, level, decision, cost);
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {

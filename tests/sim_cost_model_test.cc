@@ -169,6 +169,31 @@ TEST(SimCostModel, PricingFromTheCountsEqualsPricingTheStaticRoutes) {
   }
 }
 
+// The replay passes the busiest rank's tokens when the trace declares tokens_per_rank; the price
+// must be the one found from the counts. The dense forward depends on it, and with it the
+// weight-overlap window.
+TEST(SimCostModel, PricingWithTheBusiestRankGivenEqualsFindingItInTheCounts) {
+  SimOptions options;
+  options.weight_overlap_fraction = 0.5;
+  const CostModel model(round_topology(2, 2), round_model(8, 2), options, 40);
+  const PlannerContext context = context_for(model, 1);
+  RoutingCounts counts(4, 8);
+  for (RankId src = 0; src < 4; ++src) {
+    for (ExpertId e = 0; e < 8; ++e) counts.set(src, e, e == 2 ? 45 : 5);  // rows of 80
+  }
+  for (const char* name : {"static", "topoep"}) {
+    SCOPED_TRACE(name);
+    const PlannerDecision decision =
+        make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
+    const TokenCount busiest = busiest_rank_tokens(counts, model.model().top_k);
+    EXPECT_EQ(busiest, 40);
+    expect_same_cost(model.price(decision, counts, CostModel::Detail::kPerRank, busiest),
+                     model.price(decision, counts, CostModel::Detail::kPerRank));
+    EXPECT_NE(model.price(decision, counts, CostModel::Detail::kTimes, 4).dense_forward,
+              model.price(decision, counts, CostModel::Detail::kTimes).dense_forward);
+  }
+}
+
 TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
   const CostModel model(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
   // (1e6 dense + 2 experts x 3 x 1024 x 512) params x 28 B at 2000 GB/s, for 3 layers.
