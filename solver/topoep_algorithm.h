@@ -522,13 +522,11 @@ class LayerSolve {
   // at least that), over the cheaper link class. O(1): the home's cached row.
   TOPOEP_HOST_DEVICE Picoseconds new_replica_floor(RankId rank) const {
     const Picoseconds* sender = one_more(rank);
-    Picoseconds floor = -1;
-    for (int ib = 0; ib < 2; ++ib) {
-      const Picoseconds cost =
-          max_ps(0, sender[ib] - weight_max_) + max_ps(0, sender[4 + ib] - gradient_max_);
-      if (floor < 0 || cost < floor) floor = cost;
-    }
-    return floor;
+    auto sending = [&](int ib) {
+      return max_ps(0, sender[ib] - weight_max_) + max_ps(0, sender[4 + ib] - gradient_max_);
+    };
+    const Picoseconds nvlink = sending(0), ib = sending(1);
+    return nvlink < ib ? nvlink : ib;
   }
 
   // The best move (Move::better_than) of any instance on `rank`. The busiest instance is weighed
