@@ -78,17 +78,9 @@ void check_cost_range(const CostParams& cost, long double tokens, std::int64_t r
   }
 }
 
-// Every solve pays this pass: the total in two 32-bit halves summed apart, so that neither sum
-// can overflow 64 bits (fewer than 2^31 cells of at most 2^63) and the loop stays integer and
-// vectorisable.
+// O(1): RoutingCounts sums its counts when it checks them.
 void check_cost_range(const CostParams& cost, const RoutingCounts& counts, std::int64_t replicas) {
-  std::uint64_t high = 0, low = 0;
-  for (const TokenCount value : counts.values()) {
-    const auto bits = static_cast<std::uint64_t>(value);
-    high += bits >> 32;
-    low += bits & 0xffffffffu;
-  }
-  check_cost_range(cost, static_cast<long double>(high) * 4294967296.0L + low, replicas);
+  check_cost_range(cost, counts.total_in_range_check(), replicas);
 }
 
 }  // namespace topoep

@@ -1,6 +1,5 @@
 #include "solver/routing_counts.h"
 
-#include <numeric>
 #include <string>
 #include <utility>
 
@@ -35,13 +34,29 @@ RoutingCounts::RoutingCounts(int num_ranks, int num_experts, std::vector<TokenCo
                                    std::to_string(num_ranks) + " ranks x " +
                                    std::to_string(num_experts) + " experts");
   }
-  for (std::size_t i = 0; i < values_.size(); ++i) {
-    if (values_[i] < 0) {
-      throw InputError(entry_name(static_cast<long long>(i / num_experts),
-                                  static_cast<long long>(i % num_experts)),
-                       "is negative (" + std::to_string(values_[i]) + ")");
+  sum_and_check();
+}
+
+void RoutingCounts::sum_and_check() {
+  // One branch-free pass: a negative count sets the sign bit of `any`; only then is it found.
+  std::uint64_t high = 0, low = 0, any = 0;
+  for (const TokenCount value : values_) {
+    const auto bits = static_cast<std::uint64_t>(value);
+    high += bits >> 32;
+    low += bits & 0xffffffffu;
+    any |= bits;
+  }
+  if (any >> 63) {
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      if (values_[i] < 0) {
+        throw InputError(entry_name(static_cast<long long>(i / num_experts_),
+                                    static_cast<long long>(i % num_experts_)),
+                         "is negative (" + std::to_string(values_[i]) + ")");
+      }
     }
   }
+  sum_high_ = high;
+  sum_low_ = low;
 }
 
 RoutingCounts RoutingCounts::from_rows(const std::vector<std::vector<TokenCount>>& rows) {
@@ -69,7 +84,12 @@ void RoutingCounts::set(RankId src, ExpertId expert, TokenCount value) {
   if (value < 0) {
     throw InputError(entry_name(src, expert), "is negative (" + std::to_string(value) + ")");
   }
-  values_[static_cast<std::size_t>(src) * num_experts_ + expert] = value;
+  TokenCount& entry = values_[static_cast<std::size_t>(src) * num_experts_ + expert];
+  // Unsigned, so the halves' differences wrap back to the exact sums.
+  const auto old_bits = static_cast<std::uint64_t>(entry), bits = static_cast<std::uint64_t>(value);
+  sum_high_ += (bits >> 32) - (old_bits >> 32);
+  sum_low_ += (bits & 0xffffffffu) - (old_bits & 0xffffffffu);
+  entry = value;
 }
 
 std::vector<TokenCount> RoutingCounts::expert_totals() const {
@@ -79,7 +99,16 @@ std::vector<TokenCount> RoutingCounts::expert_totals() const {
 }
 
 TokenCount RoutingCounts::total() const {
-  return std::accumulate(values_.begin(), values_.end(), TokenCount{0});
+  // high * 2^32 + low must stay below 2^63.
+  const std::uint64_t low_carry = sum_low_ >> 32;
+  if (sum_high_ + low_carry >= (std::uint64_t{1} << 31)) {
+    throw InputError("counts", "sum to more than a 64-bit count can hold");
+  }
+  return static_cast<TokenCount>(((sum_high_ + low_carry) << 32) + (sum_low_ & 0xffffffffu));
+}
+
+long double RoutingCounts::total_in_range_check() const {
+  return static_cast<long double>(sum_high_) * 4294967296.0L + static_cast<long double>(sum_low_);
 }
 
 }  // namespace topoep

@@ -2,6 +2,7 @@
 // Routing counts of one MoE layer in one microbatch: how many tokens each source rank sends to
 // each expert (one count per token-expert assignment, so a token with top-k sends k).
 
+#include <cstdint>
 #include <vector>
 
 #include "solver/types.h"
@@ -9,7 +10,9 @@
 namespace topoep {
 
 // counts[src_rank][expert], row-major, shape [num_ranks][num_experts]. Counts are never
-// negative: the constructors throw InputError naming the first bad entry.
+// negative: the constructors throw InputError naming the first bad entry. The sum of all counts
+// is kept, found in the same pass as that check: every planner's range check needs it, and a
+// second pass over the counts per plan cost 2% of a replayed TopoEP record.
 class RoutingCounts {
  public:
   RoutingCounts() = default;
@@ -31,12 +34,21 @@ class RoutingCounts {
 
   // Tokens per expert summed over source ranks, shape [num_experts].
   std::vector<TokenCount> expert_totals() const;
+  // The sum of all counts. Throws InputError when it does not fit in a TokenCount.
   TokenCount total() const;
+  // The same sum, never overflowing (exact below 2^64): for range checks.
+  long double total_in_range_check() const;
 
  private:
+  // The counts' sum in two halves: each count's high and low 32 bits, summed apart, so that
+  // neither overflows for fewer than 2^32 counts and the pass stays integer and vectorisable.
+  void sum_and_check();
+
   int num_ranks_ = 0;
   int num_experts_ = 0;
   std::vector<TokenCount> values_;
+  std::uint64_t sum_high_ = 0;
+  std::uint64_t sum_low_ = 0;
 };
 
 }  // namespace topoep

@@ -63,19 +63,17 @@ void check_resident(const Placement& placement, const std::vector<ExpertId>& res
   for (std::size_t j = 0; j < resident.size(); ++j) {
     const RankId rank = static_cast<RankId>(j / placement.slots_per_rank);
     const ExpertId expert = resident[j];
-    const std::string field = "resident[" + std::to_string(rank) + "][" +
-                              std::to_string(j % placement.slots_per_rank) + "]";
     if (expert == kNoExpert) continue;
-    if (expert < 0 || expert >= placement.num_experts()) {
-      throw InputError(field, "expert " + std::to_string(expert) + " is out of range");
-    }
-    if (placement.home_rank[expert] == rank) {
-      throw InputError(field, "expert " + std::to_string(expert) + " lives on this rank");
-    }
+    // Named only on failure: the planners check every record's replicas.
+    auto fail = [&](const char* why) {
+      throw InputError("resident[" + std::to_string(rank) + "][" +
+                           std::to_string(j % placement.slots_per_rank) + "]",
+                       "expert " + std::to_string(expert) + why);
+    };
+    if (expert < 0 || expert >= placement.num_experts()) fail(" is out of range");
+    if (placement.home_rank[expert] == rank) fail(" lives on this rank");
     for (std::size_t k = rank * static_cast<std::size_t>(placement.slots_per_rank); k < j; ++k) {
-      if (resident[k] == expert) {
-        throw InputError(field, "expert " + std::to_string(expert) + " is already resident here");
-      }
+      if (resident[k] == expert) fail(" is already resident here");
     }
   }
 }

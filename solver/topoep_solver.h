@@ -37,7 +37,7 @@ TopoepParams topoep_params_for(const TopoepProblem& problem);
 // Throws InputError naming the field unless the topology, placement, cost parameters, counts
 // and resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica)
 // agree with one another, and the counts fit the 64-bit arithmetic at these costs
-// (check_cost_range(): one pass over the counts).
+// (check_cost_range(), from the total RoutingCounts keeps).
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
                          const std::vector<ExpertId>& resident);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "solver/input_error.h"
 #include "tests/input_error_field.h"
 
@@ -44,6 +46,25 @@ TEST(RoutingCounts, SetRejectsOutOfRangeAndNegative) {
   EXPECT_THROW(counts.set(0, 0, -1), InputError);
   counts.set(1, 1, 7);
   EXPECT_EQ(counts.at(1, 1), 7);
+}
+
+TEST(RoutingCounts, TotalFollowsEverySetIncludingValuesPast32Bits) {
+  RoutingCounts counts = RoutingCounts::from_rows({{1, 2}, {3, 4}});
+  const TokenCount big = (TokenCount{1} << 40) + 5;
+  counts.set(0, 1, big);
+  EXPECT_EQ(counts.total(), 1 + big + 3 + 4);
+  counts.set(0, 1, 0);  // lowering a value past a 32-bit boundary
+  EXPECT_EQ(counts.total(), 8);
+  EXPECT_EQ(counts.total_in_range_check(), 8.0L);
+}
+
+TEST(RoutingCounts, TotalThatOverflowsIsAnErrorNotAWrappedSum) {
+  const TokenCount half = TokenCount{1} << 62;
+  const RoutingCounts counts = RoutingCounts::from_rows({{half, half}});  // 2^63: one too many
+  EXPECT_EQ(testing::input_error_field([&] { counts.total(); }), "counts");
+  EXPECT_EQ(counts.total_in_range_check(), 2.0L * static_cast<long double>(half));
+  const RoutingCounts largest = RoutingCounts::from_rows({{half - 1, half}});
+  EXPECT_EQ(largest.total(), std::numeric_limits<TokenCount>::max());
 }
 
 }  // namespace
