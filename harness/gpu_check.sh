@@ -20,6 +20,8 @@ bazel-bin/tools/cli/topoep calibrate --measurements "$out" --topology "$topology
   --out "$out/calibrated-topology.json"
 echo "device solve latency (us per layer):"
 column -s, -t <"$out/solve_latency.csv"
+echo "one layer's device solve by phase (us):"
+column -s, -t <"$out/solve_phases.csv"
 
 # The cuda mode on one rank: DeepSeek-V3's expert sizes, every expert on this GPU (S = 0), a
 # few records; the outputs must match the static plan's within bf16 tolerance.

@@ -29,7 +29,13 @@ struct TopoepLayerOutput {
   std::int64_t* num_routes;
   std::int32_t* num_moves;                 // moves the plan keeps (diagnostic)
   std::int32_t* searched_moves = nullptr;  // moves the search made (diagnostic; may be null)
+  // [kSolvePhases]: GPU clock cycles of the static start, the search (both runs), the replay of
+  // the best prefix and the plan's writing (diagnostic for the GPU microbenchmark; may be null;
+  // the host reads no clock and writes zeros)
+  std::int64_t* phase_cycles = nullptr;
 };
+
+constexpr int kSolvePhases = 4;
 
 struct TopoepParams {
   TopoepShape shape;
@@ -94,7 +100,10 @@ class LayerSolve {
   // (seed_replicas()); keeps the best prefix of whichever run the cost model predicts faster
   // (ties: the first), replaying it from the move log unless the state already is that prefix.
   TOPOEP_HOST_DEVICE void solve(const TopoepLayerOutput& out) {
+    std::int64_t clocks[kSolvePhases + 1];
+    clocks[0] = device_clock();
     init();
+    clocks[1] = device_clock();
     Move* const logs[2] = {static_cast<Move*>(w_.move_log),
                            static_cast<Move*>(w_.move_log) + p_.max_moves};
     std::int32_t best_moves = 0;
@@ -112,16 +121,31 @@ class LayerSolve {
         best_moves = seeded_best;
       }
     }
+    clocks[2] = device_clock();
     if (chosen != last || best_moves != last_done_) {
       restore_static();
       for (std::int32_t i = 0; i < best_moves; ++i) apply(chosen[i]);
     }
+    clocks[3] = device_clock();
     emit(out);
+    clocks[4] = device_clock();
     *out.num_moves = best_moves;
     if (out.searched_moves != nullptr) *out.searched_moves = searched;
+    if (out.phase_cycles != nullptr) {
+      for (int i = 0; i < kSolvePhases; ++i) out.phase_cycles[i] = clocks[i + 1] - clocks[i];
+    }
   }
 
  private:
+  // The SM's cycle counter on the GPU, 0 on the host: the plan never depends on it.
+  TOPOEP_HOST_DEVICE static std::int64_t device_clock() {
+#if defined(__CUDA_ARCH__)
+    return static_cast<std::int64_t>(clock64());
+#else
+    return 0;
+#endif
+  }
+
   // Looked up: a division costs as much as the rest of a move's bookkeeping for one source.
   TOPOEP_HOST_DEVICE int node_of(RankId rank) const { return w_.rank_node[rank]; }
   TOPOEP_HOST_DEVICE std::int64_t slot_index(RankId rank, int slot) const {

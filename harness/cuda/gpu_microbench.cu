@@ -43,9 +43,16 @@ float time_us(cudaStream_t stream, Body body) {
   return median(times);
 }
 
-// The device solve of `layers` copies of one seeded layer in one launch.
+// Where one layer's device solve spends its time: each phase's clock cycles
+// (TopoepLayerOutput::phase_cycles) of the last timed launch, in µs at the GPU's peak clock.
+struct SolvePhases {
+  double us[kSolvePhases] = {0, 0, 0, 0};
+};
+
+// The device solve of `layers` copies of one seeded layer in one launch; the first layer's
+// phases into `phases`.
 float solve_us(const CostParams& cost, int experts, int ranks, int slots, int layers,
-               cudaStream_t stream) {
+               cudaStream_t stream, SolvePhases* phases) {
   SyntheticRoutingSpec spec;
   spec.num_ranks = ranks;
   spec.num_experts = experts;
@@ -64,10 +71,21 @@ float solve_us(const CostParams& cost, int experts, int ranks, int slots, int la
   }
   DeviceLayerBuffers buffers(params, problem.placement.home_rank, layers);
   buffers.upload_counts(host_counts, stream);
-  const DeviceLayerBatch batch = buffers.batch(false);
-  return time_us(stream, [&] {
+  DeviceArray<std::int64_t> cycles(static_cast<std::size_t>(layers) * kSolvePhases);
+  DeviceLayerBatch batch = buffers.batch(false);
+  batch.phase_cycles = cycles.get();
+  const float us = time_us(stream, [&] {
     check_cuda(launch_topoep_layers(params, layers, batch, stream), "launch_topoep_layers");
   });
+  std::int64_t first[kSolvePhases];
+  check_cuda(cudaMemcpy(first, cycles.get(), sizeof first, cudaMemcpyDeviceToHost),
+             "cudaMemcpy phase_cycles");
+  int device = 0, clock_khz = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device),
+             "cudaDeviceGetAttribute clock rate");
+  for (int i = 0; i < kSolvePhases; ++i) phases->us[i] = first[i] / (clock_khz * 1e-3);
+  return us;
 }
 
 }  // namespace
@@ -76,14 +94,20 @@ void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::
   cudaStream_t stream;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   std::string solve = "experts,ranks,slots,layers,us_per_launch,us_per_layer\n";
+  std::string phases_csv = "experts,ranks,slots,static_start_us,search_us,replay_us,emit_us\n";
   const int shapes[][3] = {{64, 32, 1}, {256, 32, 1}, {256, 64, 1}, {256, 256, 2}};
   for (const auto& shape : shapes) {
     for (const int layers : {1, 58}) {
-      const float us = solve_us(cost, shape[0], shape[1], shape[2], layers, stream);
-      char line[128];
+      SolvePhases phases;
+      const float us = solve_us(cost, shape[0], shape[1], shape[2], layers, stream, &phases);
+      char line[160];
       std::snprintf(line, sizeof line, "%d,%d,%d,%d,%.3f,%.3f\n", shape[0], shape[1], shape[2],
                     layers, us, us / layers);
       solve += line;
+      if (layers != 1) continue;
+      std::snprintf(line, sizeof line, "%d,%d,%d,%.3f,%.3f,%.3f,%.3f\n", shape[0], shape[1],
+                    shape[2], phases.us[0], phases.us[1], phases.us[2], phases.us[3]);
+      phases_csv += line;
     }
   }
 
@@ -120,6 +144,7 @@ void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::
   cublasDestroy(cublas);
   cudaStreamDestroy(stream);
   for (const auto& [name, text] : {std::make_pair(std::string("/solve_latency.csv"), solve),
+                                   std::make_pair(std::string("/solve_phases.csv"), phases_csv),
                                    std::make_pair(std::string("/gemm_samples.csv"), gemms)}) {
     std::FILE* file = std::fopen((out_dir + name).c_str(), "w");
     if (file == nullptr) throw std::runtime_error("cannot write " + out_dir + name);

@@ -20,9 +20,13 @@ __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
   const TopoepLayerInput input{
       batch.counts + layer * matrix, batch.home_rank,
       batch.resident == nullptr ? nullptr : batch.resident + layer * shape.num_slots()};
-  const TopoepLayerOutput output{batch.replicas + layer * shape.num_slots(),
-                                 batch.routes + layer * shape.route_capacity(),
-                                 batch.num_routes + layer, batch.num_moves + layer, nullptr};
+  const TopoepLayerOutput output{
+      batch.replicas + layer * shape.num_slots(),
+      batch.routes + layer * shape.route_capacity(),
+      batch.num_routes + layer,
+      batch.num_moves + layer,
+      nullptr,
+      batch.phase_cycles == nullptr ? nullptr : batch.phase_cycles + layer * kSolvePhases};
   topoep_solve_layer(params, input, workspace, output);
 }
 

@@ -23,6 +23,8 @@ struct DeviceLayerBatch {
   Route* routes;             // [L][params.shape.route_capacity()]
   std::int64_t* num_routes;  // [L]
   std::int32_t* num_moves;   // [L]
+  // [L][kSolvePhases]: each layer's clock cycles by phase (TopoepLayerOutput), or nullptr
+  std::int64_t* phase_cycles = nullptr;
 };
 
 // Bytes of workspace per layer, rounded up to 8 so that consecutive layers stay aligned.
