@@ -7,3 +7,11 @@
 #else
 #define TOPOEP_HOST_DEVICE
 #endif
+
+// Keeps a hot loop in a function of its own: inlined into the solve's large body, the plan's
+// writing lost registers (6% on the (256, 64, 0) floor, bench/README.md).
+#if defined(__CUDACC__)
+#define TOPOEP_NOINLINE __noinline__
+#else
+#define TOPOEP_NOINLINE __attribute__((noinline))
+#endif

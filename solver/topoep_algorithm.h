@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "solver/block_threads.h"
 #include "solver/cost_params.h"
 #include "solver/experts_by_home.h"
 #include "solver/host_device.h"
@@ -29,9 +30,9 @@ struct TopoepLayerOutput {
   std::int64_t* num_routes;
   std::int32_t* num_moves;                 // moves the plan keeps (diagnostic)
   std::int32_t* searched_moves = nullptr;  // moves the search made (diagnostic; may be null)
-  // [kSolvePhases]: GPU clock cycles of the static start, the search (both runs), the replay of
-  // the best prefix and the plan's writing (diagnostic for the GPU microbenchmark; may be null;
-  // the host reads no clock and writes zeros)
+  // [kSolvePhases]: GPU clock cycles of the static start, the search (both runs and the replay
+  // of the best prefix), the plan's slots and instance lists, and its routes (diagnostic for
+  // the GPU microbenchmark; may be null; the host reads no clock and writes zeros)
   std::int64_t* phase_cycles = nullptr;
 };
 
@@ -53,7 +54,7 @@ namespace topoep_detail {
 constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
 constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
 constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched again
-constexpr int kEmitRunBlock = 8;        // unreplicated experts' routes emit() writes at a time
+constexpr int kEmitRunBlock = 8;        // unreplicated routes emit_routes() writes at a time
 
 struct Move {
   ExpertId expert = kNoExpert;
@@ -84,26 +85,56 @@ struct Move {
   }
 };
 
+// One layer's solve by `Threads` (block_threads.h): each of the threads constructs its own
+// LayerSolve over the same workspace and calls solve(). The passes over the counts and the
+// plan's rows are split among them; the search, the replay and everything else run on thread 0,
+// whose members alone hold the search's state.
+template <typename Threads>
 class LayerSolve {
  public:
   TOPOEP_HOST_DEVICE LayerSolve(const TopoepParams& params, const TopoepLayerInput& input,
-                                const TopoepWorkspace& workspace)
-      : p_(params),
+                                const TopoepWorkspace& workspace, const Threads& threads)
+      : threads_(threads),
+        p_(params),
         s_(params.shape),
         in_(input),
         w_(workspace),
         c_(workspace.counters(params.shape.num_ranks)),
         num_nodes_(params.shape.num_nodes()) {}
 
-  // Solves and writes the canonical plan. Runs the greedy from the static state and, where slots
-  // ran out before the room did (needs_seeded_run()), once more after seeding the replicas
-  // (seed_replicas()); keeps the best prefix of whichever run the cost model predicts faster
-  // (ties: the first), replaying it from the move log unless the state already is that prefix.
+  // Solves and writes the canonical plan: the static start (init()), the search (search()), the
+  // plan's replica slots and instance lists (emit_instances()), then its routes (emit_routes()).
+  // Every thread calls it.
   TOPOEP_HOST_DEVICE void solve(const TopoepLayerOutput& out) {
-    std::int64_t clocks[kSolvePhases + 1];
+    std::int64_t clocks[kSolvePhases + 1] = {0, 0, 0, 0, 0};
     clocks[0] = device_clock();
     init();
     clocks[1] = device_clock();
+    // Each move depends on the last: the search runs on thread 0 while the others wait.
+    std::int32_t best_moves = 0, searched = 0;
+    if (threads_.index() == 0) {
+      searched = search(&best_moves);
+      clocks[2] = device_clock();
+      emit_instances(out);
+      clocks[3] = device_clock();
+    }
+    threads_.sync();
+    emit_routes(out);
+    clocks[4] = device_clock();
+    if (threads_.index() != 0) return;
+    *out.num_moves = best_moves;
+    if (out.searched_moves != nullptr) *out.searched_moves = searched;
+    if (out.phase_cycles != nullptr) {
+      for (int i = 0; i < kSolvePhases; ++i) out.phase_cycles[i] = clocks[i + 1] - clocks[i];
+    }
+  }
+
+ private:
+  // The greedy from the static state and, where slots ran out before the room did, the seeded
+  // run; then the state of the best prefix of whichever is predicted faster (ties: the first),
+  // replayed from the move log unless the state already is that prefix. Returns the moves
+  // searched and the prefix's length in `best_moves`.
+  TOPOEP_HOST_DEVICE std::int32_t search(std::int32_t* best_moves_out) {
     Move* const logs[2] = {static_cast<Move*>(w_.move_log),
                            static_cast<Move*>(w_.move_log) + p_.max_moves};
     std::int32_t best_moves = 0;
@@ -121,22 +152,13 @@ class LayerSolve {
         best_moves = seeded_best;
       }
     }
-    clocks[2] = device_clock();
     if (chosen != last || best_moves != last_done_) {
       restore_static();
       for (std::int32_t i = 0; i < best_moves; ++i) apply(chosen[i]);
     }
-    clocks[3] = device_clock();
-    emit(out);
-    clocks[4] = device_clock();
-    *out.num_moves = best_moves;
-    if (out.searched_moves != nullptr) *out.searched_moves = searched;
-    if (out.phase_cycles != nullptr) {
-      for (int i = 0; i < kSolvePhases; ++i) out.phase_cycles[i] = clocks[i + 1] - clocks[i];
-    }
+    *best_moves_out = best_moves;
+    return searched;
   }
-
- private:
   // The SM's cycle counter on the GPU, 0 on the host: the plan never depends on it.
   TOPOEP_HOST_DEVICE static std::int64_t device_clock() {
 #if defined(__CUDA_ARCH__)
@@ -245,16 +267,30 @@ class LayerSolve {
   // the counts (static_traffic()) gives the counters and each expert's tokens by source node;
   // per-expert columns are copied later, and only for the experts whose tokens move
   // (prepare_expert()).
+  // With several threads the lookups and the pass over the counts are split among them
+  // (static_traffic_split()); thread 0 then sums the IB total and sets up the search's state.
   TOPOEP_HOST_DEVICE void init() {
     const int R = s_.num_ranks, E = s_.num_experts;
-    for (RankId r = 0; r < R; ++r) w_.rank_node[r] = r / s_.gpus_per_node;
-    for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
+    const int first = threads_.index(), stride = threads_.count();
+    for (RankId r = first; r < R; r += stride) w_.rank_node[r] = r / s_.gpus_per_node;
+    for (std::int64_t j = first; j < s_.num_slots(); j += stride) {
       w_.slot_rank[j] = static_cast<RankId>(j / s_.slots_per_rank);
     }
-    group_experts_by_home(in_.home_rank, E, R, w_.home_begin, w_.cursor, w_.home_experts);
-    ib_static_ = static_traffic(in_.counts, R, E, s_.gpus_per_node, w_.home_begin, w_.home_experts,
-                                w_.static_node_tokens, w_.expert_totals, c_)
-                     .ib_tokens;
+    if (first == 0) {
+      group_experts_by_home(in_.home_rank, E, R, w_.home_begin, w_.cursor, w_.home_experts);
+    }
+    if constexpr (Threads::kSerial) {
+      ib_static_ = static_traffic(in_.counts, R, E, s_.gpus_per_node, w_.home_begin,
+                                  w_.home_experts, w_.static_node_tokens, w_.expert_totals, c_)
+                       .ib_tokens;
+    } else {
+      threads_.sync();
+      static_traffic_split(threads_, in_.counts, R, E, s_.gpus_per_node, w_.home_begin,
+                           w_.home_experts, w_.static_node_tokens, w_.expert_totals, c_);
+      if (first != 0) return;
+      ib_static_ = 0;
+      for (RankId r = 0; r < R; ++r) ib_static_ += c_.ib_out[r];
+    }
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     restore_static();
   }
@@ -1087,9 +1123,10 @@ class LayerSolve {
     return moves;
   }
 
-  // Writes the canonical plan. New replicas that ended with no tokens are dropped (they would
-  // only cost their weight transfer); idle resident replicas stay (keeping them is free).
-  TOPOEP_HOST_DEVICE void emit(const TopoepLayerOutput& out) {
+  // Writes the canonical plan's replica slots and lists each replicated expert's instances for
+  // emit_routes(). New replicas that ended with no tokens are dropped (they would only cost
+  // their weight transfer); idle resident replicas stay (keeping them is free).
+  TOPOEP_HOST_DEVICE void emit_instances(const TopoepLayerOutput& out) {
     const int R = s_.num_ranks, E = s_.num_experts, S = s_.slots_per_rank;
     for (std::int64_t j = 0; j < s_.num_slots(); ++j) {
       if (w_.slot_is_new[j] && w_.slot_tokens[j] == 0) w_.slot_expert[j] = kNoExpert;
@@ -1154,10 +1191,37 @@ class LayerSolve {
       }
     }
     replicated[num_replicated] = E;
+    num_replicated_ = num_replicated;
+    num_instances_ = w_.expert_slot_begin[E] + num_replicated;
+  }
+
+  // Writes the canonical plan's routes from what emit_instances() listed (the replicated
+  // experts in w_.cursor, ending with E; their instances in emit_rank and emit_column), one
+  // pass over the counts. With several threads, sources are split among them: each sizes its
+  // rows, thread 0 turns the sizes into offsets, each writes its rows (row_routes()).
+  TOPOEP_HOST_DEVICE TOPOEP_NOINLINE void emit_routes(const TopoepLayerOutput& out) {
+    const int R = s_.num_ranks, E = s_.num_experts;
+    if constexpr (!Threads::kSerial) {
+      const int first = threads_.index(), stride = threads_.count();
+      std::int64_t* const offsets = w_.row_routes;  // [R + 1]
+      for (RankId src = first; src < R; src += stride) {
+        offsets[src + 1] = row_routes(src, nullptr);
+      }
+      threads_.sync();
+      if (first == 0) {
+        offsets[0] = 0;
+        for (RankId src = 0; src < R; ++src) offsets[src + 1] += offsets[src];
+        *out.num_routes = offsets[R];
+      }
+      threads_.sync();
+      for (RankId src = first; src < R; src += stride) row_routes(src, out.routes + offsets[src]);
+      return;
+    }
+    const std::int32_t* const replicated = w_.cursor;
     const RankId* const home_rank = in_.home_rank;
     const RankId* const instance_rank = w_.emit_rank;
     const TokenCount* const* const instance_column = w_.emit_column;
-    const std::int32_t num_instances = w_.expert_slot_begin[E] + num_replicated;
+    const std::int32_t num_instances = num_instances_, num_replicated = num_replicated_;
     Route* const routes = out.routes;
     std::int64_t count = 0;
     // Sources in blocks of kEmitSourceBlock: the instances' flows for a block are gathered first,
@@ -1215,6 +1279,33 @@ class LayerSolve {
     *out.num_routes = count;
   }
 
+  // Source `src`'s routes in canonical order (as emit_routes() lists them) into `routes`, or
+  // only counted when it is null; returns how many.
+  TOPOEP_HOST_DEVICE std::int64_t row_routes(RankId src, Route* routes) const {
+    const int E = s_.num_experts;
+    const TokenCount* const row = in_.counts + static_cast<std::int64_t>(src) * E;
+    const std::int32_t* const replicated = w_.cursor;
+    std::int64_t count = 0;
+    auto put = [&](ExpertId expert, RankId dst, TokenCount tokens) {
+      if (tokens <= 0) return;
+      if (routes != nullptr) routes[count] = Route{src, expert, dst, tokens};
+      ++count;
+    };
+    ExpertId e = 0;
+    for (std::int32_t k = 0;; ++k) {
+      for (const ExpertId run_end = replicated[k]; e < run_end; ++e) {
+        put(e, in_.home_rank[e], row[e]);
+      }
+      if (e == E) return count;
+      const std::int32_t end = w_.expert_slot_begin[e + 1] + k + 1;
+      for (std::int32_t i = w_.expert_slot_begin[e] + k; i < end; ++i) {
+        put(e, w_.emit_rank[i], w_.emit_column[i][src]);
+      }
+      ++e;
+    }
+  }
+
+  Threads threads_;
   const TopoepParams& p_;
   const TopoepShape& s_;
   TopoepLayerInput in_;
@@ -1241,11 +1332,14 @@ class LayerSolve {
   TokenLinkTimes token_links_;    // of maxima_'s token half ...
   WeightLinkTimes weight_links_;  // ... and weight half, once link_times_known_
   bool link_times_known_ = false;
-  Move* log_ = nullptr;           // the current run's move log
-  Picoseconds best_time_ = 0;     // the last run's best predicted time ...
-  Picoseconds best_compute_ = 0;  // ... and compute phase
-  std::int32_t last_done_ = 0;    // the moves the last run made (the state it left)
-  bool room_with_slot_ = false;   // where it stopped, a rank below the mean had a free slot
+  Move* log_ = nullptr;             // the current run's move log
+  Picoseconds best_time_ = 0;       // the last run's best predicted time ...
+  Picoseconds best_compute_ = 0;    // ... and compute phase
+  std::int32_t last_done_ = 0;      // the moves the last run made (the state it left)
+  bool room_with_slot_ = false;     // where it stopped, a rank below the mean had a free slot
+  // What emit_instances() listed: the replicated experts and their instances.
+  std::int32_t num_replicated_ = 0;
+  std::int32_t num_instances_ = 0;
 };
 
 }  // namespace topoep_detail
@@ -1263,14 +1357,25 @@ TOPOEP_HOST_DEVICE inline void bind_topoep_workspace(const TopoepParams& params,
                         workspace);
 }
 
-// Solves one layer into `out`. `workspace` is bound by bind_topoep_workspace for `params`.
+// Solves one layer into `out` with `threads` (block_threads.h), each of which calls this with
+// the same arguments. `workspace` is bound by bind_topoep_workspace for `params`.
 // Preconditions (checked by the host entry points, not here): shapes agree, counts >= 0,
 // resident replicas valid, slots_per_rank within Placement's bound.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void topoep_solve_layer(const TopoepParams& params,
+                                                  const TopoepLayerInput& input,
+                                                  const TopoepWorkspace& workspace,
+                                                  const TopoepLayerOutput& out,
+                                                  const Threads& threads) {
+  topoep_detail::LayerSolve<Threads>(params, input, workspace, threads).solve(out);
+}
+
+// The same on one thread.
 TOPOEP_HOST_DEVICE inline void topoep_solve_layer(const TopoepParams& params,
                                                   const TopoepLayerInput& input,
                                                   const TopoepWorkspace& workspace,
                                                   const TopoepLayerOutput& out) {
-  topoep_detail::LayerSolve(params, input, workspace).solve(out);
+  topoep_solve_layer(params, input, workspace, out, SerialThreads{});
 }
 
 }  // namespace topoep

@@ -71,6 +71,9 @@ struct TopoepWorkspace {
   RankId* emit_rank;
   const TokenCount** emit_column;
   TokenCount* emit_block;  // [E + R*S][kEmitSourceBlock]: those columns' flows for a block
+  // [R + 1]: each source's route count, then offset, when the routes are written by several
+  // threads (LayerSolve::emit_routes())
+  std::int64_t* row_routes;
   // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
   // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
   Picoseconds* replica_time;
@@ -153,6 +156,7 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.emit_column = reinterpret_cast<const TokenCount**>(take(sizeof(TokenCount*) * (E + slots)));
   w.emit_block =
       reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * kEmitSourceBlock * (E + slots)));
+  w.row_routes = reinterpret_cast<std::int64_t*>(take(sizeof(std::int64_t) * (R + 1)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));

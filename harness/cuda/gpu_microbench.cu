@@ -94,7 +94,7 @@ void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::
   cudaStream_t stream;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   std::string solve = "experts,ranks,slots,layers,us_per_launch,us_per_layer\n";
-  std::string phases_csv = "experts,ranks,slots,static_start_us,search_us,replay_us,emit_us\n";
+  std::string phases_csv = "experts,ranks,slots,static_start_us,search_us,instances_us,routes_us\n";
   const int shapes[][3] = {{64, 32, 1}, {256, 32, 1}, {256, 64, 1}, {256, 256, 2}};
   for (const auto& shape : shapes) {
     for (const int layers : {1, 58}) {

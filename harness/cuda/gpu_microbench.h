@@ -2,9 +2,9 @@
 // GPU measurements for one rank (harness/gpu_check.sh runs them):
 //   solve_latency.csv  experts,ranks,slots,layers,us_per_launch,us_per_layer
 //                      the device TopoEP solve from device-resident counts (CUDA events)
-//   solve_phases.csv   experts,ranks,slots,static_start_us,search_us,replay_us,emit_us
+//   solve_phases.csv   experts,ranks,slots,static_start_us,search_us,instances_us,routes_us
 //                      where one layer's solve spends that time (SM clock cycles at the peak
-//                      clock: what to parallelise next)
+//                      clock, TopoepLayerOutput::phase_cycles: what to parallelise next)
 //   gemm_samples.csv   tokens,flop,time_us: one expert's FFN (gate, up, down) as cuBLAS bf16
 //                      GEMMs at the model's dimensions, the format topoep calibrate reads
 

@@ -8,9 +8,12 @@
 namespace topoep {
 namespace {
 
+// Threads per layer's block: they split the pass over the counts and the writing of the routes
+// (one source row each at R = 128); the search runs on one of them.
+constexpr int kThreadsPerLayer = 128;
+
 __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
                                     std::size_t workspace_stride) {
-  if (threadIdx.x != 0) return;
   const std::int64_t layer = blockIdx.x;
   const TopoepShape& shape = params.shape;
   const std::int64_t matrix = static_cast<std::int64_t>(shape.num_ranks) * shape.num_experts;
@@ -27,7 +30,7 @@ __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
       batch.num_moves + layer,
       nullptr,
       batch.phase_cycles == nullptr ? nullptr : batch.phase_cycles + layer * kSolvePhases};
-  topoep_solve_layer(params, input, workspace, output);
+  topoep_solve_layer(params, input, workspace, output, BlockThreads{});
 }
 
 }  // namespace
@@ -39,7 +42,7 @@ std::size_t device_workspace_stride(const TopoepParams& params) {
 cudaError_t launch_topoep_layers(const TopoepParams& params, int num_layers,
                                  const DeviceLayerBatch& batch, cudaStream_t stream) {
   if (num_layers <= 0) return cudaSuccess;
-  solve_layers_kernel<<<num_layers, 32, 0, stream>>>(params, batch,
+  solve_layers_kernel<<<num_layers, kThreadsPerLayer, 0, stream>>>(params, batch,
                                                      device_workspace_stride(params));
   return cudaGetLastError();
 }

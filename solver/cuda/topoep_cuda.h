@@ -1,7 +1,7 @@
 #pragma once
 // The TopoEP solver on the GPU: the same algorithm source as the host (topoep_algorithm.h),
-// one thread block per MoE layer, all layers of a microbatch in one launch, from device-resident
-// counts to device-resident plans with no host synchronisation.
+// one thread block per MoE layer (block_threads.h), all layers of a microbatch in one launch,
+// from device-resident counts to device-resident plans with no host synchronisation.
 
 #include <cuda_runtime_api.h>
 
@@ -31,8 +31,9 @@ struct DeviceLayerBatch {
 std::size_t device_workspace_stride(const TopoepParams& params);
 
 // Enqueues the batched solve on `stream`. Asynchronous; returns the launch status.
-// NOTE: the search is sequential, so each layer runs on one thread of its block; the plans are
-// bitwise identical to the host's (same source, integer arithmetic only).
+// Each layer's block splits the pass over the counts and the writing of the routes among its
+// threads; the search is sequential and runs on one of them. The plans are bitwise identical to
+// the host's (same source, integer arithmetic only; block_threads.h).
 cudaError_t launch_topoep_layers(const TopoepParams& params, int num_layers,
                                  const DeviceLayerBatch& batch, cudaStream_t stream);
 
