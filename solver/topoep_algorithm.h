@@ -54,7 +54,15 @@ namespace topoep_detail {
 constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
 constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
 constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched again
-constexpr int kEmitRunBlock = 8;        // unreplicated routes emit_routes() writes at a time
+constexpr int kEmitRunBlock = 8;
+// The searches a solve can run: from the static state; after seeding replicas
+// (needs_seeded_run()); with the first replica of each rank's weights prepaid
+// (needs_opened_run()).
+enum class RunKind {
+  kPlain,
+  kSeeded,
+  kOpened
+};  // unreplicated routes emit_routes() writes at a time
 
 struct Move {
   ExpertId expert = kNoExpert;
@@ -138,18 +146,25 @@ class LayerSolve {
     Move* const logs[2] = {static_cast<Move*>(w_.move_log),
                            static_cast<Move*>(w_.move_log) + p_.max_moves};
     std::int32_t best_moves = 0;
-    std::int32_t searched = run(logs[0], false, &best_moves);
+    std::int32_t searched = run(logs[0], RunKind::kPlain, &best_moves);
     const Move* chosen = logs[0];
     const Move* last = logs[0];
-    if (needs_seeded_run()) {
+    const RunKind second = needs_seeded_run()   ? RunKind::kSeeded
+                           : needs_opened_run() ? RunKind::kOpened
+                                                : RunKind::kPlain;
+    if (second != RunKind::kPlain) {
       const Picoseconds plain_time = best_time_;
       restore_static();
-      std::int32_t seeded_best = 0;
-      searched += run(logs[1], true, &seeded_best);
+      std::int32_t second_best = 0;
+      searched += run(logs[1], second, &second_best);
       last = logs[1];
-      if (best_time_ < plain_time) {
+      // An opened run's replicas pay only together, and the solver's linear compute rate
+      // overstates what splitting an expert saves (its GEMMs get smaller): it must win by
+      // 1/64 of the layer (a smaller win lost in the simulator's replays of low skew).
+      const Picoseconds margin = second == RunKind::kOpened ? plain_time / 64 : 0;
+      if (best_time_ < plain_time - margin) {
         chosen = logs[1];
-        best_moves = seeded_best;
+        best_moves = second_best;
       }
     }
     if (chosen != last || best_moves != last_done_) {
@@ -829,7 +844,7 @@ class LayerSolve {
   // whose state the cost model predicts fastest (ties: fewer). Leaves that state's predicted
   // time and compute phase in best_time_ and best_compute_, and the move count in last_done_
   // (without spare slots it returns at once, best_compute_ 0: no second run follows).
-  TOPOEP_HOST_DEVICE std::int32_t run(Move* log, bool seeded, std::int32_t* best_moves) {
+  TOPOEP_HOST_DEVICE std::int32_t run(Move* log, RunKind kind, std::int32_t* best_moves) {
     *best_moves = 0;
     log_ = log;
     best_compute_ = 0;  // needs_seeded_run() is then false
@@ -854,8 +869,18 @@ class LayerSolve {
     // ranks, R such moves were mostly wasted search (measured: bench/README.md).
     progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
     weight_max_ = gradient_max_ = 0;
+    if (kind == RunKind::kOpened) {
+      // As if one replica were already on its way to every rank, over the cheaper link class
+      // the cluster has: a rank's first such replica costs nothing more, a second or a dearer
+      // link what it adds (see needs_opened_run()).
+      const bool nvlink =
+          s_.gpus_per_node > 1 &&
+          (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
+      weight_max_ = weight_exposed(0, nvlink, 0, 1);
+      gradient_max_ = gradient_time(0, nvlink, 0, 1);
+    }
     std::int32_t moves = 0;
-    if (seeded) seed_replicas(moves, progress);
+    if (kind == RunKind::kSeeded) seed_replicas(moves, progress);
     clear_stuck();
     bool any_stuck = false;
     while (moves < limit) {
@@ -893,7 +918,7 @@ class LayerSolve {
       if (!go_on) break;
     }
     moves = level_ib(moves, progress);
-    *best_moves = progress.best_moves;
+    *best_moves = best_moves_ = progress.best_moves;
     best_time_ = progress.best_time;
     best_compute_ = progress.best_compute;
     last_done_ = moves;
@@ -911,6 +936,23 @@ class LayerSolve {
   // stopped by its costs, not for want of slots.
   TOPOEP_HOST_DEVICE bool needs_seeded_run() const {
     if (room_with_slot_ || p_.cost.compute_ps_per_token <= 0) return false;
+    const TokenCount busiest = best_compute_ / p_.cost.compute_ps_per_token;
+    return busiest * 50 > target_ * 51;
+  }
+
+  // Where no move pays for its replica's weights alone, the first run stops at the static plan:
+  // the weight and gradient phases wait for their slowest rank, so the first replica pays the
+  // whole phase while the replicas after it, on other ranks, ride along for nothing. When the
+  // first run's best state adds no replica, weights cost something and the busiest rank stays
+  // more than 2% above the mean, a second run charges each new replica only what it adds
+  // beyond one replica per rank (run(), kOpened); the best prefix then measures the real
+  // phases, so the opened run is kept only where the replicas together pay for their weights.
+  TOPOEP_HOST_DEVICE bool needs_opened_run() const {
+    if (p_.cost.compute_ps_per_token <= 0 || best_compute_ <= 0) return false;
+    if (p_.cost.replica_weight_bytes <= 0 && p_.cost.replica_gradient_bytes <= 0) return false;
+    for (std::int32_t i = 0; i < best_moves_; ++i) {
+      if (log_[i].to_slot == kNewSlot) return false;
+    }
     const TokenCount busiest = best_compute_ / p_.cost.compute_ps_per_token;
     return busiest * 50 > target_ * 51;
   }
@@ -1332,11 +1374,12 @@ class LayerSolve {
   TokenLinkTimes token_links_;    // of maxima_'s token half ...
   WeightLinkTimes weight_links_;  // ... and weight half, once link_times_known_
   bool link_times_known_ = false;
-  Move* log_ = nullptr;             // the current run's move log
-  Picoseconds best_time_ = 0;       // the last run's best predicted time ...
-  Picoseconds best_compute_ = 0;    // ... and compute phase
-  std::int32_t last_done_ = 0;      // the moves the last run made (the state it left)
-  bool room_with_slot_ = false;     // where it stopped, a rank below the mean had a free slot
+  Move* log_ = nullptr;           // the current run's move log
+  Picoseconds best_time_ = 0;     // the last run's best predicted time ...
+  Picoseconds best_compute_ = 0;  // ... and compute phase
+  std::int32_t last_done_ = 0;    // the moves the last run made (the state it left)
+  std::int32_t best_moves_ = 0;   // the last run\'s best prefix, in log_
+  bool room_with_slot_ = false;   // where it stopped, a rank below the mean had a free slot
   // What emit_instances() listed: the replicated experts and their instances.
   std::int32_t num_replicated_ = 0;
   std::int32_t num_instances_ = 0;
