@@ -40,13 +40,14 @@ class RoutingCounts {
   long double total_in_range_check() const;
 
  private:
-  // The counts' sum in two halves: each count's high and low 32 bits, summed apart, so that
-  // neither overflows for fewer than 2^32 counts and the pass stays integer and vectorisable.
+  // Throws InputError naming the first negative count; sets the sum's halves.
   void sum_and_check();
 
   int num_ranks_ = 0;
   int num_experts_ = 0;
   std::vector<TokenCount> values_;
+  // The counts' sum in two halves: each count's high and low 32 bits, summed apart, so that
+  // neither overflows for fewer than 2^32 counts and the pass stays integer and vectorisable.
   std::uint64_t sum_high_ = 0;
   std::uint64_t sum_low_ = 0;
 };

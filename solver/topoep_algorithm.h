@@ -54,15 +54,12 @@ namespace topoep_detail {
 constexpr std::int32_t kHomeSlot = -1;  // an instance at the expert's home rank
 constexpr std::int32_t kNewSlot = -2;   // a replica the move would create
 constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched again
-constexpr int kEmitRunBlock = 8;
+constexpr int kEmitRunBlock = 8;        // unreplicated routes emit_routes() writes at a time
+
 // The searches a solve can run: from the static state; after seeding replicas
 // (needs_seeded_run()); with the first replica of each rank's weights prepaid
 // (needs_opened_run()).
-enum class RunKind {
-  kPlain,
-  kSeeded,
-  kOpened
-};  // unreplicated routes emit_routes() writes at a time
+enum class RunKind { kPlain, kSeeded, kOpened };
 
 struct Move {
   ExpertId expert = kNoExpert;
@@ -935,7 +932,13 @@ class LayerSolve {
   // a seeded run is worth its time. With a free slot left where there is room, the search
   // stopped by its costs, not for want of slots.
   TOPOEP_HOST_DEVICE bool needs_seeded_run() const {
-    if (room_with_slot_ || p_.cost.compute_ps_per_token <= 0) return false;
+    return !room_with_slot_ && best_state_above_mean();
+  }
+
+  // Whether the last run's best state leaves the busiest rank more than 2% above the mean
+  // (target_): the condition both second runs share.
+  TOPOEP_HOST_DEVICE bool best_state_above_mean() const {
+    if (p_.cost.compute_ps_per_token <= 0) return false;
     const TokenCount busiest = best_compute_ / p_.cost.compute_ps_per_token;
     return busiest * 50 > target_ * 51;
   }
@@ -948,13 +951,12 @@ class LayerSolve {
   // beyond one replica per rank (run(), kOpened); the best prefix then measures the real
   // phases, so the opened run is kept only where the replicas together pay for their weights.
   TOPOEP_HOST_DEVICE bool needs_opened_run() const {
-    if (p_.cost.compute_ps_per_token <= 0 || best_compute_ <= 0) return false;
     if (p_.cost.replica_weight_bytes <= 0 && p_.cost.replica_gradient_bytes <= 0) return false;
+    if (!best_state_above_mean()) return false;
     for (std::int32_t i = 0; i < best_moves_; ++i) {
       if (log_[i].to_slot == kNewSlot) return false;
     }
-    const TokenCount busiest = best_compute_ / p_.cost.compute_ps_per_token;
-    return busiest * 50 > target_ * 51;
+    return true;
   }
 
   // The best prefix found so far and the stop rule's state, shared by both phases.
@@ -1378,7 +1380,7 @@ class LayerSolve {
   Picoseconds best_time_ = 0;     // the last run's best predicted time ...
   Picoseconds best_compute_ = 0;  // ... and compute phase
   std::int32_t last_done_ = 0;    // the moves the last run made (the state it left)
-  std::int32_t best_moves_ = 0;   // the last run\'s best prefix, in log_
+  std::int32_t best_moves_ = 0;   // the last run's best prefix, in log_
   bool room_with_slot_ = false;   // where it stopped, a rank below the mean had a free slot
   // What emit_instances() listed: the replicated experts and their instances.
   std::int32_t num_replicated_ = 0;
