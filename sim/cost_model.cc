@@ -150,6 +150,9 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
 
 CostParams CostModel::params_for(Picoseconds dense_forward) const {
   CostParams params = solver_params_;
+  // Compute is priced here per instance on the GEMM curve (instance_compute_ps()), not by the
+  // solver's approximation of it: predict_plan_cost() need not tally instances again.
+  params.instance_min_tokens = 0;
   params.weight_overlap_ps =
       round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
   return params;

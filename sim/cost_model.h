@@ -63,8 +63,8 @@ TokenCount busiest_rank_tokens(const RoutingCounts& counts, int top_k);
 
 class CostModel {
  public:
-  // `tokens_per_rank` (per microbatch) sets the solver's linear compute rate: the GEMM
-  // efficiency at the expected tokens per expert. Throws InputError for bad options.
+  // `tokens_per_rank` (per microbatch) sets the dense window the weights can hide behind.
+  // Throws InputError for bad options.
   CostModel(const Topology& topology, const ModelSpec& model, const SimOptions& options,
             std::int64_t tokens_per_rank);
 

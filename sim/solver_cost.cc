@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "solver/input_error.h"
 
@@ -18,7 +19,52 @@ LinkCost link_cost(const LinkSpec& link) {
                   static_cast<Picoseconds>(std::llround(link.latency_us * 1e6))};
 }
 
+double best_efficiency(const GemmEfficiencyCurve& curve) {
+  return *std::max_element(curve.efficiency.begin(), curve.efficiency.end());
+}
+
 }  // namespace
+
+double curve_instance_min_tokens(const GemmEfficiencyCurve& curve) {
+  const double best = best_efficiency(curve);
+  const std::vector<double>& tokens = curve.tokens_per_expert;
+  // At each point, the instance's time in tokens at the best efficiency's rate (>= its tokens),
+  // and the error the model makes there for any minimum up to the point's tokens.
+  std::vector<double> time(tokens.size()), flat_error(tokens.size());
+  for (std::size_t i = 0; i < time.size(); ++i) {
+    time[i] = tokens[i] * best / curve.efficiency[i];
+    flat_error[i] = (time[i] - tokens[i]) / time[i];
+  }
+  auto worst_error = [&](double minimum) {
+    double worst = 0;
+    for (std::size_t i = 0; i < time.size(); ++i) {
+      worst = std::max(worst, std::abs(std::max(tokens[i], minimum) - time[i]) / time[i]);
+    }
+    return worst;
+  };
+  // Each point's error is flat, then falls to 0 at its time, then rises, so the largest is
+  // smallest at a kink (0, a point's tokens or time) or where a falling or flat piece meets a
+  // rising or flat one: those are the candidates.
+  std::vector<double> candidates{0};
+  for (std::size_t i = 0; i < time.size(); ++i) {
+    candidates.push_back(tokens[i]);
+    candidates.push_back(time[i]);
+    for (std::size_t j = 0; j < time.size(); ++j) {
+      candidates.push_back(2 * time[i] * time[j] / (time[i] + time[j]));
+      candidates.push_back(time[i] * (1 - flat_error[j]));
+      candidates.push_back(time[i] * (1 + flat_error[j]));
+    }
+  }
+  double chosen = 0, chosen_error = worst_error(0);
+  for (const double candidate : candidates) {
+    const double error = worst_error(candidate);
+    if (error < chosen_error || (error == chosen_error && candidate < chosen)) {
+      chosen = candidate;
+      chosen_error = error;
+    }
+  }
+  return chosen;
+}
 
 double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_expert) {
   const std::vector<double>& x = curve.tokens_per_expert;
@@ -44,21 +90,20 @@ Picoseconds picoseconds_in_range(double ps, const char* field) {
 }
 
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  const double best_efficiency = *std::max_element(topology.gemm_efficiency.efficiency.begin(),
-                                                   topology.gemm_efficiency.efficiency.end());
-  return model.dense_flops_per_token() * tokens / (topology.gpu.peak_tflops_bf16 * best_efficiency);
+  return model.dense_flops_per_token() * tokens /
+         (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
 }
 
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
                                         int tokens_per_rank, bool weight_cost) {
   SolverCostDerivation d;
   const double hidden = model.hidden_size, ffn = model.expert_ffn_size;
-  d.tokens_per_expert =
-      static_cast<double>(topology.num_gpus()) * tokens_per_rank * model.top_k / model.num_experts;
-  d.gemm_efficiency = gemm_efficiency_at(topology.gemm_efficiency, d.tokens_per_expert);
+  d.gemm_efficiency = best_efficiency(topology.gemm_efficiency);
   // 1 TFLOP/s is 1 FLOP per picosecond.
   d.params.compute_ps_per_token =
       round_at_least_one(6.0 * hidden * ffn / (topology.gpu.peak_tflops_bf16 * d.gemm_efficiency));
+  d.params.instance_min_tokens =
+      static_cast<TokenCount>(std::llround(curve_instance_min_tokens(topology.gemm_efficiency)));
   const double scales =
       model.dispatch_scale_block > 0 ? 4.0 * std::ceil(hidden / model.dispatch_scale_block) : 0.0;
   d.params.dispatch_bytes_per_token = static_cast<Bytes>(hidden * model.dispatch_bytes + scales);

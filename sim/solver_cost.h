@@ -10,14 +10,21 @@ namespace topoep {
 
 struct SolverCostDerivation {
   CostParams params;
-  double tokens_per_expert = 0;  // expected tokens per expert instance in a microbatch
-  double gemm_efficiency = 0;    // the topology's curve at that point
-  double dense_time_us = 0;      // the dense compute window before the MoE layer
+  double gemm_efficiency = 0;  // the curve's best efficiency: the compute rate's
+  double dense_time_us = 0;    // the dense compute window before the MoE layer
 };
 
 // Achieved fraction of peak at `tokens_per_expert`: linear between the curve's points, the end
 // values beyond them. Deterministic (basic IEEE arithmetic only).
 double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_expert);
+
+// The solver's approximation of the curve (CostParams::instance_min_tokens): an instance of t
+// tokens takes max(t, m) tokens' time at the curve's best efficiency. m is the value, 0 or one
+// of the points' times in such tokens (t x best / efficiency(t)), whose largest relative error
+// over the curve's points is smallest (ties: the smaller). A roofline curve (efficiency
+// proportional to t up to its knee, then flat) is fitted exactly, with m at the knee; a flat
+// curve gives 0.
+double curve_instance_min_tokens(const GemmEfficiencyCurve& curve);
 
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
 // ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
@@ -28,7 +35,7 @@ Picoseconds picoseconds_in_range(double ps, const char* field);
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x
-//   efficiency at R x tokens_per_rank x top_k / E tokens per expert);
+//   the curve's best efficiency); instance_min_tokens = curve_instance_min_tokens();
 // dispatch bytes = hidden x dispatch_bytes (+ 4 bytes per dispatch_scale_block elements);
 // combine bytes = hidden x combine_bytes; replica weights = 3 x hidden x expert_ffn x
 //   weight_bytes (0 with weight_cost false);

@@ -29,6 +29,7 @@ void check_link(const LinkCost& link, const std::string& name) {
 
 void check_cost_params(const CostParams& params) {
   check_non_negative(params.compute_ps_per_token, "compute_ps_per_token");
+  check_non_negative(params.instance_min_tokens, "instance_min_tokens");
   check_non_negative(params.dispatch_bytes_per_token, "dispatch_bytes_per_token");
   check_non_negative(params.combine_bytes_per_token, "combine_bytes_per_token");
   check_non_negative(params.replica_weight_bytes, "replica_weight_bytes");
@@ -50,7 +51,10 @@ void check_cost_range(const CostParams& cost, long double tokens, std::int64_t r
       static_cast<long double>(std::min(cost.scale_up.bytes_per_us, cost.scale_out.bytes_per_us));
   const long double alpha =
       static_cast<long double>(std::max(cost.scale_up.alpha_ps, cost.scale_out.alpha_ps));
-  long double worst = tokens * static_cast<long double>(cost.compute_ps_per_token) *
+  // An instance costs at most max(1, instance_min_tokens) tokens' compute per token it holds.
+  const long double compute_tokens =
+      tokens * std::max<long double>(1.0L, static_cast<long double>(cost.instance_min_tokens));
+  long double worst = compute_tokens * static_cast<long double>(cost.compute_ps_per_token) *
                       (1.0L + cost.backward_compute_factor);
   long double largest_bytes = 0;
   auto add_link = [&](long double units, long double bytes_per_unit, int times) {
@@ -67,7 +71,7 @@ void check_cost_range(const CostParams& cost, long double tokens, std::int64_t r
            0);  // bytes only: what the solver weighs a move's IB arrivals with
   add_link(static_cast<long double>(replicas), cost.replica_weight_bytes, 1);
   add_link(static_cast<long double>(replicas), cost.replica_gradient_bytes, 1);
-  if (tokens >= kRange || worst >= kRange || largest_bytes >= kRange) {
+  if (compute_tokens >= kRange || worst >= kRange || largest_bytes >= kRange) {
     char text[240];
     std::snprintf(text, sizeof text,
                   "hold %.3Lg tokens in all: at these costs a layer could take up to %.3Lg s or "

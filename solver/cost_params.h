@@ -23,9 +23,14 @@ struct LinkCost {
 
 struct CostParams {
   Picoseconds compute_ps_per_token = 0;  // expert FFN forward time per token assignment
-  Bytes dispatch_bytes_per_token = 0;    // hidden size x dispatch dtype (incl. scales)
-  Bytes combine_bytes_per_token = 0;     // hidden size x combine dtype
-  Bytes replica_weight_bytes = 0;        // one expert's weights, moved to a new replica
+  // An expert instance that processes any token costs at least this many tokens' compute:
+  // below the GPU's roofline knee a grouped GEMM is bound by reading the expert's weights, so
+  // its time does not shrink with its tokens (each replica reads them again). An instance of t
+  // tokens computes instance_compute_tokens(t) x compute_ps_per_token. 0: compute is linear.
+  TokenCount instance_min_tokens = 0;
+  Bytes dispatch_bytes_per_token = 0;  // hidden size x dispatch dtype (incl. scales)
+  Bytes combine_bytes_per_token = 0;   // hidden size x combine dtype
+  Bytes replica_weight_bytes = 0;      // one expert's weights, moved to a new replica
   // One expert's weight gradients, reduced from a new replica to its home in the backward pass
   // (once per step: a replica kept for later microbatches pays it once). 0: not charged.
   Bytes replica_gradient_bytes = 0;
@@ -65,5 +70,12 @@ TOPOEP_HOST_DEVICE inline Picoseconds transfer_ps(Bytes bytes, const LinkCost& l
 }
 
 TOPOEP_HOST_DEVICE inline Picoseconds max_ps(Picoseconds a, Picoseconds b) { return a > b ? a : b; }
+
+// The tokens whose linear compute an instance of `tokens` tokens costs: none for an idle
+// instance, else at least `min_tokens` (CostParams::instance_min_tokens).
+TOPOEP_HOST_DEVICE inline TokenCount instance_compute_tokens(TokenCount tokens,
+                                                             TokenCount min_tokens) {
+  return tokens <= 0 ? 0 : tokens > min_tokens ? tokens : min_tokens;
+}
 
 }  // namespace topoep

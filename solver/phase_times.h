@@ -46,8 +46,10 @@ TOPOEP_HOST_DEVICE inline TokenCount add_route_tokens(const RankCounters& c, Ran
 // with the backward parameters of CostParams set, of its backward pass and its new replicas'
 // gradient reduction.
 struct PhaseTimes {
-  Picoseconds dispatch = 0;        // max over ranks of max(NVLink time, IB time): pipelined
-  Picoseconds compute = 0;         // max over ranks of load x compute_ps_per_token
+  Picoseconds dispatch = 0;  // max over ranks of max(NVLink time, IB time): pipelined
+  // max over ranks of the compute load x compute_ps_per_token: the rank's tokens or, with
+  // CostParams::instance_min_tokens, each of its expert instances at least that many
+  Picoseconds compute = 0;
   Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
   // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,

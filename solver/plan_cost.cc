@@ -21,6 +21,28 @@ RankCounters PlanCost::counters() {
 }
 
 namespace plan_cost_detail {
+namespace {
+
+// The largest per-rank sum of instance_compute_tokens() over the rank's expert instances:
+// what the compute phase waits for once small instances cost their minimum.
+TokenCount largest_compute_load(const Plan& plan, const CostParams& cost) {
+  const std::size_t num_experts = static_cast<std::size_t>(plan.num_experts);
+  std::vector<TokenCount> instance(static_cast<std::size_t>(plan.num_ranks) * num_experts, 0);
+  for (const Route& route : plan.routes) {
+    instance[static_cast<std::size_t>(route.dst) * num_experts + route.expert] += route.tokens;
+  }
+  TokenCount largest = 0;
+  for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
+    TokenCount load = 0;
+    for (std::size_t e = 0; e < num_experts; ++e) {
+      load += instance_compute_tokens(instance[rank * num_experts + e], cost.instance_min_tokens);
+    }
+    largest = std::max(largest, load);
+  }
+  return largest;
+}
+
+}  // namespace
 
 PlanCost empty_plan_cost(int num_ranks) {
   PlanCost result;
@@ -72,7 +94,11 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
     result.nvlink_dispatch_bytes += result.nvlink_tokens_out[rank] * cost.dispatch_bytes_per_token;
     result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
   }
-  result.times = phase_times(result.counters(), num_ranks, cost);
+  CounterMaxima maxima;
+  token_maxima(result.counters(), num_ranks, maxima);
+  weight_maxima(result.counters(), num_ranks, maxima);
+  if (cost.instance_min_tokens > 0) maxima.load = largest_compute_load(plan, cost);
+  result.times = phase_times(maxima, cost);
 }
 
 }  // namespace plan_cost_detail

@@ -29,6 +29,8 @@ struct PlanCost {
   RankCounters counters();
 };
 
+// With CostParams::instance_min_tokens the compute phase sums each rank's expert instances
+// (tokens per (destination, expert)) at that minimum: one more pass over the routes.
 // `resident` ([num_ranks][slots_per_rank] or empty) lists replicas already in place from an
 // earlier microbatch: keeping one is free, every other replica in the plan is new and moves
 // its weights from the expert's home rank. The plan must be valid (see plan_validator.h).

@@ -105,7 +105,8 @@ class LayerSolve {
         in_(input),
         w_(workspace),
         c_(workspace.counters(params.shape.num_ranks)),
-        num_nodes_(params.shape.num_nodes()) {}
+        num_nodes_(params.shape.num_nodes()),
+        min_tokens_(params.cost.instance_min_tokens) {}
 
   // Solves and writes the canonical plan: the static start (init()), the search (search()), the
   // plan's replica slots and instance lists (emit_instances()), then its routes (emit_routes()).
@@ -155,11 +156,7 @@ class LayerSolve {
       std::int32_t second_best = 0;
       searched += run(logs[1], second, &second_best);
       last = logs[1];
-      // An opened run's replicas pay only together, and the solver's linear compute rate
-      // overstates what splitting an expert saves (its GEMMs get smaller): it must win by
-      // 1/64 of the layer (a smaller win lost in the simulator's replays of low skew).
-      const Picoseconds margin = second == RunKind::kOpened ? plain_time / 64 : 0;
-      if (best_time_ < plain_time - margin) {
+      if (best_time_ < plain_time) {
         chosen = logs[1];
         best_moves = second_best;
       }
@@ -303,8 +300,24 @@ class LayerSolve {
       ib_static_ = 0;
       for (RankId r = 0; r < R; ++r) ib_static_ += c_.ib_out[r];
     }
+    add_home_minimums();
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
     restore_static();
+  }
+
+  // The solver's loads are compute loads (CostParams::instance_min_tokens): an expert whose
+  // home instance holds fewer tokens than the minimum costs its home the minimum.
+  TOPOEP_HOST_DEVICE void add_home_minimums() {
+    if (min_tokens_ <= 0) return;
+    for (ExpertId e = 0; e < s_.num_experts; ++e) {
+      c_.load[in_.home_rank[e]] += compute_tokens(w_.expert_totals[e]) - w_.expert_totals[e];
+    }
+  }
+
+  // instance_compute_tokens() at this solve's minimum: what an instance of `tokens` tokens
+  // adds to its rank's compute load.
+  TOPOEP_HOST_DEVICE TokenCount compute_tokens(TokenCount tokens) const {
+    return instance_compute_tokens(tokens, min_tokens_);
   }
 
   // Back to the static state init() computed, without reading the counts again.
@@ -420,12 +433,67 @@ class LayerSolve {
   }
 
   // Water-filling: fill the destination up to the mean without taking the origin below it;
-  // between two ranks already above the mean, level the pair instead.
-  TOPOEP_HOST_DEVICE TokenCount room_between(RankId from_rank, RankId to_rank) const {
+  // between two ranks already above the mean, level the pair instead. Loads are compute loads:
+  // tokens that fill the destination instance (`to_tokens` now, 0 for a new replica) up to
+  // instance_min_tokens cost its rank nothing more, and a new replica costs at least that
+  // minimum, so it may take up to the minimum whatever the room (evaluate() weighs the
+  // overshoot).
+  TOPOEP_HOST_DEVICE TokenCount room_between(RankId from_rank, RankId to_rank,
+                                             TokenCount to_tokens) const {
     const TokenCount from_load = c_.load[from_rank], to_load = c_.load[to_rank];
     if (to_load >= target_) return (from_load - to_load) / 2;
-    const TokenCount above = from_load - target_, below = target_ - to_load;
+    const TokenCount above = from_load - target_;
+    TokenCount below = target_ - to_load;
+    const TokenCount minimum = min_tokens_;
+    if (to_tokens < minimum)
+      below = to_tokens > 0 ? below + minimum - to_tokens : (below > minimum ? below : minimum);
     return above < below ? above : below;
+  }
+
+  // The tokens of a move's destination instance (0 for a new replica) where instances have a
+  // minimum; 0 without one, where nothing reads them (not loaded: the common case).
+  TOPOEP_HOST_DEVICE TokenCount destination_tokens(std::int32_t to_slot, ExpertId expert) const {
+    if (min_tokens_ <= 0 || to_slot == kNewSlot) return 0;
+    return instance_tokens(to_slot, expert);
+  }
+
+  // At most `tokens`, as many as an instance of `to_tokens` can take while its rank's compute
+  // load rises by at most `cap` (CostParams::instance_min_tokens).
+  TOPOEP_HOST_DEVICE TokenCount absorbable(TokenCount tokens, TokenCount cap,
+                                           TokenCount to_tokens) const {
+    const TokenCount minimum = min_tokens_;
+    TokenCount limit = cap;
+    if (to_tokens < minimum) {
+      limit = to_tokens > 0 ? cap + minimum - to_tokens : (cap >= minimum ? cap : 0);
+    }
+    return tokens < limit ? tokens : limit;
+  }
+
+  // A bound on the compute load a move of at most `room` of an instance's `tokens_on` tokens
+  // takes off its rank (what evaluate() moves: all of a small instance, see there).
+  TOPOEP_HOST_DEVICE TokenCount relief_bound(TokenCount tokens_on, TokenCount room) const {
+    const TokenCount moved = tokens_on < room ? tokens_on : room;
+    if (min_tokens_ > 0 && (moved == tokens_on || tokens_on <= min_tokens_)) {
+      return compute_tokens(tokens_on);
+    }
+    return moved;
+  }
+
+  // The compute load a move of `tokens` from an instance of `tokens_on` on `from_rank` to one
+  // of `to_tokens` on `to_rank` takes off the larger of the two ranks' loads: the origin's
+  // relief, less what the destination's new load exceeds the origin's by (a small new instance
+  // costs its rank the minimum). `tokens` itself when instances have no minimum (water-filling
+  // keeps the destination below the origin).
+  TOPOEP_HOST_DEVICE TokenCount compute_relief(RankId from_rank, TokenCount tokens_on,
+                                               RankId to_rank, TokenCount to_tokens,
+                                               TokenCount tokens) const {
+    if (min_tokens_ <= 0) return tokens;
+    const TokenCount from_load = c_.load[from_rank];
+    const TokenCount from_after =
+        from_load - compute_tokens(tokens_on) + compute_tokens(tokens_on - tokens);
+    const TokenCount to_after =
+        c_.load[to_rank] + compute_tokens(to_tokens + tokens) - compute_tokens(to_tokens);
+    return from_load - (from_after > to_after ? from_after : to_after);
   }
 
   // What a new replica on `to_rank` of an expert homed on `home` adds to the weight phase and
@@ -455,13 +523,19 @@ class LayerSolve {
                                    TokenCount room, Picoseconds weight_cost) const {
     const Picoseconds to_beat = gain_floor(best);
     if (room <= 0) return;
+    const TokenCount minimum = min_tokens_;
+    if (room < tokens_on && tokens_on - room < minimum) {
+      // A remainder below the minimum would cost the origin what the tokens moved save: leave
+      // it the minimum or, where the instance is that small, move all of it.
+      room = tokens_on > minimum ? tokens_on - minimum : tokens_on;
+    }
     const int to_node = node_of(to_rank), from_node = node_of(from_rank);
     TokenCount tokens = tokens_on < room ? tokens_on : room;
     // The gain is at most the moved tokens' compute: below the floor, nothing to weigh.
     // The IB sizing below only lowers the gain: a new replica whose weights cost more than its
     // tokens' compute can gain is not weighed further (most are not, where weights and their
     // gradients are charged: the simulator's records).
-    if (tokens * relief_ps_per_token() - weight_cost < to_beat) return;
+    if (relief_bound(tokens_on, room) * relief_ps_per_token() - weight_cost < to_beat) return;
     TokenCount ib_delta = 0;
     if (to_node != from_node) {
       // Sources in the destination's node go first (they stop crossing nodes), then sources in
@@ -507,7 +581,9 @@ class LayerSolve {
       const std::int64_t bandwidth = p_.cost.scale_out.bytes_per_us;
       ib_cost = bytes / bandwidth * 1000000 + bytes % bandwidth * 1000000 / bandwidth;
     }
-    if (tokens * relief_ps_per_token() - weight_cost - ib_cost < to_beat) return;
+    const TokenCount relief =
+        compute_relief(from_rank, tokens_on, to_rank, destination_tokens(to_slot, expert), tokens);
+    if (relief * relief_ps_per_token() - weight_cost - ib_cost < to_beat) return;
     Move move;
     move.expert = expert;
     move.from_rank = from_rank;
@@ -520,7 +596,7 @@ class LayerSolve {
     // Straggler relief less what the move adds to the exposed weight phase and to the IB
     // phases at its destination. Total IB traffic is the second objective (a tie-break); the
     // best-prefix choice in run() then measures every phase exactly.
-    move.gain = tokens * relief_ps_per_token() - weight_cost - ib_cost;
+    move.gain = relief * relief_ps_per_token() - weight_cost - ib_cost;
     if (move.better_than(best)) best = move;
   }
 
@@ -542,15 +618,16 @@ class LayerSolve {
                                             Picoseconds& replica_floor, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
-    if (tokens_on * relief_ps_per_token() < gain_floor(best)) return;  // gain <= compute
+    // The gain is at most the instance's compute.
+    if (compute_tokens(tokens_on) * relief_ps_per_token() < gain_floor(best)) return;
     prepare_node_row(expert);
     const TokenCount* node_tokens = node_row(slot, expert);
     const RankId home = in_.home_rank[expert];
     // evaluate()'s first bound, inline: most candidates fail it, and the call costs more.
     auto offer = [&](RankId to_rank, std::int32_t to_slot) {
-      const TokenCount room = room_between(rank, to_rank);
+      const TokenCount room = room_between(rank, to_rank, destination_tokens(to_slot, expert));
       if (room <= 0) return;
-      const Picoseconds bound = (tokens_on < room ? tokens_on : room) * relief_ps_per_token();
+      const Picoseconds bound = relief_bound(tokens_on, room) * relief_ps_per_token();
       if (bound < gain_floor(best)) return;
       // ... and a new replica's weights: most fail here where weights are charged.
       const Picoseconds weight_cost = to_slot == kNewSlot ? new_replica_cost(home, to_rank) : 0;
@@ -573,7 +650,7 @@ class LayerSolve {
       // Its tokens' compute is bounded by the rank's load above the mean too: room_between()
       // never gives more.
       const TokenCount excess = c_.load[rank] - target_;
-      if ((tokens_on < excess ? tokens_on : excess) * relief_ps_per_token() - replica_floor <
+      if (relief_bound(tokens_on, excess) * relief_ps_per_token() - replica_floor <
           gain_floor(best)) {
         return;
       }
@@ -769,8 +846,23 @@ class LayerSolve {
     }
     transfer_from(move, a, remaining);
     const TokenCount total = move.tokens - remaining;
-    instance_tokens(move.from_slot, move.expert) -= total;
-    instance_tokens(move.to_slot, move.expert) += total;
+    TokenCount& from_tokens = instance_tokens(move.from_slot, move.expert);
+    TokenCount& to_tokens = instance_tokens(move.to_slot, move.expert);
+    if (min_tokens_ > 0) {
+      // The two instances' compute beyond their tokens; it changes the total, so the mean.
+      const TokenCount from_extra =
+          compute_tokens(from_tokens - total) - compute_tokens(from_tokens) + total;
+      const TokenCount to_extra =
+          compute_tokens(to_tokens + total) - compute_tokens(to_tokens) - total;
+      c_.load[a] += from_extra;
+      c_.load[b] += to_extra;
+      if (from_extra + to_extra != 0) {
+        compute_total_ += from_extra + to_extra;
+        target_ = (compute_total_ + s_.num_ranks - 1) / s_.num_ranks;
+      }
+    }
+    from_tokens -= total;
+    to_tokens += total;
     // What add_route_tokens() would have done source by source at the two ranks, at once.
     c_.load[a] -= total;
     c_.load[b] += total;
@@ -852,8 +944,8 @@ class LayerSolve {
     const int R = s_.num_ranks;
     TokenCount total = 0;
     for (RankId r = 0; r < R; ++r) total += c_.load[r];
-    const TokenCount mean_ceil = (total + R - 1) / R;
-    target_ = mean_ceil;
+    compute_total_ = total;
+    target_ = (total + R - 1) / R;
     Progress progress;
     weights_changed_ = true;
     const PhaseTimes start = measure();
@@ -899,7 +991,7 @@ class LayerSolve {
         }
       }
       // Within 1/1024 of the mean: nothing left worth a move.
-      if (straggler < 0 || c_.load[straggler] * 1024 <= mean_ceil * 1025) break;
+      if (straggler < 0 || c_.load[straggler] * 1024 <= target_ * 1025) break;
       if (!any_stuck) find_open_ranks();  // the state changed since they were last found
       const Move best = best_move_from(straggler);
       if (!best.valid() || best.gain <= 0) {
@@ -1077,7 +1169,8 @@ class LayerSolve {
       RankId fit = -1, roomiest = -1;
       for (RankId u = 0; u < R; ++u) {
         if (u == from || c_.load[u] >= target_ || !has_free_slot(u) || hosts(u, pick)) continue;
-        if (c_.load[u] + chunk <= target_ && (fit < 0 || c_.load[u] > c_.load[fit])) fit = u;
+        if (c_.load[u] + compute_tokens(chunk) <= target_ && (fit < 0 || c_.load[u] > c_.load[fit]))
+          fit = u;
         if (roomiest < 0 || c_.load[u] < c_.load[roomiest]) roomiest = u;
       }
       const RankId to = fit >= 0 ? fit : roomiest;
@@ -1133,7 +1226,7 @@ class LayerSolve {
           if (b == a || node_of(b) != node_of(a)) return;
           TokenCount x = (c_.ib_in[a] - c_.ib_in[b]) / 2;
           if (x > remote) x = remote;
-          if (x > load_cap - c_.load[b]) x = load_cap - c_.load[b];
+          x = absorbable(x, load_cap - c_.load[b], destination_tokens(to_slot, expert));
           if (x <= best.tokens) return;  // ties: the first found
           best = Move{expert, a, slot, b, to_slot, x, instance_tokens(slot, expert)};
           best.ib_only = true;  // no gain to record: the best prefix measures this phase
@@ -1357,9 +1450,11 @@ class LayerSolve {
   RankCounters c_;
   // Divided out once: node_row() and the per-node loops run for every source a move touches.
   const int num_nodes_;
-  TokenCount target_ = 0;     // the ceiling of the mean rank load
-  TokenCount ib_total_ = 0;   // tokens crossing nodes now
-  TokenCount ib_static_ = 0;  // tokens crossing nodes in the static plan: the ceiling
+  const TokenCount min_tokens_;   // CostParams::instance_min_tokens, read on every offer
+  TokenCount target_ = 0;         // the ceiling of the mean rank load
+  TokenCount compute_total_ = 0;  // the ranks' loads summed: with a minimum, moves change it
+  TokenCount ib_total_ = 0;       // tokens crossing nodes now
+  TokenCount ib_static_ = 0;      // tokens crossing nodes in the static plan: the ceiling
   // The largest exposed weight time and gradient time of the ranks new replicas touched so far:
   // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;

@@ -112,6 +112,10 @@ expect_text "unknown planner lists the planners" "$work/out" "eplb-microbatch"
 expect "solve table exits 0" 0 $?
 expect_text "solve table names the planner" "$work/out" "topoep on h800-4x8"
 
+"$topoep" solve --counts "$work/counts.json" --linear-compute --no-weight-cost >"$work/out" 2>&1
+expect "solve --linear-compute exits 0" 0 $?
+expect_text "solve table says compute is linear" "$work/out" "replica weights free, linear compute"
+
 "$topoep" solve --counts "$work/negative.json" >"$work/out" 2>&1
 expect "solve rejects negative counts with exit 2" 2 $?
 expect_text "negative count is named" "$work/out" "negative.json: field 'counts[5][17]'"

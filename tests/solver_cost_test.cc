@@ -74,15 +74,36 @@ TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
   EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 40), 0.6);
 }
 
+TEST(SolverCost, InstanceMinimumFitsTheCurve) {
+  GemmEfficiencyCurve roofline;  // 0.6 x min(1, t / 200)
+  roofline.tokens_per_expert = {1, 10, 100, 200, 1000};
+  roofline.efficiency = {0.003, 0.03, 0.3, 0.6, 0.6};
+  EXPECT_NEAR(curve_instance_min_tokens(roofline), 200, 1e-9);
+  GemmEfficiencyCurve flat;
+  flat.tokens_per_expert = {1, 1000};
+  flat.efficiency = {0.5, 0.5};
+  EXPECT_EQ(curve_instance_min_tokens(flat), 0);
+  // Efficiency 0.65 t / (t + 100): an instance takes t + 100 tokens' time at the best point's
+  // rate (approached, 0.65 x 1000 / 1100). No minimum fits it exactly; the chosen one errs by
+  // no more than any other candidate, far less than linear compute (0) does at t = 1.
+  GemmEfficiencyCurve smooth;
+  smooth.tokens_per_expert = {1, 10, 100, 1000};
+  for (const double t : smooth.tokens_per_expert) smooth.efficiency.push_back(0.65 * t / (t + 100));
+  const double minimum = curve_instance_min_tokens(smooth);
+  EXPECT_GT(minimum, 10);
+  EXPECT_LT(minimum, 200);
+}
+
 TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
   const Topology h800 = load_topology("h800-4x8");
   const ModelSpec v3 = load_model("deepseek-v3");
   const SolverCostDerivation d = derive_solver_cost(h800, v3, 4096, true);
-  // 32 GPUs x 4096 tokens x top-8 / 256 experts = 4096 tokens per expert: past the curve's
-  // knee, so efficiency 0.65 and compute = 6 x 7168 x 2048 / (989.4 x 0.65) = 136,960 ps.
-  EXPECT_DOUBLE_EQ(d.tokens_per_expert, 4096);
+  // At the curve's best efficiency, 0.65: compute = 6 x 7168 x 2048 / (989.4 x 0.65) =
+  // 136,960 ps. The H800 curve is a roofline with its knee at 0.0022 -> 0.65 (1 -> 295.45
+  // tokens): an instance costs at least 295 tokens' compute.
   EXPECT_DOUBLE_EQ(d.gemm_efficiency, 0.65);
   EXPECT_EQ(d.params.compute_ps_per_token, 136960);
+  EXPECT_EQ(d.params.instance_min_tokens, 295);
   // fp8 hidden + one fp32 scale per 128: 7168 + 56 x 4; combine bf16: 2 x 7168.
   EXPECT_EQ(d.params.dispatch_bytes_per_token, 7392);
   EXPECT_EQ(d.params.combine_bytes_per_token, 14336);

@@ -30,16 +30,19 @@ inline CostParams corpus_cost(bool weights) {
   return cost;
 }
 
+// `min_tokens`: CostParams::instance_min_tokens (the simulator's H800 curve gives 295).
 inline CorpusCase make_case(int experts, int ranks, int slots, int gpus_per_node, RoutingSkew skew,
-                            bool weights, std::uint64_t seed) {
+                            bool weights, std::uint64_t seed, TokenCount min_tokens = 0) {
   static const char* const kSkewNames[] = {"uniform", "zipf", "one", "empty"};
   CorpusCase c;
   c.name = "E" + std::to_string(experts) + "_R" + std::to_string(ranks) + "_S" +
            std::to_string(slots) + "_G" + std::to_string(gpus_per_node) + "_" +
-           kSkewNames[static_cast<int>(skew)] + (weights ? "_w" : "") + "_s" + std::to_string(seed);
+           kSkewNames[static_cast<int>(skew)] + (weights ? "_w" : "") +
+           (min_tokens > 0 ? "_m" + std::to_string(min_tokens) : "") + "_s" + std::to_string(seed);
   c.problem.topology = TopologyView{ranks / gpus_per_node, gpus_per_node};
   c.problem.placement = Placement::contiguous(experts, ranks, slots);
   c.problem.cost = corpus_cost(weights);
+  c.problem.cost.instance_min_tokens = min_tokens;
   SyntheticRoutingSpec spec;
   spec.num_ranks = ranks;
   spec.num_experts = experts;
@@ -51,9 +54,10 @@ inline CorpusCase make_case(int experts, int ranks, int slots, int gpus_per_node
   return c;
 }
 
-// 60 cases: Zipf routing over E in {8, 64, 128, 256}, R in {8, 16, 32, 64, 256} and S in
+// 66 cases: Zipf routing over E in {8, 64, 128, 256}, R in {8, 16, 32, 64, 256} and S in
 // {0, 1, 2, 4} on 8-GPU nodes (weights charged when S is 2), uniform routing, all tokens to one
-// expert, empty microbatches, a single node, one GPU per node, and 72-GPU NVLink domains.
+// expert, empty microbatches, a single node, one GPU per node, 72-GPU NVLink domains, and
+// instances that cost at least 295 tokens' compute (the GEMM curve's knee).
 inline std::vector<CorpusCase> topoep_corpus() {
   std::vector<CorpusCase> corpus;
   const int shapes[][2] = {{8, 8},    {64, 8},   {64, 16},  {64, 32},  {64, 64},  {128, 16},
@@ -81,6 +85,12 @@ inline std::vector<CorpusCase> topoep_corpus() {
   corpus.push_back(make_case(256, 64, 1, 8, RoutingSkew::kZipf, true, 114));
   corpus.push_back(make_case(64, 32, 4, 8, RoutingSkew::kUniform, true, 115));
   corpus.push_back(make_case(128, 128, 1, 8, RoutingSkew::kZipf, false, 116));
+  corpus.push_back(make_case(8, 8, 2, 8, RoutingSkew::kZipf, true, 117, 295));
+  corpus.push_back(make_case(64, 32, 1, 8, RoutingSkew::kZipf, false, 118, 295));
+  corpus.push_back(make_case(256, 32, 4, 8, RoutingSkew::kZipf, false, 119, 295));
+  corpus.push_back(make_case(256, 64, 2, 8, RoutingSkew::kZipf, true, 120, 295));
+  corpus.push_back(make_case(64, 16, 1, 1, RoutingSkew::kZipf, false, 121, 295));    // 1 GPU/node
+  corpus.push_back(make_case(288, 144, 2, 72, RoutingSkew::kZipf, true, 122, 295));  // NVL72 x 2
   return corpus;
 }
 

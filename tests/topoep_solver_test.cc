@@ -171,6 +171,10 @@ TEST(TopoepSolverInputs, RejectsNegativeCostParameters) {
   problem.cost.compute_ps_per_token = -1;
   EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
             "compute_ps_per_token");
+  problem = small_problem();
+  problem.cost.instance_min_tokens = -1;
+  EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+            "instance_min_tokens");
 }
 
 TEST(TopoepSolverInputs, RejectsBadResidentReplicas) {
@@ -387,6 +391,8 @@ RandomCase random_case(std::uint64_t seed) {
       }
     }
   }
+  // Drawn last, so that the draws above are those of the cases before instances had a minimum.
+  if (draw(0, 1) == 0) cost.instance_min_tokens = extreme ? power_of_ten(9) : draw(1, 3000);
   return c;
 }
 

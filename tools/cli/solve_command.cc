@@ -31,6 +31,7 @@ struct SolveOptions {
   std::string model = "deepseek-v3";
   int slots = 1;
   bool no_weight_cost = false;
+  bool linear_compute = false;
   std::string planner = "topoep";
   int threads = 1;
   std::string backend = "host";
@@ -109,7 +110,8 @@ void run_solve(const SolveOptions& options) {
                                     std::to_string(first.num_experts()) + " experts, model " +
                                     model.name + " has " + std::to_string(model.num_experts));
   }
-  // Tokens per rank as the counts imply (assignments / top-k), for the GEMM efficiency.
+  // Tokens per rank as the counts imply (assignments / top-k), for the dense window that new
+  // replicas' weights hide behind.
   const int tokens_per_rank = static_cast<int>(std::max<TokenCount>(
       1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k)));
   TopoepProblem problem;
@@ -118,6 +120,7 @@ void run_solve(const SolveOptions& options) {
       Placement::contiguous(first.num_experts(), topology.num_gpus(), options.slots);
   problem.cost =
       derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
+  if (options.linear_compute) problem.cost.instance_min_tokens = 0;
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   const PlannerContext context{problem.topology, problem.placement, problem.cost};
 
@@ -173,7 +176,8 @@ void run_solve(const SolveOptions& options) {
   }
   std::cout << options.planner << " on " << topology.name << " (" << topology.nodes << " x "
             << topology.gpus_per_node << "), " << model.name << ", S = " << options.slots
-            << (options.no_weight_cost ? ", replica weights free" : "") << "\n\n";
+            << (options.no_weight_cost ? ", replica weights free" : "")
+            << (options.linear_compute ? ", linear compute" : "") << "\n\n";
   table.print(std::cout);
 }
 
@@ -192,6 +196,9 @@ void add_solve_command(CLI::App& app) {
       ->capture_default_str();
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
                   "Replica weight transfer is free (pure balancing)");
+  solve->add_flag("--linear-compute", options->linear_compute,
+                  "Every token costs the same compute, however few its expert instance has "
+                  "(no minimum from the GEMM curve's memory-bound part: token balancing)");
   solve
       ->add_option("--planner", options->planner,
                    "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
