@@ -115,10 +115,11 @@ TEST(SimReplay, IdealBoundsEveryPlannerAndTopoepNeverLosesToStatic) {
   check_bounds(collect.steps, kAllPlanners, "synthetic");
 }
 
-// The solver decides with a linear compute rate; here GEMM efficiency collapses below 900
-// tokens per expert (the static plan's instances hold about 1,024), so the simulator prices
-// most of TopoEP's split experts slower than the static plan. On those records the static plan
-// runs instead, and the planner knows it.
+// The solver approximates the GEMM curve by a per-instance minimum (sim/solver_cost.h); here
+// efficiency falls off a cliff below 900 tokens per expert (the static plan's instances hold
+// about 1,024), which no minimum fits, so the simulator prices some of TopoEP's split experts
+// slower than the static plan. On those records the static plan runs instead, and the planner
+// knows it.
 TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
   SimConfig config = small_config();
   config.planners = {"topoep", "static"};

@@ -177,7 +177,11 @@ void run_solve(const SolveOptions& options) {
   std::cout << options.planner << " on " << topology.name << " (" << topology.nodes << " x "
             << topology.gpus_per_node << "), " << model.name << ", S = " << options.slots
             << (options.no_weight_cost ? ", replica weights free" : "")
-            << (options.linear_compute ? ", linear compute" : "") << "\n\n";
+            << (problem.cost.instance_min_tokens > 0
+                    ? ", an expert instance computes at least " +
+                          std::to_string(problem.cost.instance_min_tokens) + " tokens' worth"
+                    : ", linear compute")
+            << "\n\n";
   table.print(std::cout);
 }
 
