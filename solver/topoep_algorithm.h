@@ -434,20 +434,28 @@ class LayerSolve {
 
   // Water-filling: fill the destination up to the mean without taking the origin below it;
   // between two ranks already above the mean, level the pair instead. Loads are compute loads:
-  // tokens that fill the destination instance (`to_tokens` now, 0 for a new replica) up to
-  // instance_min_tokens cost its rank nothing more, and a new replica costs at least that
-  // minimum, so it may take up to the minimum whatever the room (evaluate() weighs the
-  // overshoot).
+  // the destination instance (`to_tokens` now, 0 for a new replica) takes what its
+  // instance_capacity() allows below the mean, except that a new replica, which costs its rank
+  // the minimum whatever it takes, may take the minimum even past the mean (evaluate() weighs
+  // the overshoot).
   TOPOEP_HOST_DEVICE TokenCount room_between(RankId from_rank, RankId to_rank,
                                              TokenCount to_tokens) const {
     const TokenCount from_load = c_.load[from_rank], to_load = c_.load[to_rank];
     if (to_load >= target_) return (from_load - to_load) / 2;
-    const TokenCount above = from_load - target_;
-    TokenCount below = target_ - to_load;
-    const TokenCount minimum = min_tokens_;
-    if (to_tokens < minimum)
-      below = to_tokens > 0 ? below + minimum - to_tokens : (below > minimum ? below : minimum);
+    const TokenCount above = from_load - target_, room_below = target_ - to_load;
+    const TokenCount below = to_tokens == 0 && room_below < min_tokens_
+                                 ? min_tokens_
+                                 : instance_capacity(room_below, to_tokens);
     return above < below ? above : below;
+  }
+
+  // The tokens an instance of `to_tokens` (0: a new replica) can take while its rank's compute
+  // load rises by at most `cap` >= 0: those that fill it up to instance_min_tokens cost
+  // nothing, and an empty one costs the whole minimum or takes nothing.
+  TOPOEP_HOST_DEVICE TokenCount instance_capacity(TokenCount cap, TokenCount to_tokens) const {
+    if (to_tokens >= min_tokens_) return cap;
+    if (to_tokens > 0) return cap + min_tokens_ - to_tokens;
+    return cap >= min_tokens_ ? cap : 0;
   }
 
   // The tokens of a move's destination instance (0 for a new replica) where instances have a
@@ -455,18 +463,6 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE TokenCount destination_tokens(std::int32_t to_slot, ExpertId expert) const {
     if (min_tokens_ <= 0 || to_slot == kNewSlot) return 0;
     return instance_tokens(to_slot, expert);
-  }
-
-  // At most `tokens`, as many as an instance of `to_tokens` can take while its rank's compute
-  // load rises by at most `cap` (CostParams::instance_min_tokens).
-  TOPOEP_HOST_DEVICE TokenCount absorbable(TokenCount tokens, TokenCount cap,
-                                           TokenCount to_tokens) const {
-    const TokenCount minimum = min_tokens_;
-    TokenCount limit = cap;
-    if (to_tokens < minimum) {
-      limit = to_tokens > 0 ? cap + minimum - to_tokens : (cap >= minimum ? cap : 0);
-    }
-    return tokens < limit ? tokens : limit;
   }
 
   // A bound on the compute load a move of at most `room` of an instance's `tokens_on` tokens
@@ -1226,7 +1222,9 @@ class LayerSolve {
           if (b == a || node_of(b) != node_of(a)) return;
           TokenCount x = (c_.ib_in[a] - c_.ib_in[b]) / 2;
           if (x > remote) x = remote;
-          x = absorbable(x, load_cap - c_.load[b], destination_tokens(to_slot, expert));
+          const TokenCount capacity =
+              instance_capacity(load_cap - c_.load[b], destination_tokens(to_slot, expert));
+          if (x > capacity) x = capacity;
           if (x <= best.tokens) return;  // ties: the first found
           best = Move{expert, a, slot, b, to_slot, x, instance_tokens(slot, expert)};
           best.ib_only = true;  // no gain to record: the best prefix measures this phase
