@@ -465,6 +465,26 @@ class LayerSolve {
     return instance_tokens(to_slot, expert);
   }
 
+  // `bound` capped by the gap between the two ranks' compute loads: a move to an empty instance
+  // (a new replica, or a resident one left idle) raises the destination's load by at least the
+  // minimum, and compute_relief() is at most the origin's load less the destination's new one.
+  // Where a hot rank's neighbours sit within the minimum of it, most new-replica offers stop
+  // here, before their weights are priced.
+  TOPOEP_HOST_DEVICE TokenCount relief_cap(RankId from_rank, RankId to_rank, TokenCount to_tokens,
+                                           TokenCount bound) const {
+    if (min_tokens_ <= 0 || to_tokens > 0) return bound;
+    return relief_cap(from_rank, c_.load[to_rank], bound);
+  }
+  // The same for a new replica on a rank of load `to_load` or more; -1 there: no rank can take
+  // one (open_load_floor_).
+  TOPOEP_HOST_DEVICE TokenCount relief_cap(RankId from_rank, TokenCount to_load,
+                                           TokenCount bound) const {
+    if (min_tokens_ <= 0) return bound;
+    if (to_load < 0) return 0;
+    const TokenCount gap = c_.load[from_rank] - to_load - min_tokens_;
+    return gap < bound ? gap : bound;
+  }
+
   // A bound on the compute load a move of at most `room` of an instance's `tokens_on` tokens
   // takes off its rank (what evaluate() moves: all of a small instance, see there).
   TOPOEP_HOST_DEVICE TokenCount relief_bound(TokenCount tokens_on, TokenCount room) const {
@@ -621,9 +641,12 @@ class LayerSolve {
     const RankId home = in_.home_rank[expert];
     // evaluate()'s first bound, inline: most candidates fail it, and the call costs more.
     auto offer = [&](RankId to_rank, std::int32_t to_slot) {
-      const TokenCount room = room_between(rank, to_rank, destination_tokens(to_slot, expert));
+      const TokenCount to_tokens = destination_tokens(to_slot, expert);
+      const TokenCount room = room_between(rank, to_rank, to_tokens);
       if (room <= 0) return;
-      const Picoseconds bound = relief_bound(tokens_on, room) * relief_ps_per_token();
+      const Picoseconds bound =
+          relief_cap(rank, to_rank, to_tokens, relief_bound(tokens_on, room)) *
+          relief_ps_per_token();
       if (bound < gain_floor(best)) return;
       // ... and a new replica's weights: most fail here where weights are charged.
       const Picoseconds weight_cost = to_slot == kNewSlot ? new_replica_cost(home, to_rank) : 0;
@@ -640,16 +663,19 @@ class LayerSolve {
     // expert yet stands for the node (from the two find_open_ranks() keeps; if both hold it,
     // the node is skipped for this expert). An expert homed on `rank` is bounded first by the
     // least a new replica of it costs (`replica_floor`, new_replica_floor()), as each offer
-    // would be.
-    if (home == rank) {
-      if (replica_floor < 0) replica_floor = new_replica_floor(rank);
+    // would be; with an instance minimum, every expert by the gap to the least-loaded open rank
+    // (relief_cap()).
+    if (home == rank || min_tokens_ > 0) {
       // Its tokens' compute is bounded by the rank's load above the mean too: room_between()
       // never gives more.
       const TokenCount excess = c_.load[rank] - target_;
-      if (relief_bound(tokens_on, excess) * relief_ps_per_token() - replica_floor <
-          gain_floor(best)) {
-        return;
+      Picoseconds reach = relief_cap(rank, open_load_floor_, relief_bound(tokens_on, excess)) *
+                          relief_ps_per_token();
+      if (home == rank) {
+        if (replica_floor < 0) replica_floor = new_replica_floor(rank);
+        reach -= replica_floor;
       }
+      if (reach < gain_floor(best)) return;
     }
     for (int n = 0; n < num_nodes_; ++n) {
       for (int k = 0; k < 2; ++k) {
@@ -728,8 +754,13 @@ class LayerSolve {
   // tokens of its two ranks only (stale_open_ranks()).
   TOPOEP_HOST_DEVICE void find_open_ranks() {
     RankId* const open = w_.open_ranks;
+    open_load_floor_ = -1;
     for (int n = 0; n < num_nodes_; ++n) {
       if (open[2 * n] == kStaleNode) two_open_ranks(n, c_.load, -1, &open[2 * n]);
+      const RankId least = open[2 * n];
+      if (least >= 0 && (open_load_floor_ < 0 || c_.load[least] < open_load_floor_)) {
+        open_load_floor_ = c_.load[least];
+      }
     }
   }
 
@@ -1448,8 +1479,10 @@ class LayerSolve {
   RankCounters c_;
   // Divided out once: node_row() and the per-node loops run for every source a move touches.
   const int num_nodes_;
-  const TokenCount min_tokens_;   // CostParams::instance_min_tokens, read on every offer
-  TokenCount target_ = 0;         // the ceiling of the mean rank load
+  const TokenCount min_tokens_;  // CostParams::instance_min_tokens, read on every offer
+  TokenCount target_ = 0;        // the ceiling of the mean rank load
+  // The least load of a rank with a free slot (find_open_ranks()); -1: none has one.
+  TokenCount open_load_floor_ = -1;
   TokenCount compute_total_ = 0;  // the ranks' loads summed: with a minimum, moves change it
   TokenCount ib_total_ = 0;       // tokens crossing nodes now
   TokenCount ib_static_ = 0;      // tokens crossing nodes in the static plan: the ceiling
