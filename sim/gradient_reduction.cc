@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "solver/gradient_chains.h"
 #include "solver/phase_times.h"
 
 namespace topoep {
@@ -21,47 +22,30 @@ GradientReduction reduce_replica_gradients(std::vector<ReplicaInstance> replicas
   std::sort(replicas.begin(), replicas.end());
   replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
   const int num_ranks = topology.num_ranks();
-  std::vector<TokenCount> nvlink_out(num_ranks, 0), nvlink_in(num_ranks, 0), ib_out(num_ranks, 0),
-      ib_in(num_ranks, 0);
-  GradientReduction result;
-  auto hop = [&](RankId from, RankId to) {
-    if (topology.same_node(from, to)) {
-      ++nvlink_out[from];
-      ++nvlink_in[to];
-      result.nvlink_bytes += gradient_bytes;
-    } else {
-      ++ib_out[from];
-      ++ib_in[to];
-      result.ib_bytes += gradient_bytes;
-    }
-  };
+  std::vector<std::int32_t> counts(4 * static_cast<std::size_t>(num_ranks), 0);
+  GradientHops hops;
+  std::vector<RankId> holders;
   for (std::size_t begin = 0; begin < replicas.size();) {
     std::size_t end = begin;
-    while (end < replicas.size() && replicas[end].expert == replicas[begin].expert &&
-           replicas[end].home == replicas[begin].home) {
-      ++end;
+    holders.clear();
+    // Sorted by (expert, home, rank): each chain's holders come out ascending.
+    for (; end < replicas.size() && replicas[end].expert == replicas[begin].expert &&
+           replicas[end].home == replicas[begin].home;
+         ++end) {
+      if (replicas[end].rank != replicas[begin].home) holders.push_back(replicas[end].rank);
     }
-    const RankId home = replicas[begin].home;
-    std::vector<RankId> chain;
-    for (std::size_t i = begin; i < end; ++i) {
-      if (replicas[i].rank != home) chain.push_back(replicas[i].rank);
-    }
-    // Other nodes first (ascending), the home's node last, then the home itself.
-    const int home_node = topology.node_of(home);
-    std::stable_sort(chain.begin(), chain.end(), [&](RankId a, RankId b) {
-      const bool a_home = topology.node_of(a) == home_node;
-      const bool b_home = topology.node_of(b) == home_node;
-      if (a_home != b_home) return b_home;
-      return a < b;
-    });
-    chain.push_back(home);
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i) hop(chain[i], chain[i + 1]);
+    add_gradient_chain(replicas[begin].home, holders.data(), static_cast<int>(holders.size()),
+                       topology, counts.data(), hops);
     begin = end;
   }
+  GradientReduction result;
+  result.nvlink_bytes = hops.nvlink * gradient_bytes;
+  result.ib_bytes = hops.ib * gradient_bytes;
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     result.time_ps =
-        std::max(result.time_ps, link_phase_ps(nvlink_out[rank], nvlink_in[rank], ib_out[rank],
-                                               ib_in[rank], gradient_bytes, cost));
+        std::max(result.time_ps,
+                 link_phase_ps(counts[num_ranks + rank], counts[rank], counts[3 * num_ranks + rank],
+                               counts[2 * num_ranks + rank], gradient_bytes, cost));
   }
   return result;
 }

@@ -1,12 +1,9 @@
 #pragma once
 // The backward pass's reduction of replica weight gradients back to each expert's home rank.
 //
-// Model: per (expert, home), one pipelined chain reduce, as NCCL's reduce runs it: the replicas
-// on other nodes first (node by node, ascending), then those in the home's node, ending at the
-// home. Each hop carries one weight-sized gradient, so a chain crosses IB once per node it
-// leaves and each rank sends and receives at most one gradient per chain it is in. A rank's time
-// is the link formula of its busier direction per link class, the classes pipelined (max); the
-// reduction ends when the slowest rank ends.
+// Model: solver/gradient_chains.h (one pipelined chain reduce per expert into its home); a
+// rank's time is the link formula of its busier direction per link class, the classes
+// pipelined (max); the reduction ends when the slowest rank ends.
 
 #include <vector>
 

@@ -53,7 +53,8 @@ struct PhaseTimes {
   Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
   // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,
-  // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0
+  // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0. With gradients
+  // the step already owes (OwedGradients), what the new replicas add to that reduction.
   Picoseconds gradient = 0;
   // Backward: expert compute (backward_compute_factor x compute) and the two activation-gradient
   // transfers (2 x the dispatch's links at backward_bytes_per_token); 0 without those parameters
@@ -72,13 +73,28 @@ TOPOEP_HOST_DEVICE inline Picoseconds link_phase_ps(TokenCount nvlink_out, Token
 }
 
 // The per-rank maxima the phase times depend on: each link class's busier direction on its
-// busiest rank, the largest load, and the same for replica weight counts.
+// busiest rank, the largest load, and the same for replica weight counts and for the gradient
+// counts (the weights' plus the gradients the step owes already).
 struct CounterMaxima {
   TokenCount nvlink = 0;
   TokenCount ib = 0;
   TokenCount load = 0;
   std::int32_t weight_nvlink = 0;
   std::int32_t weight_ib = 0;
+  std::int32_t gradient_nvlink = 0;
+  std::int32_t gradient_ib = 0;
+};
+
+// Replica gradients the step owes before this microbatch's plan: those of the replicas earlier
+// microbatches of the step used, reduced once at the step's end. `counts` is [4][R], or null
+// for none: per rank the gradients it receives and sends inside its node, then receives from
+// and sends to other nodes. That is the weight counters' order (nvlink_out, nvlink_in, ib_out,
+// ib_in) read in reverse, as gradients retrace weights: a home sends a replica's weights and
+// receives its gradient. `time_ps` is that reduction's time alone (owed_gradient_ps()), which
+// the gradient phase is counted beyond.
+struct OwedGradients {
+  const std::int32_t* counts = nullptr;
+  Picoseconds time_ps = 0;
 };
 
 // The token maxima of `c` (nvlink, ib, load); the weight fields are left as they are. The solver
@@ -98,20 +114,46 @@ TOPOEP_HOST_DEVICE inline void token_maxima(const RankCounters& c, int num_ranks
   m.load = load;
 }
 
-TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks,
-                                             CounterMaxima& m) {
-  std::int32_t weight_nvlink = 0, weight_ib = 0;
+TOPOEP_HOST_DEVICE inline std::int32_t busier(std::int32_t out, std::int32_t in) {
+  return out > in ? out : in;
+}
+
+// The weight maxima of `c`, and the gradient maxima: the same counts plus `owed` ([4][R] as in
+// OwedGradients, or null: then equal to the weight maxima).
+TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks, CounterMaxima& m,
+                                             const std::int32_t* owed = nullptr) {
+  std::int32_t weight_nvlink = 0, weight_ib = 0, gradient_nvlink = 0, gradient_ib = 0;
   for (int r = 0; r < num_ranks; ++r) {
-    const std::int32_t weight_nvlink_r = c.weight_nvlink_out[r] > c.weight_nvlink_in[r]
-                                             ? c.weight_nvlink_out[r]
-                                             : c.weight_nvlink_in[r];
-    const std::int32_t weight_ib_r =
-        c.weight_ib_out[r] > c.weight_ib_in[r] ? c.weight_ib_out[r] : c.weight_ib_in[r];
+    const std::int32_t weight_nvlink_r = busier(c.weight_nvlink_out[r], c.weight_nvlink_in[r]);
+    const std::int32_t weight_ib_r = busier(c.weight_ib_out[r], c.weight_ib_in[r]);
     if (weight_nvlink_r > weight_nvlink) weight_nvlink = weight_nvlink_r;
     if (weight_ib_r > weight_ib) weight_ib = weight_ib_r;
+    if (owed == nullptr) continue;
+    const std::int32_t gradient_nvlink_r =
+        busier(c.weight_nvlink_out[r] + owed[r], c.weight_nvlink_in[r] + owed[num_ranks + r]);
+    const std::int32_t gradient_ib_r = busier(c.weight_ib_out[r] + owed[2 * num_ranks + r],
+                                              c.weight_ib_in[r] + owed[3 * num_ranks + r]);
+    if (gradient_nvlink_r > gradient_nvlink) gradient_nvlink = gradient_nvlink_r;
+    if (gradient_ib_r > gradient_ib) gradient_ib = gradient_ib_r;
   }
   m.weight_nvlink = weight_nvlink;
   m.weight_ib = weight_ib;
+  m.gradient_nvlink = owed == nullptr ? weight_nvlink : gradient_nvlink;
+  m.gradient_ib = owed == nullptr ? weight_ib : gradient_ib;
+}
+
+// The time of the owed gradients' reduction alone: OwedGradients::time_ps.
+TOPOEP_HOST_DEVICE inline Picoseconds owed_gradient_ps(const std::int32_t* owed, int num_ranks,
+                                                       const CostParams& cost) {
+  if (owed == nullptr) return 0;
+  std::int32_t nvlink = 0, ib = 0;
+  for (int r = 0; r < num_ranks; ++r) {
+    const std::int32_t nvlink_r = busier(owed[r], owed[num_ranks + r]);
+    const std::int32_t ib_r = busier(owed[2 * num_ranks + r], owed[3 * num_ranks + r]);
+    if (nvlink_r > nvlink) nvlink = nvlink_r;
+    if (ib_r > ib) ib = ib_r;
+  }
+  return link_phase_ps(nvlink, 0, ib, 0, cost.replica_gradient_bytes, cost);
 }
 
 // The phases that the token maxima alone decide (dispatch, combine, backward transfer) and those
@@ -142,15 +184,19 @@ TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, Tok
   return times;
 }
 
-TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(std::int32_t weight_nvlink,
-                                                            std::int32_t weight_ib,
-                                                            const CostParams& cost) {
+// `owed_ps`: OwedGradients::time_ps, which the gradient phase is counted beyond.
+TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima& m,
+                                                            const CostParams& cost,
+                                                            Picoseconds owed_ps = 0) {
   WeightLinkTimes times;
   const Picoseconds weight =
-      link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_weight_bytes, cost);
+      link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
-  // The gradients retrace the weights' links in reverse: the same per-rank counts.
-  times.gradient = link_phase_ps(weight_nvlink, 0, weight_ib, 0, cost.replica_gradient_bytes, cost);
+  // The gradients retrace the weights' links in reverse: the same per-rank counts, plus those
+  // the step owes already.
+  times.gradient = max_ps(
+      0, link_phase_ps(m.gradient_nvlink, 0, m.gradient_ib, 0, cost.replica_gradient_bytes, cost) -
+             owed_ps);
   return times;
 }
 
@@ -171,9 +217,10 @@ TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(TokenCount load, const TokenLin
   return times;
 }
 
-TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost) {
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost,
+                                                 Picoseconds owed_ps = 0) {
   return phase_times(m.load, token_link_times(m.nvlink, m.ib, cost),
-                     weight_link_times(m.weight_nvlink, m.weight_ib, cost), cost);
+                     weight_link_times(m, cost, owed_ps), cost);
 }
 
 TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,

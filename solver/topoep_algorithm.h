@@ -22,6 +22,8 @@ struct TopoepLayerInput {
   const TokenCount* counts;  // [R][E]
   const RankId* home_rank;   // [E]
   const ExpertId* resident;  // [R][S] replicas kept from earlier microbatches, or nullptr
+  // [4][R] replica gradients the step owes already (OwedGradients::counts), or nullptr
+  const std::int32_t* owed_gradients = nullptr;
 };
 
 struct TopoepLayerOutput {
@@ -215,24 +217,36 @@ class LayerSolve {
   // link_phase_ps()'s for that class, cached by count.
   TOPOEP_HOST_DEVICE Picoseconds replica_transfer(bool gradients, bool nvlink,
                                                   std::int32_t count) const {
+    const Bytes bytes = gradients ? p_.cost.replica_gradient_bytes : p_.cost.replica_weight_bytes;
+    const LinkCost& link = nvlink ? p_.cost.scale_up : p_.cost.scale_out;
+    // No rank sends or receives more than every slot's replica plus one, but owed gradients
+    // (TopoepLayerInput::owed_gradients) can take a rank's gradient count past the table.
+    const std::int64_t size = s_.num_slots() + 2;
+    if (count >= size) return transfer_ps(count * bytes, link);
     const std::int64_t table = 2 * (gradients ? 1 : 0) + (nvlink ? 0 : 1);
-    Picoseconds& cached = w_.replica_time[table * (s_.num_slots() + 2) + count];
-    if (cached < 0) {
-      const Bytes bytes = gradients ? p_.cost.replica_gradient_bytes : p_.cost.replica_weight_bytes;
-      cached = transfer_ps(count * bytes, nvlink ? p_.cost.scale_up : p_.cost.scale_out);
-    }
+    Picoseconds& cached = w_.replica_time[table * size + count];
+    if (cached < 0) cached = transfer_ps(count * bytes, link);
     return cached;
   }
 
   // Link time of the weights (or gradients) of `rank`'s replicas (as a home: replicas it sends
   // weights to; as a replica holder: weights it receives), with `extra` more replicas on the
-  // link class `nvlink` says: NVLink and IB pipelined, each at its busier direction.
+  // link class `nvlink` says: NVLink and IB pipelined, each at its busier direction. Gradients
+  // add those the rank owes the step already.
   TOPOEP_HOST_DEVICE Picoseconds replica_link_time(RankId rank, bool nvlink, std::int32_t extra_out,
                                                    std::int32_t extra_in, bool gradients) const {
-    const std::int32_t nvl_out = c_.weight_nvlink_out[rank] + (nvlink ? extra_out : 0);
-    const std::int32_t nvl_in = c_.weight_nvlink_in[rank] + (nvlink ? extra_in : 0);
-    const std::int32_t ib_out = c_.weight_ib_out[rank] + (nvlink ? 0 : extra_out);
-    const std::int32_t ib_in = c_.weight_ib_in[rank] + (nvlink ? 0 : extra_in);
+    std::int32_t nvl_out = c_.weight_nvlink_out[rank] + (nvlink ? extra_out : 0);
+    std::int32_t nvl_in = c_.weight_nvlink_in[rank] + (nvlink ? extra_in : 0);
+    std::int32_t ib_out = c_.weight_ib_out[rank] + (nvlink ? 0 : extra_out);
+    std::int32_t ib_in = c_.weight_ib_in[rank] + (nvlink ? 0 : extra_in);
+    if (gradients && in_.owed_gradients != nullptr) {  // the step's earlier gradients too
+      const std::int32_t* const owed = in_.owed_gradients + rank;
+      const int R = s_.num_ranks;
+      nvl_out += owed[0];
+      nvl_in += owed[R];
+      ib_out += owed[2 * R];
+      ib_in += owed[3 * R];
+    }
     return max_ps(replica_transfer(gradients, true, nvl_out > nvl_in ? nvl_out : nvl_in),
                   replica_transfer(gradients, false, ib_out > ib_in ? ib_out : ib_in));
   }
@@ -302,6 +316,7 @@ class LayerSolve {
     }
     add_home_minimums();
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
+    owed_gradient_ps_ = owed_gradient_ps(in_.owed_gradients, R, p_.cost);
     restore_static();
   }
 
@@ -984,6 +999,13 @@ class LayerSolve {
     // few-token moves that shave the last 0.1% costs more solve time than it saves. Past 64
     // ranks, R such moves were mostly wasted search (measured: bench/README.md).
     progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
+    // From zero, owed gradients (TopoepLayerInput::owed_gradients) or not: a new replica is
+    // charged the whole gradient reduction its ranks reach, what the step already owes them
+    // included. Later microbatches add replicas elsewhere, so any rank a replica lands on may
+    // end up the one the step-end reduction waits for; charging only what it adds above the
+    // step's current maximum made every rank below it look free, and the replicas then
+    // spread until the reduction grew 4x (solver/README.md). The best prefix measures the
+    // exact step marginal (measure(): beyond OwedGradients::time_ps).
     weight_max_ = gradient_max_ = 0;
     if (kind == RunKind::kOpened) {
       // As if one replica were already on its way to every rank, over the cheaper link class
@@ -993,7 +1015,9 @@ class LayerSolve {
           s_.gpus_per_node > 1 &&
           (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
       weight_max_ = weight_exposed(0, nvlink, 0, 1);
-      gradient_max_ = gradient_time(0, nvlink, 0, 1);
+      for (RankId r = 0; r < R; ++r) {
+        gradient_max_ = max_ps(gradient_max_, gradient_time(r, nvlink, 0, 1));
+      }
     }
     std::int32_t moves = 0;
     if (kind == RunKind::kSeeded) seed_replicas(moves, progress);
@@ -1128,11 +1152,13 @@ class LayerSolve {
     maxima_.ib = ib;
     maxima_.load = load;
     if (weights_changed_) {
-      const std::int32_t weight_nvlink = maxima_.weight_nvlink, weight_ib = maxima_.weight_ib;
-      weight_maxima(c_, s_.num_ranks, maxima_);
-      if (!link_times_known_ || weight_nvlink != maxima_.weight_nvlink ||
-          weight_ib != maxima_.weight_ib) {
-        weight_links_ = weight_link_times(maxima_.weight_nvlink, maxima_.weight_ib, p_.cost);
+      const CounterMaxima before = maxima_;
+      weight_maxima(c_, s_.num_ranks, maxima_, in_.owed_gradients);
+      if (!link_times_known_ || before.weight_nvlink != maxima_.weight_nvlink ||
+          before.weight_ib != maxima_.weight_ib ||
+          before.gradient_nvlink != maxima_.gradient_nvlink ||
+          before.gradient_ib != maxima_.gradient_ib) {
+        weight_links_ = weight_link_times(maxima_, p_.cost, owed_gradient_ps_);
       }
       weights_changed_ = false;
     }
@@ -1486,10 +1512,13 @@ class LayerSolve {
   TokenCount compute_total_ = 0;  // the ranks' loads summed: with a minimum, moves change it
   TokenCount ib_total_ = 0;       // tokens crossing nodes now
   TokenCount ib_static_ = 0;      // tokens crossing nodes in the static plan: the ceiling
-  // The largest exposed weight time and gradient time of the ranks new replicas touched so far:
-  // a new replica is charged only what it adds to them (both phases wait for the slowest rank).
+  // The largest exposed weight time and gradient time of the ranks new replicas touched so far
+  // (with the gradients those ranks owe the step already): a new replica is charged only what
+  // it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
+  // The reduction time of the gradients the step owes already (OwedGradients::time_ps).
+  Picoseconds owed_gradient_ps_ = 0;
   // A move's tokens by the link class (link_class()) they reached the origin instance over
   // and reach the destination over now: transfer() totals them to update the two ranks.
   struct ClassTotals {

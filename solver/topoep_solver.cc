@@ -31,13 +31,14 @@ TopoepHostSolver::TopoepHostSolver(const TopoepProblem& problem)
 TopoepHostSolver::~TopoepHostSolver() = default;
 
 int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
-                            Plan* plan) {
+                            Plan* plan, const std::vector<std::int32_t>& owed_gradients) {
   plan->num_ranks = params_.shape.num_ranks;
   plan->num_experts = params_.shape.num_experts;
   plan->slots_per_rank = params_.shape.slots_per_rank;
   plan->replica_expert.resize(static_cast<std::size_t>(params_.shape.num_slots()));
   const TopoepLayerInput input{counts.values().data(), home_rank_.data(),
-                               resident.empty() ? nullptr : resident.data()};
+                               resident.empty() ? nullptr : resident.data(),
+                               owed_gradients.empty() ? nullptr : owed_gradients.data()};
   // Written in place: growing to the capacity writes nothing (RouteList leaves routes unset).
   plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
   std::int64_t num_routes = 0;
@@ -78,10 +79,36 @@ void check_resident(const Placement& placement, const std::vector<ExpertId>& res
   }
 }
 
+// Returns the largest count.
+std::int32_t check_owed_gradients(const Placement& placement,
+                                  const std::vector<std::int32_t>& owed) {
+  if (owed.empty()) return 0;
+  const std::size_t ranks = static_cast<std::size_t>(placement.num_ranks);
+  if (owed.size() != 4 * ranks) {
+    throw InputError("owed_gradients",
+                     "lists " + std::to_string(owed.size()) +
+                         " counts, expected 4 x ranks = " + std::to_string(4 * ranks));
+  }
+  // A rank is in at most one chain per expert, and sends and receives at most one gradient in
+  // each.
+  const std::int32_t limit = placement.num_experts();
+  std::int32_t largest = 0;
+  for (std::size_t i = 0; i < owed.size(); ++i) {
+    if (owed[i] < 0 || owed[i] > limit) {
+      throw InputError(
+          "owed_gradients[" + std::to_string(i / ranks) + "][" + std::to_string(i % ranks) + "]",
+          std::to_string(owed[i]) + " is outside [0, " + std::to_string(limit) + "]");
+    }
+    largest = std::max(largest, owed[i]);
+  }
+  return largest;
+}
+
 }  // namespace
 
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
-                         const std::vector<ExpertId>& resident) {
+                         const std::vector<ExpertId>& resident,
+                         const std::vector<std::int32_t>& owed_gradients) {
   check_topology_view(problem.topology);
   check_placement(problem.placement);
   check_cost_params(problem.cost);
@@ -101,9 +128,11 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                                    std::to_string(problem.placement.num_experts()));
   }
   check_resident(problem.placement, resident);
+  const std::int32_t owed = check_owed_gradients(problem.placement, owed_gradients);
   check_cost_range(
       problem.cost, counts,
-      static_cast<std::int64_t>(problem.topology.num_ranks()) * problem.placement.slots_per_rank);
+      static_cast<std::int64_t>(problem.topology.num_ranks()) * problem.placement.slots_per_rank +
+          owed);
 }
 
 LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,

@@ -34,12 +34,14 @@ struct LayerPlan {
 // The algorithm's parameters for `problem` (max_moves filled in when 0).
 TopoepParams topoep_params_for(const TopoepProblem& problem);
 
-// Throws InputError naming the field unless the topology, placement, cost parameters, counts
-// and resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica)
+// Throws InputError naming the field unless the topology, placement, cost parameters, counts,
+// resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica) and owed
+// gradients ([4][R] as OwedGradients::counts, or empty: each in [0, E], one chain per expert)
 // agree with one another, and the counts fit the 64-bit arithmetic at these costs
 // (check_cost_range(), from the total RoutingCounts keeps).
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
-                         const std::vector<ExpertId>& resident);
+                         const std::vector<ExpertId>& resident,
+                         const std::vector<std::int32_t>& owed_gradients = {});
 
 // A host solver that keeps its workspace between layers of one problem: repeated solves allocate
 // nothing but the plan's own vectors (which keep their capacity when a plan is reused). Inputs
@@ -53,7 +55,10 @@ class TopoepHostSolver {
 
   // Writes the canonical plan for `counts` ([R][E]) with `resident` ([R][S] or empty) into
   // `plan`; returns the greedy moves it keeps. Same plan as solve_topoep's, bit for bit.
-  int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan);
+  // `owed_gradients` ([4][R], OwedGradients::counts, or empty): the replica gradients earlier
+  // microbatches of the step already owe; new replicas are charged what they add to them.
+  int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
+            const std::vector<std::int32_t>& owed_gradients = {});
 
  private:
   TopoepParams params_;

@@ -5,12 +5,14 @@
 
 #include <set>
 
+#include "solver/gradient_chains.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
+#include "solver/topoep_solver.h"
 #include "tests/input_error_field.h"
 #include "tests/topoep_corpus.h"
 
@@ -127,6 +129,36 @@ TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
   EXPECT_EQ(second.resident, first.plan.replica_expert);
   const PlannerDecision third = planner->plan(RecordId{1, 0}, record_counts(64, 32, 3));
   EXPECT_TRUE(third.resident.empty());
+}
+
+// A later microbatch is solved owing the gradients of the replicas the earlier ones used
+// (their chains, solver/gradient_chains.h); a new step owes nothing.
+TEST(Planners, TopoepOwesTheStepsEarlierReplicaGradientsUntilTheStepEnds) {
+  PlannerContext context = context_for(64, 32, 1, true);
+  context.cost.replica_gradient_bytes = context.cost.replica_weight_bytes;
+  auto planner = make_planner("topoep", context, PlannerOptions{});
+  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
+  const PlannerDecision second = planner->plan(RecordId{0, 1}, record_counts(64, 32, 2));
+  const PlannerDecision next_step = planner->plan(RecordId{1, 0}, record_counts(64, 32, 3));
+
+  const TopoepProblem problem{context.topology, context.placement, context.cost, 0};
+  std::vector<std::int32_t> owed(4 * 32, 0);
+  GradientHops hops;
+  for (ExpertId expert = 0; expert < 64; ++expert) {
+    std::vector<RankId> holders;
+    for (RankId rank = 0; rank < 32; ++rank) {
+      if (first.plan.replica_at(rank, 0) == expert) holders.push_back(rank);
+    }
+    add_gradient_chain(context.placement.home_rank[expert], holders.data(),
+                       static_cast<int>(holders.size()), context.topology, owed.data(), hops);
+  }
+  ASSERT_GT(hops.nvlink + hops.ib, 0);
+  TopoepHostSolver solver(problem);
+  Plan expected;
+  solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed);
+  EXPECT_EQ(plan_hash(second.plan), plan_hash(expected));
+  solver.solve(record_counts(64, 32, 3), {}, &expected);
+  EXPECT_EQ(plan_hash(next_step.plan), plan_hash(expected));
 }
 
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {

@@ -22,7 +22,9 @@ __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
                         &workspace);
   const TopoepLayerInput input{
       batch.counts + layer * matrix, batch.home_rank,
-      batch.resident == nullptr ? nullptr : batch.resident + layer * shape.num_slots()};
+      batch.resident == nullptr ? nullptr : batch.resident + layer * shape.num_slots(),
+      batch.owed_gradients == nullptr ? nullptr
+                                      : batch.owed_gradients + layer * 4 * shape.num_ranks};
   const TopoepLayerOutput output{
       batch.replicas + layer * shape.num_slots(),
       batch.routes + layer * shape.route_capacity(),
@@ -43,7 +45,7 @@ cudaError_t launch_topoep_layers(const TopoepParams& params, int num_layers,
                                  const DeviceLayerBatch& batch, cudaStream_t stream) {
   if (num_layers <= 0) return cudaSuccess;
   solve_layers_kernel<<<num_layers, kThreadsPerLayer, 0, stream>>>(params, batch,
-                                                     device_workspace_stride(params));
+                                                                   device_workspace_stride(params));
   return cudaGetLastError();
 }
 

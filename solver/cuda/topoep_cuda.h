@@ -25,6 +25,9 @@ struct DeviceLayerBatch {
   std::int32_t* num_moves;   // [L]
   // [L][kSolvePhases]: each layer's clock cycles by phase (TopoepLayerOutput), or nullptr
   std::int64_t* phase_cycles = nullptr;
+  // [L][4][R]: each layer's replica gradients the step owes already (OwedGradients::counts),
+  // or nullptr for none
+  const std::int32_t* owed_gradients = nullptr;
 };
 
 // Bytes of workspace per layer, rounded up to 8 so that consecutive layers stay aligned.
