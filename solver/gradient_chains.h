@@ -5,7 +5,7 @@
 // Each hop carries one weight-sized gradient, so a chain crosses IB once per node it leaves and
 // each rank sends and receives at most one gradient per chain it is in.
 // Shared by the simulator's pricing (sim/gradient_reduction.h) and the TopoEP planner, which
-// hands the counts of the step so far to the solver (OwedGradients, solver/phase_times.h).
+// hands the counts of the step so far to the solver (owed gradients, solver/phase_times.h).
 
 #include <cstdint>
 
@@ -20,7 +20,7 @@ struct GradientHops {
 };
 
 // Adds the chain of an expert homed on `home` whose replicas are on `holders` (`count` ranks,
-// ascending, distinct, `home` not among them) to `counts` ([4][R] in OwedGradients::counts'
+// ascending, distinct, `home` not among them) to `counts` ([4][R] in the owed gradients'
 // order: received and sent inside a node, received and sent across nodes) and to `hops`.
 void add_gradient_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
                         std::int32_t* counts, GradientHops& hops);

@@ -54,7 +54,7 @@ struct PhaseTimes {
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
   // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,
   // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0. With gradients
-  // the step already owes (OwedGradients), what the new replicas add to that reduction.
+  // the step already owes (owed gradients, below), what the new replicas add to that reduction.
   Picoseconds gradient = 0;
   // Backward: expert compute (backward_compute_factor x compute) and the two activation-gradient
   // transfers (2 x the dispatch's links at backward_bytes_per_token); 0 without those parameters
@@ -85,17 +85,13 @@ struct CounterMaxima {
   std::int32_t gradient_ib = 0;
 };
 
-// Replica gradients the step owes before this microbatch's plan: those of the replicas earlier
-// microbatches of the step used, reduced once at the step's end. `counts` is [4][R], or null
-// for none: per rank the gradients it receives and sends inside its node, then receives from
-// and sends to other nodes. That is the weight counters' order (nvlink_out, nvlink_in, ib_out,
-// ib_in) read in reverse, as gradients retrace weights: a home sends a replica's weights and
-// receives its gradient. `time_ps` is that reduction's time alone (owed_gradient_ps()), which
-// the gradient phase is counted beyond.
-struct OwedGradients {
-  const std::int32_t* counts = nullptr;
-  Picoseconds time_ps = 0;
-};
+// Owed gradients: the replica gradients the step owes before this microbatch's plan, those of
+// the replicas earlier microbatches of the step used, reduced once at the step's end. Given as
+// [4][R] counts, or null for none: per rank the gradients it receives and sends inside its
+// node, then receives from and sends to other nodes. That is the weight counters' order
+// (nvlink_out, nvlink_in, ib_out, ib_in) read in reverse, as gradients retrace weights: a home
+// sends a replica's weights and receives its gradient. owed_gradient_ps() is that reduction's
+// time alone, which the gradient phase is counted beyond.
 
 // The token maxima of `c` (nvlink, ib, load); the weight fields are left as they are. The solver
 // calls it after every move and the weight half only when replicas changed.
@@ -118,8 +114,8 @@ TOPOEP_HOST_DEVICE inline std::int32_t busier(std::int32_t out, std::int32_t in)
   return out > in ? out : in;
 }
 
-// The weight maxima of `c`, and the gradient maxima: the same counts plus `owed` ([4][R] as in
-// OwedGradients, or null: then equal to the weight maxima).
+// The weight maxima of `c`, and the gradient maxima: the same counts plus `owed` (owed
+// gradients, above, or null: then equal to the weight maxima).
 TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks, CounterMaxima& m,
                                              const std::int32_t* owed = nullptr) {
   std::int32_t weight_nvlink = 0, weight_ib = 0, gradient_nvlink = 0, gradient_ib = 0;
@@ -142,7 +138,7 @@ TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_rank
   m.gradient_ib = owed == nullptr ? weight_ib : gradient_ib;
 }
 
-// The time of the owed gradients' reduction alone: OwedGradients::time_ps.
+// The time of the owed gradients' reduction alone.
 TOPOEP_HOST_DEVICE inline Picoseconds owed_gradient_ps(const std::int32_t* owed, int num_ranks,
                                                        const CostParams& cost) {
   if (owed == nullptr) return 0;
@@ -184,7 +180,7 @@ TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, Tok
   return times;
 }
 
-// `owed_ps`: OwedGradients::time_ps, which the gradient phase is counted beyond.
+// `owed_ps`: owed_gradient_ps(), which the gradient phase is counted beyond.
 TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima& m,
                                                             const CostParams& cost,
                                                             Picoseconds owed_ps = 0) {

@@ -22,7 +22,7 @@ struct TopoepLayerInput {
   const TokenCount* counts;  // [R][E]
   const RankId* home_rank;   // [E]
   const ExpertId* resident;  // [R][S] replicas kept from earlier microbatches, or nullptr
-  // [4][R] replica gradients the step owes already (OwedGradients::counts), or nullptr
+  // [4][R] replica gradients the step owes already (owed gradients, phase_times.h), or nullptr
   const std::int32_t* owed_gradients = nullptr;
 };
 
@@ -1005,7 +1005,7 @@ class LayerSolve {
     // end up the one the step-end reduction waits for; charging only what it adds above the
     // step's current maximum made every rank below it look free, and the replicas then
     // spread until the reduction grew 4x (solver/README.md). The best prefix measures the
-    // exact step marginal (measure(): beyond OwedGradients::time_ps).
+    // exact step marginal (measure(): beyond owed_gradient_ps()).
     weight_max_ = gradient_max_ = 0;
     if (kind == RunKind::kOpened) {
       // As if one replica were already on its way to every rank, over the cheaper link class
@@ -1517,7 +1517,7 @@ class LayerSolve {
   // it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
-  // The reduction time of the gradients the step owes already (OwedGradients::time_ps).
+  // The reduction time of the gradients the step owes already (owed_gradient_ps()).
   Picoseconds owed_gradient_ps_ = 0;
   // A move's tokens by the link class (link_class()) they reached the origin instance over
   // and reach the destination over now: transfer() totals them to update the two ranks.

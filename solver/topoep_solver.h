@@ -36,7 +36,7 @@ TopoepParams topoep_params_for(const TopoepProblem& problem);
 
 // Throws InputError naming the field unless the topology, placement, cost parameters, counts,
 // resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica) and owed
-// gradients ([4][R] as OwedGradients::counts, or empty: each in [0, E], one chain per expert)
+// gradients ([4][R] owed gradients, phase_times.h, or empty: each in [0, E], one chain per expert)
 // agree with one another, and the counts fit the 64-bit arithmetic at these costs
 // (check_cost_range(), from the total RoutingCounts keeps).
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
@@ -55,8 +55,8 @@ class TopoepHostSolver {
 
   // Writes the canonical plan for `counts` ([R][E]) with `resident` ([R][S] or empty) into
   // `plan`; returns the greedy moves it keeps. Same plan as solve_topoep's, bit for bit.
-  // `owed_gradients` ([4][R], OwedGradients::counts, or empty): the replica gradients earlier
-  // microbatches of the step already owe; new replicas are charged what they add to them.
+  // `owed_gradients` ([4][R] owed gradients, phase_times.h, or empty): the replica gradients
+  // earlier microbatches of the step already owe (solver/README.md, "Gradients the step owes").
   int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
             const std::vector<std::int32_t>& owed_gradients = {});
 

@@ -25,8 +25,8 @@ struct DeviceLayerBatch {
   std::int32_t* num_moves;   // [L]
   // [L][kSolvePhases]: each layer's clock cycles by phase (TopoepLayerOutput), or nullptr
   std::int64_t* phase_cycles = nullptr;
-  // [L][4][R]: each layer's replica gradients the step owes already (OwedGradients::counts),
-  // or nullptr for none
+  // [L][4][R]: each layer's replica gradients the step owes already (owed gradients,
+  // phase_times.h), or nullptr for none
   const std::int32_t* owed_gradients = nullptr;
 };
 

@@ -33,7 +33,8 @@ class TopoepPlanner : public Planner {
   Picoseconds solve_ps_;
   // Adds the replicas of `replicas` ([R][S]) to the step's gradient chains.
   void note_used(const std::vector<ExpertId>& replicas);
-  // The step's gradient chains so far as the solver's input (OwedGradients::counts), or empty.
+  // The step's gradient chains so far as the solver's input (owed gradients, phase_times.h), or
+  // empty.
   void count_owed();
 
   int step_ = -1;
