@@ -4,32 +4,14 @@ namespace topoep {
 
 void add_gradient_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
                         std::int32_t* counts, GradientHops& hops) {
-  if (count <= 0) return;
-  const int R = topology.num_ranks();
-  const int home_node = topology.node_of(home);
-  RankId previous = -1;
-  auto hop_to = [&](RankId next) {
-    if (previous >= 0) {
-      if (topology.same_node(previous, next)) {
-        ++counts[next];          // received inside the node
-        ++counts[R + previous];  // sent inside the node
-        ++hops.nvlink;
-      } else {
-        ++counts[2 * R + next];
-        ++counts[3 * R + previous];
-        ++hops.ib;
-      }
-    }
-    previous = next;
-  };
-  // Other nodes first, ascending (holders are ascending, so node by node), then the home's node.
-  for (int i = 0; i < count; ++i) {
-    if (topology.node_of(holders[i]) != home_node) hop_to(holders[i]);
-  }
-  for (int i = 0; i < count; ++i) {
-    if (topology.node_of(holders[i]) == home_node) hop_to(holders[i]);
-  }
-  hop_to(home);
+  const int num_ranks = topology.num_ranks();
+  walk_gradient_chain(
+      home, count, topology.gpus_per_node, [&](int i) { return holders[i]; },
+      [&](RankId from, RankId to, bool same_node) {
+        ++counts[chain_count_index(num_ranks, to, same_node, false)];
+        ++counts[chain_count_index(num_ranks, from, same_node, true)];
+        ++(same_node ? hops.nvlink : hops.ib);
+      });
 }
 
 }  // namespace topoep

@@ -5,7 +5,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "solver/gradient_chains.h"
 #include "solver/plan_encoding.h"
+#include "solver/topoep_solver.h"
 #include "tests/topoep_corpus.h"
 
 namespace topoep {
@@ -25,6 +27,63 @@ TEST(TopoepCuda, PlansMatchTheHostBitForBitOnTheGoldenCorpus) {
       EXPECT_EQ(format_plan_hash(plan_hash(plan)), format_plan_hash(host)) << c.name;
     }
   }
+}
+
+// A step's second microbatch on the device: the first plan's replicas resident, their gradient
+// chains counted by the device as the host planner counts them, and the same plan as the
+// host's from the same inputs.
+TEST(TopoepCuda, OwedGradientsAndTheNextPlanMatchTheHost) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device";
+  int checked = 0;
+  for (const testing::CorpusCase& c : testing::topoep_corpus()) {
+    if (c.problem.placement.slots_per_rank == 0) continue;
+    TopoepProblem problem = c.problem;  // with the replicas' gradients charged
+    problem.cost.replica_gradient_bytes = problem.cost.replica_weight_bytes;
+    const TopoepParams params = topoep_params_for(problem);
+    const int R = params.shape.num_ranks, S = params.shape.slots_per_rank;
+    DeviceLayerBuffers buffers(params, problem.placement.home_rank, 1);
+    buffers.upload_counts(c.counts.values(), nullptr);
+    buffers.start_step(nullptr);
+    ASSERT_EQ(launch_topoep_layers(params, 1, buffers.batch(false), nullptr), cudaSuccess);
+    const Plan first = buffers.download(nullptr).front();
+    buffers.keep_replicas_resident(nullptr);
+    buffers.note_used(nullptr);
+    buffers.count_owed(nullptr);
+    const std::vector<std::int32_t> device_owed = buffers.download_owed(nullptr);
+
+    std::vector<std::int32_t> host_owed(4 * static_cast<std::size_t>(R), 0);
+    GradientHops hops;
+    for (ExpertId expert = 0; expert < params.shape.num_experts; ++expert) {
+      std::vector<RankId> holders;
+      for (RankId rank = 0; rank < R; ++rank) {
+        for (int slot = 0; slot < S; ++slot) {
+          if (first.replica_at(rank, slot) == expert) holders.push_back(rank);
+        }
+      }
+      add_gradient_chain(problem.placement.home_rank[expert], holders.data(),
+                         static_cast<int>(holders.size()), problem.topology, host_owed.data(),
+                         hops);
+    }
+    EXPECT_EQ(device_owed, host_owed) << c.name;
+
+    // The next microbatch: the same counts reversed by source, the replicas resident.
+    RoutingCounts next(R, params.shape.num_experts);
+    for (RankId src = 0; src < R; ++src) {
+      for (ExpertId e = 0; e < params.shape.num_experts; ++e) {
+        next.set(src, e, c.counts.at(R - 1 - src, e));
+      }
+    }
+    buffers.upload_counts(next.values(), nullptr);
+    ASSERT_EQ(launch_topoep_layers(params, 1, buffers.batch(true, true), nullptr), cudaSuccess);
+    const Plan device_next = buffers.download(nullptr).front();
+    TopoepHostSolver host(problem);
+    Plan host_next;
+    host.solve(next, first.replica_expert, &host_next, host_owed);
+    EXPECT_EQ(format_plan_hash(plan_hash(device_next)), format_plan_hash(plan_hash(host_next)))
+        << c.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 30);
 }
 
 }  // namespace

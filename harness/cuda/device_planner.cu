@@ -38,13 +38,24 @@ class DevicePlanner : public DeviceTopoepPlanner {
 
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override {
     check_topoep_inputs(problem_, counts, {});
+    // The device counts owed gradients itself: a rank is in at most one chain per expert.
+    check_cost_range(
+        problem_.cost, counts,
+        static_cast<std::int64_t>(params_.shape.num_slots()) + params_.shape.num_experts);
     const bool keep = record.step == step_;  // a new step starts from the home layout
     step_ = record.step;
     // Untimed: in training the gate leaves the counts on the device.
     buffers_.upload_counts(counts.values(), stream_);
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    check_cuda(launch_topoep_layers(params_, 1, buffers_.batch(keep), stream_),
+    // The gradients the step owes for its earlier replicas, counted on the device as the host
+    // planner counts them (solver/gradient_chains.h): timed with the solve.
+    if (keep) {
+      buffers_.count_owed(stream_);
+    } else {
+      buffers_.start_step(stream_);
+    }
+    check_cuda(launch_topoep_layers(params_, 1, buffers_.batch(keep, keep), stream_),
                "launch_topoep_layers");
     check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     // The plan comes back to the host, and the device hashes it for the check below.
@@ -78,8 +89,10 @@ class DevicePlanner : public DeviceTopoepPlanner {
                                " differs from the host's over the copied plan " +
                                format_plan_hash(host_hash));
     }
-    // These replicas stay resident for the step's next microbatch of this layer.
+    // These replicas stay resident for the step's next microbatch of this layer, and their
+    // gradients are owed at the step's end.
     buffers_.keep_replicas_resident(stream_);
+    buffers_.note_used(stream_);
     decision.resident = keep ? resident_host_ : std::vector<ExpertId>{};
     resident_host_ = plan.replica_expert;
     decision.overhead.host_ps = static_cast<Picoseconds>(times_.solve_us * 1e6);

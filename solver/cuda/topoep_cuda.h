@@ -50,11 +50,21 @@ class DeviceLayerBuffers {
                      int num_layers);
   // Enqueues the host-to-device copy of the counts ([L][R][E], row-major) on `stream`.
   void upload_counts(const std::vector<TokenCount>& counts, cudaStream_t stream);
-  // The launch's pointers; `resident` makes the resident buffer ([L][R][S]) the input's.
-  DeviceLayerBatch batch(bool resident) const;
+  // The launch's pointers; `resident` makes the resident buffer ([L][R][S]) the input's, and
+  // `owed` the owed gradients count_owed() left ([L][4][R]).
+  DeviceLayerBatch batch(bool resident, bool owed = false) const;
   // Enqueues, on `stream`, the copy of the plans' replicas into the resident buffer: the next
   // launch keeps them.
   void keep_replicas_resident(cudaStream_t stream);
+  // The step's replicas, for its gradient reduction (solver/gradient_chains.h), all on the
+  // device: start_step() forgets them, note_used() adds the plans' replicas, count_owed() counts
+  // their chains into the owed gradients batch(_, true) hands the next launch. Enqueued on
+  // `stream`; integer sums, so the counts do not depend on the order of the device's adds.
+  void start_step(cudaStream_t stream);
+  void note_used(cudaStream_t stream);
+  void count_owed(cudaStream_t stream);
+  // Synchronises `stream`, then copies count_owed()'s counts back ([L][4][R]; for tests).
+  std::vector<std::int32_t> download_owed(cudaStream_t stream) const;
   // Synchronises `stream`, then copies the plans back (route counts first: they size the rest).
   std::vector<Plan> download(cudaStream_t stream) const;
 
@@ -64,6 +74,8 @@ class DeviceLayerBuffers {
   DeviceArray<TokenCount> counts_;
   DeviceArray<RankId> home_;
   DeviceArray<ExpertId> resident_, replicas_;
+  DeviceArray<std::uint8_t> used_;  // [L][E][R]: 1 where a plan of the step put a replica
+  DeviceArray<std::int32_t> owed_;  // [L][4][R]
   DeviceArray<std::uint64_t> workspace_;
   DeviceArray<Route> routes_;
   DeviceArray<std::int64_t> num_routes_;
