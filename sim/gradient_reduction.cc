@@ -41,12 +41,7 @@ GradientReduction reduce_replica_gradients(std::vector<ReplicaInstance> replicas
   GradientReduction result;
   result.nvlink_bytes = hops.nvlink * gradient_bytes;
   result.ib_bytes = hops.ib * gradient_bytes;
-  for (RankId rank = 0; rank < num_ranks; ++rank) {
-    result.time_ps =
-        std::max(result.time_ps,
-                 link_phase_ps(counts[num_ranks + rank], counts[rank], counts[3 * num_ranks + rank],
-                               counts[2 * num_ranks + rank], gradient_bytes, cost));
-  }
+  result.time_ps = gradient_chains_ps(counts.data(), num_ranks, gradient_bytes, cost);
   return result;
 }
 

@@ -90,8 +90,9 @@ struct CounterMaxima {
 // [4][R] counts, or null for none: per rank the gradients it receives and sends inside its
 // node, then receives from and sends to other nodes. That is the weight counters' order
 // (nvlink_out, nvlink_in, ib_out, ib_in) read in reverse, as gradients retrace weights: a home
-// sends a replica's weights and receives its gradient. owed_gradient_ps() is that reduction's
-// time alone, which the gradient phase is counted beyond.
+// sends a replica's weights and receives its gradient. gradient_chains_ps() of them is that
+// reduction's time alone, which the gradient phase is counted beyond. The simulator prices a
+// step's whole reduction with the same function (sim/gradient_reduction.h).
 
 // The token maxima of `c` (nvlink, ib, load); the weight fields are left as they are. The solver
 // calls it after every move and the weight half only when replicas changed.
@@ -138,18 +139,20 @@ TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_rank
   m.gradient_ib = owed == nullptr ? weight_ib : gradient_ib;
 }
 
-// The time of the owed gradients' reduction alone.
-TOPOEP_HOST_DEVICE inline Picoseconds owed_gradient_ps(const std::int32_t* owed, int num_ranks,
-                                                       const CostParams& cost) {
-  if (owed == nullptr) return 0;
+// The time of a gradient reduction given as [4][R] counts (the owed gradients' layout, above;
+// null: 0), each gradient `gradient_bytes`: its slowest rank's, the link classes pipelined.
+TOPOEP_HOST_DEVICE inline Picoseconds gradient_chains_ps(const std::int32_t* counts, int num_ranks,
+                                                         Bytes gradient_bytes,
+                                                         const CostParams& cost) {
+  if (counts == nullptr) return 0;
   std::int32_t nvlink = 0, ib = 0;
   for (int r = 0; r < num_ranks; ++r) {
-    const std::int32_t nvlink_r = busier(owed[r], owed[num_ranks + r]);
-    const std::int32_t ib_r = busier(owed[2 * num_ranks + r], owed[3 * num_ranks + r]);
+    const std::int32_t nvlink_r = busier(counts[r], counts[num_ranks + r]);
+    const std::int32_t ib_r = busier(counts[2 * num_ranks + r], counts[3 * num_ranks + r]);
     if (nvlink_r > nvlink) nvlink = nvlink_r;
     if (ib_r > ib) ib = ib_r;
   }
-  return link_phase_ps(nvlink, 0, ib, 0, cost.replica_gradient_bytes, cost);
+  return link_phase_ps(nvlink, 0, ib, 0, gradient_bytes, cost);
 }
 
 // The phases that the token maxima alone decide (dispatch, combine, backward transfer) and those
@@ -180,7 +183,8 @@ TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, Tok
   return times;
 }
 
-// `owed_ps`: owed_gradient_ps(), which the gradient phase is counted beyond.
+// `owed_ps`: the owed gradients' gradient_chains_ps(), which the gradient phase is counted
+// beyond.
 TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima& m,
                                                             const CostParams& cost,
                                                             Picoseconds owed_ps = 0) {

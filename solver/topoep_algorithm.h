@@ -316,7 +316,8 @@ class LayerSolve {
     }
     add_home_minimums();
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
-    owed_gradient_ps_ = owed_gradient_ps(in_.owed_gradients, R, p_.cost);
+    owed_gradient_ps_ =
+        gradient_chains_ps(in_.owed_gradients, R, p_.cost.replica_gradient_bytes, p_.cost);
     restore_static();
   }
 
@@ -1005,7 +1006,7 @@ class LayerSolve {
     // end up the one the step-end reduction waits for; charging only what it adds above the
     // step's current maximum made every rank below it look free, and the replicas then
     // spread until the reduction grew 4x (solver/README.md). The best prefix measures the
-    // exact step marginal (measure(): beyond owed_gradient_ps()).
+    // exact step marginal (measure(): beyond owed_gradient_ps_).
     weight_max_ = gradient_max_ = 0;
     if (kind == RunKind::kOpened) {
       // As if one replica were already on its way to every rank, over the cheaper link class
@@ -1517,7 +1518,7 @@ class LayerSolve {
   // it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
-  // The reduction time of the gradients the step owes already (owed_gradient_ps()).
+  // The reduction time of the gradients the step owes already (gradient_chains_ps()).
   Picoseconds owed_gradient_ps_ = 0;
   // A move's tokens by the link class (link_class()) they reached the origin instance over
   // and reach the destination over now: transfer() totals them to update the two ranks.
