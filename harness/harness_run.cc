@@ -75,7 +75,8 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
   const PlannerContext context{
       view, Placement::contiguous(m.num_experts, R, config.slots_per_rank),
       derive_solver_cost(config.topology, config.model, static_cast<int>(tokens_per_rank), true)
-          .params};
+          .params,
+      m.microbatches};
   std::vector<std::unique_ptr<Planner>> planners;  // one per layer: planners keep state
   for (int l = 0; l < m.num_layers; ++l) {
     planners.push_back(make_layer_planner(context));

@@ -75,7 +75,7 @@ class Replay {
     const PlannerContext context{
         config.topology.view(),
         Placement::contiguous(metadata.num_experts, metadata.num_ranks, config.slots_per_rank),
-        cost_.solver_params()};
+        cost_.solver_params(), metadata.microbatches};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);

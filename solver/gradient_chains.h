@@ -4,9 +4,9 @@
 // nodes first (node by node, ascending), then those in the home's node, ending at the home.
 // Each hop carries one weight-sized gradient, so a chain crosses IB once per node it leaves and
 // each rank sends and receives at most one gradient per chain it is in.
-// Shared by the simulator's pricing (sim/gradient_reduction.h), the TopoEP planner, which
-// hands the counts of the step so far to the solver (owed gradients, solver/phase_times.h),
-// and the device planner's kernel (solver/cuda/topoep_cuda.h), from one source.
+// Shared by the simulator's pricing (sim/gradient_reduction.h), predict_plan_cost() and the
+// TopoEP solver, which keeps every expert's chain as replicas join it (owed holders and
+// gradient counts, solver/phase_times.h), from one source.
 
 #include <cstdint>
 
@@ -41,7 +41,7 @@ TOPOEP_HOST_DEVICE void walk_gradient_chain(RankId home, int n, int gpus_per_nod
   if (previous >= 0) hop(previous, home, previous / gpus_per_node == home_node);
 }
 
-// The index in [4][R] counts (owed gradients' order: received and sent inside a node, received
+// The index in [4][R] counts (gradient counts' order: received and sent inside a node, received
 // and sent across nodes) of a hop's receiving end (`sent` false) or sending end.
 TOPOEP_HOST_DEVICE inline std::int64_t chain_count_index(int num_ranks, RankId rank, bool same_node,
                                                          bool sent) {
@@ -49,7 +49,7 @@ TOPOEP_HOST_DEVICE inline std::int64_t chain_count_index(int num_ranks, RankId r
 }
 
 // Adds the chain of an expert homed on `home` whose replicas are on `holders` (`count` ranks,
-// ascending, distinct, `home` not among them) to `counts` ([4][R] in the owed gradients'
+// ascending, distinct, `home` not among them) to `counts` ([4][R] in the gradient counts'
 // order) and to `hops`.
 void add_gradient_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
                         std::int32_t* counts, GradientHops& hops);

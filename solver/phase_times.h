@@ -52,9 +52,9 @@ struct PhaseTimes {
   Picoseconds compute = 0;
   Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
-  // max over ranks of the new replicas' weight gradients reduced back to their homes (backward,
-  // once per step, nothing to hide behind); 0 when replica_gradient_bytes is 0. With gradients
-  // the step already owes (owed gradients, below), what the new replicas add to that reduction.
+  // max over ranks of the new replicas' weight gradients reduced back to their homes, one chain
+  // per expert (backward, once per step, nothing to hide behind); 0 when replica_gradient_bytes
+  // is 0. With owed holders (below), what the new replicas add to the step's reduction.
   Picoseconds gradient = 0;
   // Backward: expert compute (backward_compute_factor x compute) and the two activation-gradient
   // transfers (2 x the dispatch's links at backward_bytes_per_token); 0 without those parameters
@@ -73,8 +73,8 @@ TOPOEP_HOST_DEVICE inline Picoseconds link_phase_ps(TokenCount nvlink_out, Token
 }
 
 // The per-rank maxima the phase times depend on: each link class's busier direction on its
-// busiest rank, the largest load, and the same for replica weight counts and for the gradient
-// counts (the weights' plus the gradients the step owes already).
+// busiest rank, the largest load, the same for replica weight counts, and for the gradient
+// counts of the step-end reduction (gradient chains, below).
 struct CounterMaxima {
   TokenCount nvlink = 0;
   TokenCount ib = 0;
@@ -85,14 +85,15 @@ struct CounterMaxima {
   std::int32_t gradient_ib = 0;
 };
 
-// Owed gradients: the replica gradients the step owes before this microbatch's plan, those of
-// the replicas earlier microbatches of the step used, reduced once at the step's end. Given as
-// [4][R] counts, or null for none: per rank the gradients it receives and sends inside its
-// node, then receives from and sends to other nodes. That is the weight counters' order
-// (nvlink_out, nvlink_in, ib_out, ib_in) read in reverse, as gradients retrace weights: a home
-// sends a replica's weights and receives its gradient. gradient_chains_ps() of them is that
-// reduction's time alone, which the gradient phase is counted beyond. The simulator prices a
-// step's whole reduction with the same function (sim/gradient_reduction.h).
+// Gradient counts: the replica weight gradients of a step-end reduction, one chain per expert
+// (solver/gradient_chains.h), as [4][R] counts: per rank the gradients it receives and sends
+// inside its node, then receives from and sends to other nodes. Weights go from a home to each
+// replica (a star); their gradients come back along the chain, so the two are counted apart.
+// Owed holders: the ranks whose replica of each expert the step's earlier microbatches used,
+// [E][R] bytes (1: used), or null for none: their chains are reduced at the step's end with
+// this microbatch's new replicas, and gradient_chains_ps() of those chains alone is the time
+// the gradient phase is counted beyond. The simulator prices a step's whole reduction with the
+// same functions (sim/gradient_reduction.h).
 
 // The token maxima of `c` (nvlink, ib, load); the weight fields are left as they are. The solver
 // calls it after every move and the weight half only when replicas changed.
@@ -115,44 +116,43 @@ TOPOEP_HOST_DEVICE inline std::int32_t busier(std::int32_t out, std::int32_t in)
   return out > in ? out : in;
 }
 
-// The weight maxima of `c`, and the gradient maxima: the same counts plus `owed` (owed
-// gradients, above, or null: then equal to the weight maxima).
-TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks, CounterMaxima& m,
-                                             const std::int32_t* owed = nullptr) {
-  std::int32_t weight_nvlink = 0, weight_ib = 0, gradient_nvlink = 0, gradient_ib = 0;
+// The weight maxima of `c`.
+TOPOEP_HOST_DEVICE inline void weight_maxima(const RankCounters& c, int num_ranks,
+                                             CounterMaxima& m) {
+  std::int32_t weight_nvlink = 0, weight_ib = 0;
   for (int r = 0; r < num_ranks; ++r) {
     const std::int32_t weight_nvlink_r = busier(c.weight_nvlink_out[r], c.weight_nvlink_in[r]);
     const std::int32_t weight_ib_r = busier(c.weight_ib_out[r], c.weight_ib_in[r]);
     if (weight_nvlink_r > weight_nvlink) weight_nvlink = weight_nvlink_r;
     if (weight_ib_r > weight_ib) weight_ib = weight_ib_r;
-    if (owed == nullptr) continue;
-    const std::int32_t gradient_nvlink_r =
-        busier(c.weight_nvlink_out[r] + owed[r], c.weight_nvlink_in[r] + owed[num_ranks + r]);
-    const std::int32_t gradient_ib_r = busier(c.weight_ib_out[r] + owed[2 * num_ranks + r],
-                                              c.weight_ib_in[r] + owed[3 * num_ranks + r]);
-    if (gradient_nvlink_r > gradient_nvlink) gradient_nvlink = gradient_nvlink_r;
-    if (gradient_ib_r > gradient_ib) gradient_ib = gradient_ib_r;
   }
   m.weight_nvlink = weight_nvlink;
   m.weight_ib = weight_ib;
-  m.gradient_nvlink = owed == nullptr ? weight_nvlink : gradient_nvlink;
-  m.gradient_ib = owed == nullptr ? weight_ib : gradient_ib;
 }
 
-// The time of a gradient reduction given as [4][R] counts (the owed gradients' layout, above;
-// null: 0), each gradient `gradient_bytes`: its slowest rank's, the link classes pipelined.
-TOPOEP_HOST_DEVICE inline Picoseconds gradient_chains_ps(const std::int32_t* counts, int num_ranks,
-                                                         Bytes gradient_bytes,
-                                                         const CostParams& cost) {
-  if (counts == nullptr) return 0;
+// The gradient maxima of `counts` (gradient counts, above; null: none).
+TOPOEP_HOST_DEVICE inline void gradient_maxima(const std::int32_t* counts, int num_ranks,
+                                               CounterMaxima& m) {
   std::int32_t nvlink = 0, ib = 0;
-  for (int r = 0; r < num_ranks; ++r) {
+  for (int r = 0; counts != nullptr && r < num_ranks; ++r) {
     const std::int32_t nvlink_r = busier(counts[r], counts[num_ranks + r]);
     const std::int32_t ib_r = busier(counts[2 * num_ranks + r], counts[3 * num_ranks + r]);
     if (nvlink_r > nvlink) nvlink = nvlink_r;
     if (ib_r > ib) ib = ib_r;
   }
-  return link_phase_ps(nvlink, 0, ib, 0, gradient_bytes, cost);
+  m.gradient_nvlink = nvlink;
+  m.gradient_ib = ib;
+}
+
+// The time of a gradient reduction given as gradient counts (null: 0), each gradient
+// `gradient_bytes`: its slowest rank's, the link classes pipelined.
+TOPOEP_HOST_DEVICE inline Picoseconds gradient_chains_ps(const std::int32_t* counts, int num_ranks,
+                                                         Bytes gradient_bytes,
+                                                         const CostParams& cost) {
+  if (counts == nullptr) return 0;
+  CounterMaxima m;
+  gradient_maxima(counts, num_ranks, m);
+  return link_phase_ps(m.gradient_nvlink, 0, m.gradient_ib, 0, gradient_bytes, cost);
 }
 
 // The phases that the token maxima alone decide (dispatch, combine, backward transfer) and those
@@ -183,8 +183,7 @@ TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, Tok
   return times;
 }
 
-// `owed_ps`: the owed gradients' gradient_chains_ps(), which the gradient phase is counted
-// beyond.
+// `owed_ps`: the owed holders' gradient_chains_ps(), which the gradient phase is counted beyond.
 TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima& m,
                                                             const CostParams& cost,
                                                             Picoseconds owed_ps = 0) {
@@ -192,8 +191,6 @@ TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima&
   const Picoseconds weight =
       link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
-  // The gradients retrace the weights' links in reverse: the same per-rank counts, plus those
-  // the step owes already.
   times.gradient = max_ps(
       0, link_phase_ps(m.gradient_nvlink, 0, m.gradient_ib, 0, cost.replica_gradient_bytes, cost) -
              owed_ps);
@@ -217,18 +214,9 @@ TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(TokenCount load, const TokenLin
   return times;
 }
 
-TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost,
-                                                 Picoseconds owed_ps = 0) {
-  return phase_times(m.load, token_link_times(m.nvlink, m.ib, cost),
-                     weight_link_times(m, cost, owed_ps), cost);
-}
-
-TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const RankCounters& c, int num_ranks,
-                                                 const CostParams& cost) {
-  CounterMaxima m;
-  token_maxima(c, num_ranks, m);
-  weight_maxima(c, num_ranks, m);
-  return phase_times(m, cost);
+TOPOEP_HOST_DEVICE inline PhaseTimes phase_times(const CounterMaxima& m, const CostParams& cost) {
+  return phase_times(m.load, token_link_times(m.nvlink, m.ib, cost), weight_link_times(m, cost),
+                     cost);
 }
 
 }  // namespace topoep

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "solver/gradient_chains.h"
+
 namespace topoep {
 
 double PlanCost::max_mean_load() const {
@@ -54,6 +56,7 @@ PlanCost empty_plan_cost(int num_ranks) {
                       &result.weight_ib_in}) {
     count->assign(num_ranks, 0);
   }
+  result.gradient_counts.assign(4 * static_cast<std::size_t>(num_ranks), 0);
   return result;
 }
 
@@ -67,6 +70,8 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       PlanCost& result) {
   const int num_ranks = plan.num_ranks;
+  // Each expert's new replicas by ascending rank, for its gradient chain.
+  std::vector<std::vector<RankId>> holders(static_cast<std::size_t>(plan.num_experts));
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
       const ExpertId expert = plan.replica_at(rank, slot);
@@ -78,6 +83,7 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
         continue;  // already in place: free to keep
       }
       ++result.new_replicas;
+      holders[expert].push_back(rank);
       const RankId home = placement.home_rank[expert];
       if (topology.same_node(home, rank)) {
         ++result.weight_nvlink_out[home];
@@ -90,6 +96,13 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
       }
     }
   }
+  GradientHops hops;
+  for (ExpertId e = 0; e < plan.num_experts; ++e) {
+    if (holders[e].empty()) continue;
+    add_gradient_chain(placement.home_rank[e], holders[e].data(),
+                       static_cast<int>(holders[e].size()), topology, result.gradient_counts.data(),
+                       hops);
+  }
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     result.nvlink_dispatch_bytes += result.nvlink_tokens_out[rank] * cost.dispatch_bytes_per_token;
     result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
@@ -97,6 +110,7 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
   CounterMaxima maxima;
   token_maxima(result.counters(), num_ranks, maxima);
   weight_maxima(result.counters(), num_ranks, maxima);
+  gradient_maxima(result.gradient_counts.data(), num_ranks, maxima);
   if (cost.instance_min_tokens > 0) maxima.load = largest_compute_load(plan, cost);
   result.times = phase_times(maxima, cost);
 }

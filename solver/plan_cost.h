@@ -17,6 +17,8 @@ struct PlanCost {
   std::vector<TokenCount> loads;
   std::vector<TokenCount> nvlink_tokens_out, nvlink_tokens_in, ib_tokens_out, ib_tokens_in;
   std::vector<std::int32_t> weight_nvlink_out, weight_nvlink_in, weight_ib_out, weight_ib_in;
+  // [4][num_ranks]: the new replicas' gradient chains (gradient counts, phase_times.h)
+  std::vector<std::int32_t> gradient_counts;
   PhaseTimes times;
   Bytes nvlink_dispatch_bytes = 0;  // summed over ranks
   Bytes ib_dispatch_bytes = 0;      // summed over ranks
@@ -33,7 +35,9 @@ struct PlanCost {
 // (tokens per (destination, expert)) at that minimum: one more pass over the routes.
 // `resident` ([num_ranks][slots_per_rank] or empty) lists replicas already in place from an
 // earlier microbatch: keeping one is free, every other replica in the plan is new and moves
-// its weights from the expert's home rank. The plan must be valid (see plan_validator.h).
+// its weights from the expert's home rank; the new replicas' gradients are reduced along one
+// chain per expert (solver/gradient_chains.h), this microbatch's alone (no owed holders). The
+// plan must be valid (see plan_validator.h).
 PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
                            const Plan& plan, const std::vector<ExpertId>& resident,
                            const CostParams& cost);
@@ -49,7 +53,7 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
 namespace plan_cost_detail {
 PlanCost empty_plan_cost(int num_ranks);
 std::vector<int> node_of_ranks(const TopologyView& topology);
-// Adds the new replicas' weights and the byte totals, and the phase times.
+// Adds the new replicas' weights and gradient chains, the byte totals, and the phase times.
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       PlanCost& result);

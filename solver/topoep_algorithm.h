@@ -10,6 +10,7 @@
 #include "solver/block_threads.h"
 #include "solver/cost_params.h"
 #include "solver/experts_by_home.h"
+#include "solver/gradient_chains.h"
 #include "solver/host_device.h"
 #include "solver/phase_times.h"
 #include "solver/plan.h"
@@ -22,8 +23,13 @@ struct TopoepLayerInput {
   const TokenCount* counts;  // [R][E]
   const RankId* home_rank;   // [E]
   const ExpertId* resident;  // [R][S] replicas kept from earlier microbatches, or nullptr
-  // [4][R] replica gradients the step owes already (owed gradients, phase_times.h), or nullptr
-  const std::int32_t* owed_gradients = nullptr;
+  // [E][R] the ranks whose replica of each expert the step's earlier microbatches used (owed
+  // holders, phase_times.h: their gradients are reduced with this microbatch's), or nullptr
+  const std::uint8_t* owed_holders = nullptr;
+  // The step's microbatches from this one on (>= 1), which a new replica can serve while it
+  // stays resident: the gradient phase, paid once at the step's end, is weighed per microbatch
+  // as its share over them (solver/README.md, "Gradients the step owes").
+  std::int32_t replica_uses = 1;
 };
 
 struct TopoepLayerOutput {
@@ -108,7 +114,10 @@ class LayerSolve {
         w_(workspace),
         c_(workspace.counters(params.shape.num_ranks)),
         num_nodes_(params.shape.num_nodes()),
-        min_tokens_(params.cost.instance_min_tokens) {}
+        min_tokens_(params.cost.instance_min_tokens),
+        chains_(params.cost.replica_gradient_bytes > 0),
+        replica_uses_(input.replica_uses > 1 ? input.replica_uses : 1),
+        chain_words_((params.shape.num_ranks + 63) / 64) {}
 
   // Solves and writes the canonical plan: the static start (init()), the search (search()), the
   // plan's replica slots and instance lists (emit_instances()), then its routes (emit_routes()).
@@ -219,8 +228,8 @@ class LayerSolve {
                                                   std::int32_t count) const {
     const Bytes bytes = gradients ? p_.cost.replica_gradient_bytes : p_.cost.replica_weight_bytes;
     const LinkCost& link = nvlink ? p_.cost.scale_up : p_.cost.scale_out;
-    // No rank sends or receives more than every slot's replica plus one, but owed gradients
-    // (TopoepLayerInput::owed_gradients) can take a rank's gradient count past the table.
+    // No rank sends or receives more weights than every slot's replica plus one, but a rank's
+    // gradient count (one per chain it is in, owed holders' included) can pass the table.
     const std::int64_t size = s_.num_slots() + 2;
     if (count >= size) return transfer_ps(count * bytes, link);
     const std::int64_t table = 2 * (gradients ? 1 : 0) + (nvlink ? 0 : 1);
@@ -229,48 +238,47 @@ class LayerSolve {
     return cached;
   }
 
-  // Link time of the weights (or gradients) of `rank`'s replicas (as a home: replicas it sends
-  // weights to; as a replica holder: weights it receives), with `extra` more replicas on the
-  // link class `nvlink` says: NVLink and IB pipelined, each at its busier direction. Gradients
-  // add those the rank owes the step already.
-  TOPOEP_HOST_DEVICE Picoseconds replica_link_time(RankId rank, bool nvlink, std::int32_t extra_out,
-                                                   std::int32_t extra_in, bool gradients) const {
-    std::int32_t nvl_out = c_.weight_nvlink_out[rank] + (nvlink ? extra_out : 0);
-    std::int32_t nvl_in = c_.weight_nvlink_in[rank] + (nvlink ? extra_in : 0);
-    std::int32_t ib_out = c_.weight_ib_out[rank] + (nvlink ? 0 : extra_out);
-    std::int32_t ib_in = c_.weight_ib_in[rank] + (nvlink ? 0 : extra_in);
-    if (gradients && in_.owed_gradients != nullptr) {  // the step's earlier gradients too
-      const std::int32_t* const owed = in_.owed_gradients + rank;
-      const int R = s_.num_ranks;
-      nvl_out += owed[0];
-      nvl_in += owed[R];
-      ib_out += owed[2 * R];
-      ib_in += owed[3 * R];
-    }
-    return max_ps(replica_transfer(gradients, true, nvl_out > nvl_in ? nvl_out : nvl_in),
-                  replica_transfer(gradients, false, ib_out > ib_in ? ib_out : ib_in));
+  // Link time of the weights of `rank`'s new replicas (as a home: replicas it sends weights to;
+  // as a replica holder: weights it receives), with `extra` more replicas on the link class
+  // `nvlink` says: NVLink and IB pipelined, each at its busier direction.
+  TOPOEP_HOST_DEVICE Picoseconds weight_link_time(RankId rank, bool nvlink, std::int32_t extra_out,
+                                                  std::int32_t extra_in) const {
+    const std::int32_t nvl_out = c_.weight_nvlink_out[rank] + (nvlink ? extra_out : 0);
+    const std::int32_t nvl_in = c_.weight_nvlink_in[rank] + (nvlink ? extra_in : 0);
+    const std::int32_t ib_out = c_.weight_ib_out[rank] + (nvlink ? 0 : extra_out);
+    const std::int32_t ib_in = c_.weight_ib_in[rank] + (nvlink ? 0 : extra_in);
+    return max_ps(replica_transfer(false, true, busier(nvl_out, nvl_in)),
+                  replica_transfer(false, false, busier(ib_out, ib_in)));
   }
 
   // Exposed weight time of `rank`, with `extra` more replicas sent (as home) or received.
   TOPOEP_HOST_DEVICE Picoseconds weight_exposed(RankId rank, bool nvlink = true,
                                                 std::int32_t extra_out = 0,
                                                 std::int32_t extra_in = 0) const {
-    const Picoseconds time = replica_link_time(rank, nvlink, extra_out, extra_in, false);
+    const Picoseconds time = weight_link_time(rank, nvlink, extra_out, extra_in);
     return max_ps(0, time - p_.cost.weight_overlap_ps);
   }
 
-  // Backward-pass time of the weight gradients of the same replicas, reduced back to their
-  // homes: the weight links reversed (the same counts), nothing to hide behind.
-  TOPOEP_HOST_DEVICE Picoseconds gradient_time(RankId rank, bool nvlink = true,
-                                               std::int32_t extra_out = 0,
-                                               std::int32_t extra_in = 0) const {
-    return replica_link_time(rank, nvlink, extra_out, extra_in, true);
+  // Step-end reduction time of `rank`'s gradient chains (gradient counts, phase_times.h), with
+  // `delta` ([4], the counts' order: received and sent inside the node, then across nodes)
+  // added: nothing to hide behind.
+  TOPOEP_HOST_DEVICE Picoseconds gradient_time(RankId rank, const std::int32_t* delta) const {
+    const int R = s_.num_ranks;
+    const std::int32_t* const g = w_.gradient_counts + rank;
+    const std::int32_t nvlink = busier(g[0] + delta[0], g[R] + delta[1]);
+    const std::int32_t ib = busier(g[2 * R] + delta[2], g[3 * R] + delta[3]);
+    return max_ps(replica_transfer(true, true, nvlink), replica_transfer(true, false, ib));
+  }
+  TOPOEP_HOST_DEVICE Picoseconds gradient_time(RankId rank) const {
+    const std::int32_t none[4] = {0, 0, 0, 0};
+    return gradient_time(rank, none);
   }
 
-  // What one more replica makes of `rank`'s exposed weight time and gradient time, cached per
-  // rank until its replica counts change: [weight | gradient][sent as home | received]
-  // [NVLink | IB] at index 4 gradient + 2 received + ib.
-  // The cached row is the common case: only the refresh is a call.
+  // What one more replica makes of `rank`'s exposed weight time, sending (as home) or
+  // receiving, over NVLink or IB, at index 2 received + ib, and what one more gradient sent or
+  // received makes of its gradient time, at 4 + 2 received + ib; cached per rank until its
+  // replica or gradient counts change. The cached row is the common case: only the refresh is
+  // a call.
   TOPOEP_HOST_DEVICE const Picoseconds* one_more(RankId rank) const {
     Picoseconds* row = w_.one_more_replica + 8 * rank;
     if (row[0] < 0) refresh_one_more(rank, row);
@@ -278,12 +286,126 @@ class LayerSolve {
   }
 
   TOPOEP_HOST_DEVICE void refresh_one_more(RankId rank, Picoseconds* row) const {
-    for (int i = 0; i < 8; ++i) {
-      const bool gradient = i >= 4, received = (i & 2) != 0, nvlink = (i & 1) == 0;
-      const std::int32_t out = received ? 0 : 1, in = received ? 1 : 0;
-      row[i] =
-          gradient ? gradient_time(rank, nvlink, out, in) : weight_exposed(rank, nvlink, out, in);
+    for (int i = 0; i < 4; ++i) {
+      const bool received = (i & 2) != 0, nvlink = (i & 1) == 0;
+      row[i] = weight_exposed(rank, nvlink, received ? 0 : 1, received ? 1 : 0);
+      // Gradient counts' order: received inside the node, sent, received across nodes, sent.
+      std::int32_t delta[4] = {0, 0, 0, 0};
+      delta[(nvlink ? 0 : 2) + (received ? 0 : 1)] = 1;
+      row[4 + i] = chains_ ? gradient_time(rank, delta) : 0;
     }
+  }
+
+  // Gradient chains (solver/gradient_chains.h): an expert's chain holds its owed holders and
+  // its new replicas that hold tokens (w_.chain_bits); w_.gradient_counts counts every chain's
+  // hops. Kept only where gradients cost something (chains_).
+  TOPOEP_HOST_DEVICE const std::uint64_t* chain_row(ExpertId expert) const {
+    return w_.chain_bits + static_cast<std::int64_t>(expert) * chain_words_;
+  }
+  TOPOEP_HOST_DEVICE bool in_chain(ExpertId expert, RankId rank) const {
+    return (chain_row(expert)[rank >> 6] >> (rank & 63)) & 1;
+  }
+  // The highest (lowest) rank of the expert's chain in [lo, hi), or -1.
+  TOPOEP_HOST_DEVICE RankId last_in_chain(ExpertId expert, int lo, int hi) const {
+    const std::uint64_t* const row = chain_row(expert);
+    for (int word = (hi - 1) >> 6; hi > lo && word >= (lo >> 6); --word) {
+      std::uint64_t bits = row[word];
+      if (word == (hi - 1) >> 6 && (hi & 63) != 0) bits &= (std::uint64_t{1} << (hi & 63)) - 1;
+      if (word == lo >> 6) bits &= ~std::uint64_t{0} << (lo & 63);
+      if (bits != 0) return word * 64 + highest_bit(bits);
+    }
+    return -1;
+  }
+  TOPOEP_HOST_DEVICE RankId first_in_chain(ExpertId expert, int lo, int hi) const {
+    const std::uint64_t* const row = chain_row(expert);
+    for (int word = lo >> 6; hi > lo && word <= (hi - 1) >> 6; ++word) {
+      std::uint64_t bits = row[word];
+      if (word == lo >> 6) bits &= ~std::uint64_t{0} << (lo & 63);
+      if (word == (hi - 1) >> 6 && (hi & 63) != 0) bits &= (std::uint64_t{1} << (hi & 63)) - 1;
+      if (bits != 0) return word * 64 + lowest_bit(bits);
+    }
+    return -1;
+  }
+
+  template <typename Hop>
+  TOPOEP_HOST_DEVICE void walk_chain(ExpertId expert, Hop hop) const {
+    walk_gradient_chain(
+        in_.home_rank[expert], s_.num_ranks, s_.gpus_per_node,
+        [&](int i) { return in_chain(expert, i) ? static_cast<RankId>(i) : RankId{-1}; }, hop);
+  }
+
+  TOPOEP_HOST_DEVICE void count_chain(ExpertId expert, std::int32_t sign) {
+    const int R = s_.num_ranks;
+    std::int32_t* const g = w_.gradient_counts;
+    walk_chain(expert, [&](RankId from, RankId to, bool same_node) {
+      g[chain_count_index(R, to, same_node, false)] += sign;
+      g[chain_count_index(R, from, same_node, true)] += sign;
+      w_.one_more_replica[8 * from] = -1;
+      w_.one_more_replica[8 * to] = -1;
+    });
+  }
+
+  // Adds (or removes) a new replica of `expert` on `rank` to the expert's chain.
+  TOPOEP_HOST_DEVICE void set_new_holder(ExpertId expert, RankId rank, bool holds) {
+    if (!chains_) return;
+    const std::int64_t at = static_cast<std::int64_t>(expert) * s_.num_ranks + rank;
+    if (in_.owed_holders != nullptr && in_.owed_holders[at] != 0) return;  // in it either way
+    count_chain(expert, -1);
+    std::uint64_t& word =
+        w_.chain_bits[static_cast<std::int64_t>(expert) * chain_words_ + (rank >> 6)];
+    const std::uint64_t bit = std::uint64_t{1} << (rank & 63);
+    word = holds ? (word | bit) : (word & ~bit);
+    w_.chain_size[expert] += holds ? 1 : -1;
+    count_chain(expert, 1);
+    weights_changed_ = true;
+  }
+
+  // What a new replica of `expert` on `rank` adds to the gradient phase (its slowest rank's
+  // time beyond gradient_max_): it joins the expert's chain between the holders before and
+  // after it (walk_gradient_chain()'s order), so it receives from the one and sends to the
+  // other, which now receives from it. 0 when the rank is in the chain already.
+  TOPOEP_HOST_DEVICE Picoseconds chain_insertion_ps(ExpertId expert, RankId rank) const {
+    if (!chains_) return 0;
+    const int R = s_.num_ranks;
+    if (in_chain(expert, rank)) return 0;
+    const RankId home = in_.home_rank[expert];
+    if (w_.chain_size[expert] == 0) {  // the chain's first replica: it sends to the home
+      const int ib = node_of(home) == node_of(rank) ? 0 : 1;
+      return max_ps(0, max_ps(one_more(rank)[4 + ib], one_more(home)[6 + ib]) - gradient_max_);
+    }
+    // The chain's order (walk_gradient_chain()): the ranks outside the home's node ascending,
+    // then those inside it ascending, then the home. Its node's ranks are [lo, hi).
+    const int lo = node_of(home) * s_.gpus_per_node, hi = lo + s_.gpus_per_node;
+    auto last_outside = [&](int below) {  // the highest member outside [lo, hi) below `below`
+      const RankId upper = below > hi ? last_in_chain(expert, hi, below) : -1;
+      return upper >= 0 ? upper : last_in_chain(expert, 0, below < lo ? below : lo);
+    };
+    RankId before = -1, after = -1;
+    if (rank >= lo && rank < hi) {
+      before = last_in_chain(expert, lo, rank);
+      if (before < 0) before = last_outside(R);
+      after = first_in_chain(expert, rank + 1, hi);
+    } else {
+      before = last_outside(rank);
+      if (rank + 1 < lo) after = first_in_chain(expert, rank + 1, lo);
+      if (after < 0) after = first_in_chain(expert, rank + 1 > hi ? rank + 1 : hi, R);
+      if (after < 0) after = first_in_chain(expert, lo, hi);
+    }
+    if (after < 0) after = home;
+    // Count index offsets: received inside the node 0, sent 1, received across nodes 2, sent 3.
+    auto cls = [&](RankId from, RankId to) { return node_of(from) == node_of(to) ? 0 : 2; };
+    std::int32_t d_rank[4] = {0, 0, 0, 0}, d_after[4] = {0, 0, 0, 0}, d_before[4] = {0, 0, 0, 0};
+    d_rank[cls(rank, after) + 1] += 1;  // it sends to the next
+    d_after[cls(rank, after)] += 1;     // which receives from it ...
+    if (before >= 0) {
+      d_after[cls(before, after)] -= 1;  // ... instead of from the one before, which
+      d_before[cls(before, after) + 1] -= 1;
+      d_before[cls(before, rank) + 1] += 1;  // sends to it instead
+      d_rank[cls(before, rank)] += 1;
+    }
+    Picoseconds worst = max_ps(gradient_time(rank, d_rank), gradient_time(after, d_after));
+    if (before >= 0) worst = max_ps(worst, gradient_time(before, d_before));
+    return max_ps(0, worst - gradient_max_);
   }
 
   // Static state: every token at its expert's home rank, resident replicas idle. One pass over
@@ -316,9 +438,43 @@ class LayerSolve {
     }
     add_home_minimums();
     for (int i = 0; i < 5 * R; ++i) w_.static_tokens[i] = w_.counter_tokens[i];
-    owed_gradient_ps_ =
-        gradient_chains_ps(in_.owed_gradients, R, p_.cost.replica_gradient_bytes, p_.cost);
+    count_owed_chains();
     restore_static();
+  }
+
+  // The owed holders' chains: their gradient counts (the static state's) and their reduction's
+  // time, which the gradient phase is counted beyond.
+  TOPOEP_HOST_DEVICE void count_owed_chains() {
+    const int R = s_.num_ranks, E = s_.num_experts;
+    owed_gradient_ps_ = 0;
+    if (!chains_) return;
+    std::int32_t* const g = w_.static_gradient_counts;
+    for (int i = 0; i < 4 * R; ++i) g[i] = 0;
+    const std::int64_t words = static_cast<std::int64_t>(E) * chain_words_;
+    for (std::int64_t i = 0; i < words; ++i) w_.static_chain_bits[i] = 0;
+    for (ExpertId e = 0; e < E; ++e) w_.static_chain_size[e] = 0;
+    if (in_.owed_holders == nullptr) return;
+    for (ExpertId e = 0; e < E; ++e) {
+      const std::uint8_t* const row = in_.owed_holders + static_cast<std::int64_t>(e) * R;
+      std::uint64_t* const bits =
+          w_.static_chain_bits + static_cast<std::int64_t>(e) * chain_words_;
+      std::int32_t size = 0;
+      for (RankId r = 0; r < R; ++r) {
+        const std::uint64_t held = row[r] != 0 ? 1 : 0;
+        bits[r >> 6] |= held << (r & 63);
+        size += static_cast<std::int32_t>(held);
+      }
+      w_.static_chain_size[e] = size;
+      if (size == 0) continue;
+      walk_gradient_chain(
+          in_.home_rank[e], R, s_.gpus_per_node,
+          [&](int i) { return row[i] != 0 ? static_cast<RankId>(i) : RankId{-1}; },
+          [&](RankId from, RankId to, bool same_node) {
+            ++g[chain_count_index(R, to, same_node, false)];
+            ++g[chain_count_index(R, from, same_node, true)];
+          });
+    }
+    owed_gradient_ps_ = gradient_chains_ps(g, R, p_.cost.replica_gradient_bytes, p_.cost);
   }
 
   // The solver's loads are compute loads (CostParams::instance_min_tokens): an expert whose
@@ -343,6 +499,12 @@ class LayerSolve {
     for (int i = 0; i < 4 * R; ++i) w_.counter_weights[i] = 0;
     for (std::int64_t i = 0; i < 4 * (s_.num_slots() + 2); ++i) w_.replica_time[i] = -1;
     for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
+    if (chains_) {
+      for (int i = 0; i < 4 * R; ++i) w_.gradient_counts[i] = w_.static_gradient_counts[i];
+      for (ExpertId e = 0; e < E; ++e) w_.chain_size[e] = w_.static_chain_size[e];
+      const std::int64_t words = static_cast<std::int64_t>(E) * chain_words_;
+      for (std::int64_t i = 0; i < words; ++i) w_.chain_bits[i] = w_.static_chain_bits[i];
+    }
     for (int n = 0; n < num_nodes_; ++n) w_.open_ranks[2 * n] = kStaleNode;
     for (int n = 0; n < num_nodes_; ++n) w_.node_changed[n] = 1;
     ib_total_ = ib_static_;
@@ -528,17 +690,23 @@ class LayerSolve {
     return from_load - (from_after > to_after ? from_after : to_after);
   }
 
-  // What a new replica on `to_rank` of an expert homed on `home` adds to the weight phase and
-  // the gradient phase: both wait for their slowest rank, so only what it adds to the current
-  // maxima at its home (sending) and its destination (receiving) counts.
-  TOPOEP_HOST_DEVICE Picoseconds new_replica_cost(RankId home, RankId to_rank) const {
+  // What a new replica of `expert` on `to_rank` adds to the weight phase and the gradient phase:
+  // both wait for their slowest rank, so only what it adds to the current maxima counts: at its
+  // home (sending weights) and its destination (receiving them), and at the ranks of the
+  // expert's gradient chain it joins (chain_insertion_ps()).
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_cost(ExpertId expert, RankId to_rank) const {
+    return new_replica_weight_cost(expert, to_rank) + new_replica_gradient_cost(expert, to_rank);
+  }
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_weight_cost(ExpertId expert, RankId to_rank) const {
+    const RankId home = in_.home_rank[expert];
     const int ib = node_of(home) == node_of(to_rank) ? 0 : 1;
     const Picoseconds* sender = one_more(home);
     const Picoseconds* receiver = one_more(to_rank);
-    const Picoseconds after = max_ps(weight_max_, max_ps(sender[ib], receiver[2 + ib]));
-    const Picoseconds gradient_after =
-        max_ps(gradient_max_, max_ps(sender[4 + ib], receiver[6 + ib]));
-    return after - weight_max_ + gradient_after - gradient_max_;
+    return max_ps(weight_max_, max_ps(sender[ib], receiver[2 + ib])) - weight_max_;
+  }
+  // This microbatch's share of it (TopoepLayerInput::replica_uses).
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_gradient_cost(ExpertId expert, RankId to_rank) const {
+    return chain_insertion_ps(expert, to_rank) / replica_uses_;
   }
 
   // Sizes and weighs the move of at most `room` of `expert`'s tokens from its instance
@@ -645,9 +813,10 @@ class LayerSolve {
 
   // Best move of one instance on the straggler: to another existing instance of its expert, or
   // to a new replica on one of each node's least-loaded ranks that can take it. `replica_floor`
-  // is shared by the rank's instances: new_replica_floor(rank) once found, -1 before.
+  // is shared by the rank's instances: new_replica_floor(rank, first) once found, -1 before, for
+  // experts with an empty gradient chain ([1]) and the others ([0]).
   TOPOEP_HOST_DEVICE void consider_instance(ExpertId expert, RankId rank, std::int32_t slot,
-                                            Picoseconds& replica_floor, Move& best) {
+                                            Picoseconds* replica_floor, Move& best) {
     const TokenCount tokens_on = instance_tokens(slot, expert);
     if (tokens_on <= 0) return;
     // The gain is at most the instance's compute.
@@ -664,8 +833,14 @@ class LayerSolve {
           relief_cap(rank, to_rank, to_tokens, relief_bound(tokens_on, room)) *
           relief_ps_per_token();
       if (bound < gain_floor(best)) return;
-      // ... and a new replica's weights: most fail here where weights are charged.
-      const Picoseconds weight_cost = to_slot == kNewSlot ? new_replica_cost(home, to_rank) : 0;
+      // ... and a new replica's weights, then its gradients: most fail here where they are
+      // charged.
+      Picoseconds weight_cost = 0;
+      if (to_slot == kNewSlot) {
+        weight_cost = new_replica_weight_cost(expert, to_rank);
+        if (bound - weight_cost < gain_floor(best)) return;
+        weight_cost += new_replica_gradient_cost(expert, to_rank);
+      }
       if (bound - weight_cost < gain_floor(best)) return;
       evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room,
                weight_cost);
@@ -688,8 +863,9 @@ class LayerSolve {
       Picoseconds reach = relief_cap(rank, open_load_floor_, relief_bound(tokens_on, excess)) *
                           relief_ps_per_token();
       if (home == rank) {
-        if (replica_floor < 0) replica_floor = new_replica_floor(rank);
-        reach -= replica_floor;
+        const int first = chains_ && w_.chain_size[expert] == 0 ? 1 : 0;
+        if (replica_floor[first] < 0) replica_floor[first] = new_replica_floor(rank, first == 1);
+        reach -= replica_floor[first];
       }
       if (reach < gain_floor(best)) return;
     }
@@ -705,14 +881,17 @@ class LayerSolve {
   }
 
   // The least any new replica of an expert homed on `rank` adds to the weight and gradient
-  // phases, whatever its destination: what its home's sending adds (new_replica_cost() charges
-  // at least that), over the cheaper link class. O(1): the home's cached row.
-  TOPOEP_HOST_DEVICE Picoseconds new_replica_floor(RankId rank) const {
-    const Picoseconds* sender = one_more(rank);
-    auto sending = [&](int ib) {
-      return max_ps(0, sender[ib] - weight_max_) + max_ps(0, sender[4 + ib] - gradient_max_);
+  // phases, whatever its destination: what its home's sending of the weights adds and, when it
+  // would be the first in the expert's gradient chain (`first`), what receiving its gradient
+  // adds (new_replica_cost() charges at least that; a longer chain it joins, at least nothing),
+  // over the cheaper link class. O(1): the home's cached row.
+  TOPOEP_HOST_DEVICE Picoseconds new_replica_floor(RankId rank, bool first) const {
+    const Picoseconds* home = one_more(rank);
+    auto floor = [&](int ib) {
+      const Picoseconds gradient = first ? max_ps(0, home[6 + ib] - gradient_max_) : 0;
+      return max_ps(0, home[ib] - weight_max_) + gradient / replica_uses_;
     };
-    const Picoseconds nvlink = sending(0), ib = sending(1);
+    const Picoseconds nvlink = floor(0), ib = floor(1);
     return nvlink < ib ? nvlink : ib;
   }
 
@@ -741,7 +920,7 @@ class LayerSolve {
     }
     Move best;
     if (first_expert == kNoExpert) return best;  // nothing on the rank to move
-    Picoseconds replica_floor = -1;              // new_replica_floor(rank), found when first needed
+    Picoseconds replica_floor[2] = {-1, -1};     // new_replica_floor(), found when first needed
     consider_instance(first_expert, rank, first_slot, replica_floor, best);
     for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
       const ExpertId e = w_.home_experts[i];
@@ -758,11 +937,15 @@ class LayerSolve {
   }
 
   // After a committed move made a new replica: its home and its rank now count in the weight
-  // and gradient maxima that later replicas are charged against (see weight_max_).
+  // maxima, and the ranks of its expert's gradient chain in the gradient maxima, that later
+  // replicas are charged against (see weight_max_).
   TOPOEP_HOST_DEVICE void note_new_replica(const Move& move) {
     const RankId home = in_.home_rank[move.expert];
     weight_max_ = max_ps(weight_max_, max_ps(weight_exposed(home), weight_exposed(move.to_rank)));
-    gradient_max_ = max_ps(gradient_max_, max_ps(gradient_time(home), gradient_time(move.to_rank)));
+    if (!chains_) return;
+    walk_chain(move.expert, [&](RankId from, RankId to, bool) {
+      gradient_max_ = max_ps(gradient_max_, max_ps(gradient_time(from), gradient_time(to)));
+    });
   }
 
   // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
@@ -904,6 +1087,15 @@ class LayerSolve {
         target_ = (compute_total_ + s_.num_ranks - 1) / s_.num_ranks;
       }
     }
+    // A new replica is in its expert's gradient chain while it holds tokens: emit_instances()
+    // drops the empty ones.
+    if (move.to_slot >= 0 && w_.slot_is_new[move.to_slot] && to_tokens == 0 && total > 0) {
+      set_new_holder(move.expert, b, true);
+    }
+    if (move.from_slot >= 0 && w_.slot_is_new[move.from_slot] && from_tokens == total &&
+        total > 0) {
+      set_new_holder(move.expert, a, false);
+    }
     from_tokens -= total;
     to_tokens += total;
     // What add_route_tokens() would have done source by source at the two ranks, at once.
@@ -927,8 +1119,8 @@ class LayerSolve {
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
       if (w_.slot_expert[j] != kNoExpert) {
-        if (w_.slot_is_new[j]) {
-          add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);  // evicted unused
+        if (w_.slot_is_new[j]) {  // evicted unused (out of its chain since it emptied)
+          add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);
         }
         unlink_slot(j);
       }
@@ -1000,7 +1192,7 @@ class LayerSolve {
     // few-token moves that shave the last 0.1% costs more solve time than it saves. Past 64
     // ranks, R such moves were mostly wasted search (measured: bench/README.md).
     progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
-    // From zero, owed gradients (TopoepLayerInput::owed_gradients) or not: a new replica is
+    // From zero, owed holders (TopoepLayerInput::owed_holders) or not: a new replica is
     // charged the whole gradient reduction its ranks reach, what the step already owes them
     // included. Later microbatches add replicas elsewhere, so any rank a replica lands on may
     // end up the one the step-end reduction waits for; charging only what it adds above the
@@ -1016,8 +1208,10 @@ class LayerSolve {
           s_.gpus_per_node > 1 &&
           (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
       weight_max_ = weight_exposed(0, nvlink, 0, 1);
-      for (RankId r = 0; r < R; ++r) {
-        gradient_max_ = max_ps(gradient_max_, gradient_time(r, nvlink, 0, 1));
+      // Each rank sending one more gradient (a chain member sends one and receives at most one).
+      const std::int32_t one_sent[4] = {0, nvlink ? 1 : 0, 0, nvlink ? 0 : 1};
+      for (RankId r = 0; chains_ && r < R; ++r) {
+        gradient_max_ = max_ps(gradient_max_, gradient_time(r, one_sent));
       }
     }
     std::int32_t moves = 0;
@@ -1154,12 +1348,14 @@ class LayerSolve {
     maxima_.load = load;
     if (weights_changed_) {
       const CounterMaxima before = maxima_;
-      weight_maxima(c_, s_.num_ranks, maxima_, in_.owed_gradients);
+      weight_maxima(c_, s_.num_ranks, maxima_);
+      gradient_maxima(chains_ ? w_.gradient_counts : nullptr, s_.num_ranks, maxima_);
       if (!link_times_known_ || before.weight_nvlink != maxima_.weight_nvlink ||
           before.weight_ib != maxima_.weight_ib ||
           before.gradient_nvlink != maxima_.gradient_nvlink ||
           before.gradient_ib != maxima_.gradient_ib) {
         weight_links_ = weight_link_times(maxima_, p_.cost, owed_gradient_ps_);
+        weight_links_.gradient /= replica_uses_;  // this microbatch's share
       }
       weights_changed_ = false;
     }
@@ -1233,7 +1429,7 @@ class LayerSolve {
         const TokenCount room = target_ - c_.load[to];
         Move move;
         evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to,
-                 kNewSlot, move, chunk < room ? chunk : room, new_replica_cost(from, to));
+                 kNewSlot, move, chunk < room ? chunk : room, new_replica_cost(pick, to));
         if (move.valid() && move.gain > 0) {
           commit(move, moves, progress);
           note_new_replica(move);
@@ -1507,18 +1703,22 @@ class LayerSolve {
   // Divided out once: node_row() and the per-node loops run for every source a move touches.
   const int num_nodes_;
   const TokenCount min_tokens_;  // CostParams::instance_min_tokens, read on every offer
-  TokenCount target_ = 0;        // the ceiling of the mean rank load
+  // Whether gradients cost anything: only then are the gradient chains kept (walk_chain())
+  const bool chains_;
+  const std::int32_t replica_uses_;  // TopoepLayerInput::replica_uses, at least 1
+  const int chain_words_;            // 64-bit words of a rank bitset (w_.chain_bits)
+  TokenCount target_ = 0;            // the ceiling of the mean rank load
   // The least load of a rank with a free slot (find_open_ranks()); -1: none has one.
   TokenCount open_load_floor_ = -1;
   TokenCount compute_total_ = 0;  // the ranks' loads summed: with a minimum, moves change it
   TokenCount ib_total_ = 0;       // tokens crossing nodes now
   TokenCount ib_static_ = 0;      // tokens crossing nodes in the static plan: the ceiling
   // The largest exposed weight time and gradient time of the ranks new replicas touched so far
-  // (with the gradients those ranks owe the step already): a new replica is charged only what
-  // it adds to them (both phases wait for the slowest rank).
+  // (with the chains those ranks are in for the step already): a new replica is charged only
+  // what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
-  // The reduction time of the gradients the step owes already (gradient_chains_ps()).
+  // The reduction time of the owed holders' chains alone (gradient_chains_ps()).
   Picoseconds owed_gradient_ps_ = 0;
   // A move's tokens by the link class (link_class()) they reached the origin instance over
   // and reach the destination over now: transfer() totals them to update the two ranks.

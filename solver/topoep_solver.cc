@@ -31,14 +31,15 @@ TopoepHostSolver::TopoepHostSolver(const TopoepProblem& problem)
 TopoepHostSolver::~TopoepHostSolver() = default;
 
 int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
-                            Plan* plan, const std::vector<std::int32_t>& owed_gradients) {
+                            Plan* plan, const std::vector<std::uint8_t>& owed_holders,
+                            int replica_uses) {
   plan->num_ranks = params_.shape.num_ranks;
   plan->num_experts = params_.shape.num_experts;
   plan->slots_per_rank = params_.shape.slots_per_rank;
   plan->replica_expert.resize(static_cast<std::size_t>(params_.shape.num_slots()));
   const TopoepLayerInput input{counts.values().data(), home_rank_.data(),
                                resident.empty() ? nullptr : resident.data(),
-                               owed_gradients.empty() ? nullptr : owed_gradients.data()};
+                               owed_holders.empty() ? nullptr : owed_holders.data(), replica_uses};
   // Written in place: growing to the capacity writes nothing (RouteList leaves routes unset).
   plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
   std::int64_t num_routes = 0;
@@ -79,36 +80,35 @@ void check_resident(const Placement& placement, const std::vector<ExpertId>& res
   }
 }
 
-// Returns the largest count.
-std::int32_t check_owed_gradients(const Placement& placement,
-                                  const std::vector<std::int32_t>& owed) {
-  if (owed.empty()) return 0;
+void check_owed_holders(const Placement& placement, const std::vector<std::uint8_t>& owed) {
+  if (owed.empty()) return;
   const std::size_t ranks = static_cast<std::size_t>(placement.num_ranks);
-  if (owed.size() != 4 * ranks) {
-    throw InputError("owed_gradients",
+  const std::size_t cells = static_cast<std::size_t>(placement.num_experts()) * ranks;
+  if (owed.size() != cells) {
+    throw InputError("owed_holders",
                      "lists " + std::to_string(owed.size()) +
-                         " counts, expected 4 x ranks = " + std::to_string(4 * ranks));
+                         " entries, expected experts x ranks = " + std::to_string(cells));
   }
-  // A rank is in at most one chain per expert, and sends and receives at most one gradient in
-  // each.
-  const std::int32_t limit = placement.num_experts();
-  std::int32_t largest = 0;
   for (std::size_t i = 0; i < owed.size(); ++i) {
-    if (owed[i] < 0 || owed[i] > limit) {
-      throw InputError(
-          "owed_gradients[" + std::to_string(i / ranks) + "][" + std::to_string(i % ranks) + "]",
-          std::to_string(owed[i]) + " is outside [0, " + std::to_string(limit) + "]");
+    if (owed[i] == 0) continue;
+    const std::size_t expert = i / ranks, rank = i % ranks;
+    auto fail = [&](const std::string& why) {
+      throw InputError("owed_holders[" + std::to_string(expert) + "][" + std::to_string(rank) + "]",
+                       why);
+    };
+    if (owed[i] != 1) fail(std::to_string(owed[i]) + " is neither 0 nor 1");
+    if (placement.home_rank[expert] == static_cast<RankId>(rank)) {
+      fail("rank " + std::to_string(rank) + " is expert " + std::to_string(expert) +
+           "'s home, not a replica holder");
     }
-    largest = std::max(largest, owed[i]);
   }
-  return largest;
 }
 
 }  // namespace
 
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
                          const std::vector<ExpertId>& resident,
-                         const std::vector<std::int32_t>& owed_gradients) {
+                         const std::vector<std::uint8_t>& owed_holders) {
   check_topology_view(problem.topology);
   check_placement(problem.placement);
   check_cost_params(problem.cost);
@@ -128,11 +128,12 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                                    std::to_string(problem.placement.num_experts()));
   }
   check_resident(problem.placement, resident);
-  const std::int32_t owed = check_owed_gradients(problem.placement, owed_gradients);
+  check_owed_holders(problem.placement, owed_holders);
+  // A rank sends at most one gradient and receives at most one in each expert's chain.
   check_cost_range(
       problem.cost, counts,
       static_cast<std::int64_t>(problem.topology.num_ranks()) * problem.placement.slots_per_rank +
-          owed);
+          (owed_holders.empty() ? 0 : problem.placement.num_experts()));
 }
 
 LayerPlan solve_topoep(const TopoepProblem& problem, const RoutingCounts& counts,

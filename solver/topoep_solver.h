@@ -36,12 +36,12 @@ TopoepParams topoep_params_for(const TopoepProblem& problem);
 
 // Throws InputError naming the field unless the topology, placement, cost parameters, counts,
 // resident replicas ([R][S] or empty: no home-rank, duplicate or out-of-range replica) and owed
-// gradients ([4][R] owed gradients, phase_times.h, or empty: each in [0, E], one chain per expert)
-// agree with one another, and the counts fit the 64-bit arithmetic at these costs
+// holders ([E][R] owed holders, phase_times.h, or empty: 0 or 1, never the expert's home) agree
+// with one another, and the counts fit the 64-bit arithmetic at these costs
 // (check_cost_range(), from the total RoutingCounts keeps).
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
                          const std::vector<ExpertId>& resident,
-                         const std::vector<std::int32_t>& owed_gradients = {});
+                         const std::vector<std::uint8_t>& owed_holders = {});
 
 // A host solver that keeps its workspace between layers of one problem: repeated solves allocate
 // nothing but the plan's own vectors (which keep their capacity when a plan is reused). Inputs
@@ -55,10 +55,12 @@ class TopoepHostSolver {
 
   // Writes the canonical plan for `counts` ([R][E]) with `resident` ([R][S] or empty) into
   // `plan`; returns the greedy moves it keeps. Same plan as solve_topoep's, bit for bit.
-  // `owed_gradients` ([4][R] owed gradients, phase_times.h, or empty): the replica gradients
-  // earlier microbatches of the step already owe (solver/README.md, "Gradients the step owes").
+  // `owed_holders` ([E][R] owed holders, phase_times.h, or empty): the replicas earlier
+  // microbatches of the step used, whose gradients are reduced with this one's;
+  // `replica_uses`: the step's microbatches from this one on (TopoepLayerInput::replica_uses;
+  // solver/README.md, "Gradients the step owes").
   int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
-            const std::vector<std::int32_t>& owed_gradients = {});
+            const std::vector<std::uint8_t>& owed_holders = {}, int replica_uses = 1);
 
  private:
   TopoepParams params_;

@@ -77,10 +77,22 @@ struct TopoepWorkspace {
   // [4][R*S + 2]: link time of k replicas' weights over NVLink, over IB, then of their
   // gradients (by k; -1 until first needed): link times need divisions, counts stay small.
   Picoseconds* replica_time;
-  // [R][8]: what one more replica would make of the rank's exposed weight time and its gradient
-  // time, sending (as home) or receiving, over NVLink or IB (see LayerSolve::one_more()); row
-  // r is refreshed when [r][0] < 0, which any change to r's replica counts sets.
+  // [R][8]: what one more replica would make of the rank's exposed weight time, sending (as
+  // home) or receiving, over NVLink or IB, then of its gradient time with one more gradient sent
+  // or received (see LayerSolve::one_more()); row r is refreshed when [r][0] < 0, which any
+  // change to r's replica or gradient counts sets.
   Picoseconds* one_more_replica;
+  // [4][R]: gradient counts (phase_times.h) of every expert's gradient chain, the owed holders'
+  // and the new replicas'; then those of the owed holders alone (the static state's). Unused
+  // when gradients cost nothing.
+  std::int32_t* gradient_counts;
+  std::int32_t* static_gradient_counts;
+  // [E][W] bitsets, W = ceil(R / 64): the ranks in each expert's gradient chain (owed holders
+  // and new replicas that hold tokens), then the owed holders alone
+  std::uint64_t* chain_bits;
+  std::uint64_t* static_chain_bits;
+  std::int32_t* chain_size;         // [E]: the ranks in each expert's gradient chain
+  std::int32_t* static_chain_size;  // [E]: the owed holders alone
   // [N][2]: each node's two least-loaded ranks with a free slot (-1: fewer), kept across moves;
   // [n][0] is kStaleNode when node n must be searched again
   RankId* open_ranks;
@@ -159,6 +171,13 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   w.row_routes = reinterpret_cast<std::int64_t*>(take(sizeof(std::int64_t) * (R + 1)));
   w.replica_time = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 4 * (slots + 2)));
   w.one_more_replica = reinterpret_cast<Picoseconds*>(take(sizeof(Picoseconds) * 8 * R));
+  w.gradient_counts = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * 4 * R));
+  w.static_gradient_counts = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * 4 * R));
+  const std::size_t words = E * ((R + 63) / 64);
+  w.chain_bits = reinterpret_cast<std::uint64_t*>(take(sizeof(std::uint64_t) * words));
+  w.static_chain_bits = reinterpret_cast<std::uint64_t*>(take(sizeof(std::uint64_t) * words));
+  w.chain_size = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
+  w.static_chain_size = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
   w.node_maxima = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 3 * N));
   w.node_changed = reinterpret_cast<std::uint8_t*>(take(N));

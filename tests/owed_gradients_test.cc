@@ -1,11 +1,13 @@
-// Replica gradients a step already owes when a microbatch is planned: their chains
-// (solver/gradient_chains.h), and how the solver charges new replicas against them.
+// Replica gradients reduced at a step's end, one chain per expert (solver/gradient_chains.h):
+// the chains the step's earlier microbatches owe when one is planned, and how the solver and
+// predict_plan_cost() charge new replicas along them.
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "solver/gradient_chains.h"
+#include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/topoep_solver.h"
 #include "tests/input_error_field.h"
@@ -59,59 +61,119 @@ RoutingCounts hot_expert_zero() {
   return counts;
 }
 
-TEST(OwedGradients, OfZeroPlanAsNoneDo) {
+TEST(OwedHolders, AllZeroPlanAsNoneDo) {
   const TopoepProblem problem = two_gpus();
   const RoutingCounts counts = hot_expert_zero();
   TopoepHostSolver solver(problem);
   Plan none, zeros;
   solver.solve(counts, {}, &none);
-  solver.solve(counts, {}, &zeros, std::vector<std::int32_t>(8, 0));
+  solver.solve(counts, {}, &zeros, std::vector<std::uint8_t>(4, 0));
   EXPECT_EQ(plan_hash(zeros), plan_hash(none));
   EXPECT_EQ(none.replica_at(1, 0), 0);  // the hot expert's replica pays its 0.4 µs gradient
 }
 
-TEST(OwedGradients, LetAReplicaUnderTheStepsReductionRideFree) {
-  // Three GPUs, expert 0 hot (900 tokens on rank 0, 300 on each other rank): a replica on rank
-  // 1 takes 200 tokens, 0.2 µs of compute, but its gradient takes 0.4 µs: not worth it alone.
-  // When rank 2 already owes the step two gradients (0.8 µs), the replica's gradients (one
-  // sent by rank 1, one received by rank 0) end before rank 2's do: the step's reduction does
-  // not grow, and the replica pays.
+// Three GPUs, expert 0 hot (900 tokens on rank 0, 300 on each other rank): a replica of it
+// takes 200 tokens, 0.2 µs of compute, but its gradient takes 0.4 µs: not worth it alone.
+TopoepProblem three_gpus() {
   TopoepProblem problem = two_gpus();
   problem.topology = TopologyView{1, 3};
   problem.placement = Placement::contiguous(3, 3, 1);
+  return problem;
+}
+
+RoutingCounts hot_expert_of_three() {
   RoutingCounts counts(3, 3);
   for (RankId src = 0; src < 3; ++src) {
     counts.set(src, 0, 300);
     counts.set(src, 1, 100);
     counts.set(src, 2, 100);
   }
+  return counts;
+}
+
+TEST(OwedHolders, LetAReplicaUnderTheStepsReductionRideFree) {
+  // When rank 2 already held replicas of experts 0 and 1 this step, it sends two gradients at
+  // the step's end (0.8 µs). A new replica of expert 0 on rank 1 joins expert 0's chain
+  // (1 -> 2 -> 0): rank 1 sends one gradient, rank 2 receives one, and no rank's reduction
+  // outlasts rank 2's: the replica pays.
+  const TopoepProblem problem = three_gpus();
+  const RoutingCounts counts = hot_expert_of_three();
   TopoepHostSolver solver(problem);
   Plan alone;
   solver.solve(counts, {}, &alone);
-  EXPECT_EQ(alone.replica_at(1, 0), kNoExpert);
-  EXPECT_EQ(alone.replica_at(2, 0), kNoExpert);
-  std::vector<std::int32_t> owed(12, 0);
-  owed[1 * 3 + 2] = 2;  // sent inside the node, by rank 2
+  for (RankId rank = 0; rank < 3; ++rank) EXPECT_EQ(alone.replica_at(rank, 0), kNoExpert);
+  std::vector<std::uint8_t> owed(9, 0);
+  owed[0 * 3 + 2] = 1;  // expert 0 on rank 2
+  owed[1 * 3 + 2] = 1;  // expert 1 on rank 2
   check_topoep_inputs(problem, counts, {}, owed);
   Plan riding;
   solver.solve(counts, {}, &riding, owed);
-  EXPECT_EQ(riding.replica_at(1, 0), 0);
+  EXPECT_TRUE(riding.replica_at(1, 0) == 0 || riding.replica_at(2, 0) == 0);
 }
 
-TEST(OwedGradients, OutsideTheirShapeOrRangeAreRejected) {
+TEST(OwedHolders, ChargeAReplicaItsChainHopsNotADirectSendHome) {
+  // Rank 2 held a replica of expert 0 this step; rank 1 owes nothing. A star would have rank 0
+  // receive a second gradient for a new replica on rank 1 (0.8 µs at rank 0: more than its
+  // compute saves); in the chain 1 -> 2 -> 0 rank 0 still receives one, and rank 1's and rank
+  // 2's reductions take 0.4 µs each, no longer than the step's already: the replica pays.
+  const TopoepProblem problem = three_gpus();
+  const RoutingCounts counts = hot_expert_of_three();
+  std::vector<std::uint8_t> owed(9, 0);
+  owed[0 * 3 + 2] = 1;
+  TopoepHostSolver solver(problem);
+  Plan plan;
+  solver.solve(counts, {}, &plan, owed);
+  EXPECT_TRUE(plan.replica_at(1, 0) == 0 || plan.replica_at(2, 0) == 0);
+}
+
+TEST(ReplicaUses, ShareTheStepEndReductionOverTheMicrobatchesAReplicaCanServe) {
+  // The replica's 0.4 µs gradient outweighs the 0.2 µs of compute it saves in one microbatch;
+  // over the four microbatches left in the step it can serve, its share is 0.1 µs: it pays.
+  const TopoepProblem problem = three_gpus();
+  const RoutingCounts counts = hot_expert_of_three();
+  TopoepHostSolver solver(problem);
+  Plan one, four;
+  solver.solve(counts, {}, &one, {}, 1);
+  solver.solve(counts, {}, &four, {}, 4);
+  for (RankId rank = 0; rank < 3; ++rank) EXPECT_EQ(one.replica_at(rank, 0), kNoExpert);
+  EXPECT_TRUE(four.replica_at(1, 0) == 0 || four.replica_at(2, 0) == 0);
+}
+
+TEST(PredictedGradientPhase, IsTheChainsNotAStar) {
+  // Four GPUs in one node, expert 0 replicated on the other three: the chain 1 -> 2 -> 3 -> 0
+  // has every rank send or receive one gradient (0.4 µs); a star would have rank 0 receive
+  // three (1.2 µs).
+  TopoepProblem problem = two_gpus();
+  problem.topology = TopologyView{1, 4};
+  problem.placement = Placement::contiguous(4, 4, 1);
+  RoutingCounts counts(4, 4);
+  for (RankId src = 0; src < 4; ++src) counts.set(src, 0, 100);
+  Plan plan;
+  plan.num_ranks = 4;
+  plan.num_experts = 4;
+  plan.slots_per_rank = 1;
+  plan.replica_expert = {kNoExpert, 0, 0, 0};
+  for (RankId src = 0; src < 4; ++src) plan.routes.push_back(Route{src, 0, src, 100});
+  const PlanCost cost =
+      predict_plan_cost(problem.topology, problem.placement, plan, {}, problem.cost);
+  EXPECT_EQ(cost.times.gradient, 400000);
+  EXPECT_EQ(cost.gradient_counts[0 * 4 + 0], 1);  // the home receives one gradient
+}
+
+TEST(OwedHolders, OutsideTheirShapeOrValuesAreRejected) {
   const TopoepProblem problem = two_gpus();
   const RoutingCounts counts = hot_expert_zero();
   EXPECT_EQ(testing::input_error_field(
-                [&] { check_topoep_inputs(problem, counts, {}, std::vector<std::int32_t>(7, 0)); }),
-            "owed_gradients");
-  std::vector<std::int32_t> negative(8, 0);
-  negative[2 * 2 + 1] = -1;
-  EXPECT_EQ(testing::input_error_field([&] { check_topoep_inputs(problem, counts, {}, negative); }),
-            "owed_gradients[2][1]");
-  std::vector<std::int32_t> too_many(8, 0);
-  too_many[0] = 3;  // two experts: at most one chain each
-  EXPECT_EQ(testing::input_error_field([&] { check_topoep_inputs(problem, counts, {}, too_many); }),
-            "owed_gradients[0][0]");
+                [&] { check_topoep_inputs(problem, counts, {}, std::vector<std::uint8_t>(3, 0)); }),
+            "owed_holders");
+  std::vector<std::uint8_t> two(4, 0);
+  two[0 * 2 + 1] = 2;
+  EXPECT_EQ(testing::input_error_field([&] { check_topoep_inputs(problem, counts, {}, two); }),
+            "owed_holders[0][1]");
+  std::vector<std::uint8_t> home(4, 0);
+  home[1 * 2 + 1] = 1;  // expert 1 lives on rank 1
+  EXPECT_EQ(testing::input_error_field([&] { check_topoep_inputs(problem, counts, {}, home); }),
+            "owed_holders[1][1]");
 }
 
 }  // namespace

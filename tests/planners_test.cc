@@ -5,7 +5,6 @@
 
 #include <set>
 
-#include "solver/gradient_chains.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
@@ -131,8 +130,8 @@ TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
   EXPECT_TRUE(third.resident.empty());
 }
 
-// A later microbatch is solved owing the gradients of the replicas the earlier ones used
-// (their chains, solver/gradient_chains.h); a new step owes nothing.
+// A later microbatch is solved with the replicas the earlier ones used as owed holders (their
+// gradient chains are reduced at the step's end); a new step owes nothing.
 TEST(Planners, TopoepOwesTheStepsEarlierReplicaGradientsUntilTheStepEnds) {
   PlannerContext context = context_for(64, 32, 1, true);
   context.cost.replica_gradient_bytes = context.cost.replica_weight_bytes;
@@ -142,23 +141,45 @@ TEST(Planners, TopoepOwesTheStepsEarlierReplicaGradientsUntilTheStepEnds) {
   const PlannerDecision next_step = planner->plan(RecordId{1, 0}, record_counts(64, 32, 3));
 
   const TopoepProblem problem{context.topology, context.placement, context.cost, 0};
-  std::vector<std::int32_t> owed(4 * 32, 0);
-  GradientHops hops;
-  for (ExpertId expert = 0; expert < 64; ++expert) {
-    std::vector<RankId> holders;
-    for (RankId rank = 0; rank < 32; ++rank) {
-      if (first.plan.replica_at(rank, 0) == expert) holders.push_back(rank);
-    }
-    add_gradient_chain(context.placement.home_rank[expert], holders.data(),
-                       static_cast<int>(holders.size()), context.topology, owed.data(), hops);
+  std::vector<std::uint8_t> owed(64 * 32, 0);
+  int holders = 0;
+  for (RankId rank = 0; rank < 32; ++rank) {
+    const ExpertId expert = first.plan.replica_at(rank, 0);
+    if (expert == kNoExpert) continue;
+    owed[static_cast<std::size_t>(expert) * 32 + rank] = 1;
+    ++holders;
   }
-  ASSERT_GT(hops.nvlink + hops.ib, 0);
+  ASSERT_GT(holders, 0);
   TopoepHostSolver solver(problem);
   Plan expected;
   solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed);
   EXPECT_EQ(plan_hash(second.plan), plan_hash(expected));
   solver.solve(record_counts(64, 32, 3), {}, &expected);
   EXPECT_EQ(plan_hash(next_step.plan), plan_hash(expected));
+}
+
+// A new replica can serve the step's remaining microbatches: the planner tells the solver how
+// many are left, so that the step-end gradient reduction is weighed as their shared cost.
+TEST(Planners, TopoepWeighsGradientsOverTheStepsRemainingMicrobatches) {
+  PlannerContext context = context_for(64, 32, 1, true);
+  context.cost.replica_gradient_bytes = context.cost.replica_weight_bytes;
+  context.microbatches_per_step = 4;
+  auto planner = make_planner("topoep", context, PlannerOptions{});
+  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
+  const PlannerDecision last = planner->plan(RecordId{0, 3}, record_counts(64, 32, 2));
+
+  const TopoepProblem problem{context.topology, context.placement, context.cost, 0};
+  TopoepHostSolver solver(problem);
+  Plan expected;
+  solver.solve(record_counts(64, 32, 1), {}, &expected, {}, 4);
+  EXPECT_EQ(plan_hash(first.plan), plan_hash(expected));
+  std::vector<std::uint8_t> owed(64 * 32, 0);
+  for (RankId rank = 0; rank < 32; ++rank) {
+    const ExpertId expert = first.plan.replica_at(rank, 0);
+    if (expert != kNoExpert) owed[static_cast<std::size_t>(expert) * 32 + rank] = 1;
+  }
+  solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed, 1);
+  EXPECT_EQ(plan_hash(last.plan), plan_hash(expected));
 }
 
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {

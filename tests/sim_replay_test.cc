@@ -134,7 +134,7 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
                        reader.metadata().tokens_per_rank);
   const PlannerContext context{config.topology.view(),
                                Placement::contiguous(64, 16, config.slots_per_rank),
-                               cost.solver_params()};
+                               cost.solver_params(), reader.metadata().microbatches};
   int fell_back = 0, kept = 0;
   TraceRecord record;
   std::size_t index = 0;

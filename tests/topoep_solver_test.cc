@@ -323,7 +323,7 @@ struct RandomCase {
   TopoepProblem problem;
   RoutingCounts counts;
   std::vector<ExpertId> resident;
-  std::vector<std::int32_t> owed_gradients;  // [4][R] or empty
+  std::vector<std::uint8_t> owed_holders;  // [E][R] or empty
 };
 
 RandomCase random_case(std::uint64_t seed) {
@@ -395,9 +395,10 @@ RandomCase random_case(std::uint64_t seed) {
   // Drawn last, so that the draws above are those of the cases before instances had a minimum.
   if (draw(0, 1) == 0) cost.instance_min_tokens = extreme ? power_of_ten(9) : draw(1, 3000);
   if (draw(0, 1) == 0) {
-    c.owed_gradients.resize(4 * static_cast<std::size_t>(ranks));
-    for (std::int32_t& owed : c.owed_gradients) {
-      owed = static_cast<std::int32_t>(draw(0, 2) == 0 ? draw(0, experts) : 0);
+    c.owed_holders.resize(static_cast<std::size_t>(experts) * ranks);
+    for (std::size_t i = 0; i < c.owed_holders.size(); ++i) {
+      const bool home = c.problem.placement.home_rank[i / ranks] == static_cast<RankId>(i % ranks);
+      c.owed_holders[i] = !home && draw(0, 4) == 0 ? 1 : 0;
     }
   }
   return c;
@@ -428,24 +429,24 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     solver.solve(c.counts, c.resident, &again);
     solver.solve(c.counts, c.resident, &again);
     EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
-    if (c.owed_gradients.empty()) continue;
-    // Owed gradients change what a replica costs, never what a plan may be. (Its predicted
-    // time is the solver's own, against the step's owed reduction: not predict_plan_cost()'s.)
+    if (c.owed_holders.empty()) continue;
+    // Owed holders change what a replica costs, never what a plan may be. (Its predicted time
+    // is the solver's own, against the step's owed reduction: not predict_plan_cost()'s.)
     try {
-      check_topoep_inputs(c.problem, c.counts, c.resident, c.owed_gradients);
+      check_topoep_inputs(c.problem, c.counts, c.resident, c.owed_holders);
     } catch (const InputError& error) {
       EXPECT_EQ(error.field(), "counts") << "seed " << seed << ": " << error.what();
       continue;
     }
     Plan owing;
-    solver.solve(c.counts, c.resident, &owing, c.owed_gradients);
+    solver.solve(c.counts, c.resident, &owing, c.owed_holders);
     const auto owing_violation = find_plan_violation(c.counts, c.problem.placement, owing, nullptr);
     EXPECT_FALSE(owing_violation) << "seed " << seed << ": " << owing_violation->message;
     const PlanCost owing_cost = predict_plan_cost(c.problem.topology, c.problem.placement, owing,
                                                   c.resident, c.problem.cost);
     EXPECT_LE(owing_cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
         << "seed " << seed;
-    solver.solve(c.counts, c.resident, &again, c.owed_gradients);
+    solver.solve(c.counts, c.resident, &again, c.owed_holders);
     EXPECT_EQ(plan_hash(again), plan_hash(owing)) << "seed " << seed;
   }
   EXPECT_GT(solved, 1500);

@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -38,7 +39,8 @@ class DevicePlanner : public DeviceTopoepPlanner {
 
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override {
     check_topoep_inputs(problem_, counts, {});
-    // The device counts owed gradients itself: a rank is in at most one chain per expert.
+    // The device keeps the step's owed holders itself: a rank sends at most one gradient and
+    // receives at most one in each expert's chain.
     check_cost_range(
         problem_.cost, counts,
         static_cast<std::int64_t>(params_.shape.num_slots()) + params_.shape.num_experts);
@@ -48,15 +50,13 @@ class DevicePlanner : public DeviceTopoepPlanner {
     buffers_.upload_counts(counts.values(), stream_);
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    // The gradients the step owes for its earlier replicas, counted on the device as the host
-    // planner counts them (solver/gradient_chains.h): timed with the solve.
-    if (keep) {
-      buffers_.count_owed(stream_);
-    } else {
-      buffers_.start_step(stream_);
-    }
-    check_cuda(launch_topoep_layers(params_, 1, buffers_.batch(keep, keep), stream_),
-               "launch_topoep_layers");
+    // The step's earlier replicas (owed holders, solver/phase_times.h) stay marked on the
+    // device, as the host planner marks them; a new step forgets them.
+    if (!keep) buffers_.start_step(stream_);
+    DeviceLayerBatch launch = buffers_.batch(keep, keep);
+    // A new replica can serve this microbatch and the step's later ones.
+    launch.replica_uses = std::max(1, context_.microbatches_per_step - record.microbatch);
+    check_cuda(launch_topoep_layers(params_, 1, launch, stream_), "launch_topoep_layers");
     check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     // The plan comes back to the host, and the device hashes it for the check below.
     const auto copy_start = std::chrono::steady_clock::now();

@@ -3,7 +3,6 @@
 
 #include "solver/cuda/device_array.h"
 #include "solver/cuda/topoep_cuda.h"
-#include "solver/gradient_chains.h"
 #include "solver/topoep_algorithm.h"
 
 namespace topoep {
@@ -24,8 +23,8 @@ __global__ void solve_layers_kernel(TopoepParams params, DeviceLayerBatch batch,
   const TopoepLayerInput input{
       batch.counts + layer * matrix, batch.home_rank,
       batch.resident == nullptr ? nullptr : batch.resident + layer * shape.num_slots(),
-      batch.owed_gradients == nullptr ? nullptr
-                                      : batch.owed_gradients + layer * 4 * shape.num_ranks};
+      batch.owed_holders == nullptr ? nullptr : batch.owed_holders + layer * matrix,
+      batch.replica_uses};
   const TopoepLayerOutput output{
       batch.replicas + layer * shape.num_slots(),
       batch.routes + layer * shape.route_capacity(),
@@ -47,25 +46,6 @@ __global__ void note_used_kernel(TopoepShape shape, const ExpertId* replicas, st
     if (expert != kNoExpert) {
       mask[static_cast<std::int64_t>(expert) * shape.num_ranks + j / shape.slots_per_rank] = 1;
     }
-  }
-}
-
-// Adds each expert's chain over its used ranks to owed[layer] (zeroed before): a block per
-// layer, a thread per expert.
-__global__ void count_owed_kernel(TopoepShape shape, const RankId* home_rank,
-                                  const std::uint8_t* used, std::int32_t* owed) {
-  const std::int64_t layer = blockIdx.x;
-  const int R = shape.num_ranks;
-  std::int32_t* const counts = owed + layer * 4 * R;
-  for (ExpertId expert = threadIdx.x; expert < shape.num_experts; expert += blockDim.x) {
-    const std::uint8_t* const mask =
-        used + (layer * shape.num_experts + expert) * static_cast<std::int64_t>(R);
-    walk_gradient_chain(
-        home_rank[expert], R, shape.gpus_per_node, [&](int rank) { return mask[rank] ? rank : -1; },
-        [&](RankId from, RankId to, bool same_node) {
-          atomicAdd(&counts[chain_count_index(R, to, same_node, false)], 1);
-          atomicAdd(&counts[chain_count_index(R, from, same_node, true)], 1);
-        });
   }
 }
 
@@ -94,7 +74,6 @@ DeviceLayerBuffers::DeviceLayerBuffers(const TopoepParams& params,
   resident_ = DeviceArray<ExpertId>(L * slots);
   replicas_ = DeviceArray<ExpertId>(L * slots);
   used_ = DeviceArray<std::uint8_t>(L * shape.num_experts * shape.num_ranks);
-  owed_ = DeviceArray<std::int32_t>(L * 4 * shape.num_ranks);
   workspace_ = DeviceArray<std::uint64_t>(L * device_workspace_stride(params) / 8);
   routes_ = DeviceArray<Route>(L * static_cast<std::size_t>(shape.route_capacity()));
   num_routes_ = DeviceArray<std::int64_t>(L);
@@ -114,7 +93,7 @@ DeviceLayerBatch DeviceLayerBuffers::batch(bool resident, bool owed) const {
   DeviceLayerBatch batch{counts_.get(),     home_.get(),     resident ? resident_.get() : nullptr,
                          workspace_.get(),  replicas_.get(), routes_.get(),
                          num_routes_.get(), num_moves_.get()};
-  batch.owed_gradients = owed ? owed_.get() : nullptr;
+  batch.owed_holders = owed ? used_.get() : nullptr;
   return batch;
 }
 
@@ -128,24 +107,15 @@ void DeviceLayerBuffers::note_used(cudaStream_t stream) {
   check_cuda(cudaGetLastError(), "note_used_kernel");
 }
 
-void DeviceLayerBuffers::count_owed(cudaStream_t stream) {
-  check_cuda(cudaMemsetAsync(owed_.get(), 0, sizeof(std::int32_t) * owed_.size(), stream),
-             "cudaMemsetAsync owed");
-  count_owed_kernel<<<num_layers_, kThreadsPerLayer, 0, stream>>>(params_.shape, home_.get(),
-                                                                  used_.get(), owed_.get());
-  check_cuda(cudaGetLastError(), "count_owed_kernel");
-}
-
 void DeviceLayerBuffers::keep_replicas_resident(cudaStream_t stream) {
   check_cuda(cudaMemcpyAsync(resident_.get(), replicas_.get(), sizeof(ExpertId) * replicas_.size(),
                              cudaMemcpyDeviceToDevice, stream),
              "cudaMemcpyAsync resident");
 }
 
-std::vector<std::int32_t> DeviceLayerBuffers::download_owed(cudaStream_t stream) const {
-  std::vector<std::int32_t> owed(owed_.size());
-  check_cuda(cudaMemcpyAsync(owed.data(), owed_.get(), sizeof(std::int32_t) * owed.size(),
-                             cudaMemcpyDeviceToHost, stream),
+std::vector<std::uint8_t> DeviceLayerBuffers::download_owed(cudaStream_t stream) const {
+  std::vector<std::uint8_t> owed(used_.size());
+  check_cuda(cudaMemcpyAsync(owed.data(), used_.get(), owed.size(), cudaMemcpyDeviceToHost, stream),
              "cudaMemcpyAsync owed");
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return owed;

@@ -25,9 +25,9 @@ struct DeviceLayerBatch {
   std::int32_t* num_moves;   // [L]
   // [L][kSolvePhases]: each layer's clock cycles by phase (TopoepLayerOutput), or nullptr
   std::int64_t* phase_cycles = nullptr;
-  // [L][4][R]: each layer's replica gradients the step owes already (owed gradients,
-  // phase_times.h), or nullptr for none
-  const std::int32_t* owed_gradients = nullptr;
+  // [L][E][R]: each layer's owed holders (phase_times.h), or nullptr for none
+  const std::uint8_t* owed_holders = nullptr;
+  std::int32_t replica_uses = 1;  // TopoepLayerInput::replica_uses, the same for every layer
 };
 
 // Bytes of workspace per layer, rounded up to 8 so that consecutive layers stay aligned.
@@ -51,20 +51,18 @@ class DeviceLayerBuffers {
   // Enqueues the host-to-device copy of the counts ([L][R][E], row-major) on `stream`.
   void upload_counts(const std::vector<TokenCount>& counts, cudaStream_t stream);
   // The launch's pointers; `resident` makes the resident buffer ([L][R][S]) the input's, and
-  // `owed` the owed gradients count_owed() left ([L][4][R]).
+  // `owed` the step's owed holders note_used() marked ([L][E][R]).
   DeviceLayerBatch batch(bool resident, bool owed = false) const;
   // Enqueues, on `stream`, the copy of the plans' replicas into the resident buffer: the next
   // launch keeps them.
   void keep_replicas_resident(cudaStream_t stream);
   // The step's replicas, for its gradient reduction (solver/gradient_chains.h), all on the
-  // device: start_step() forgets them, note_used() adds the plans' replicas, count_owed() counts
-  // their chains into the owed gradients batch(_, true) hands the next launch. Enqueued on
-  // `stream`; integer sums, so the counts do not depend on the order of the device's adds.
+  // device: start_step() forgets them, note_used() adds the plans' replicas to the owed holders
+  // batch(_, true) hands the next launch. Enqueued on `stream`.
   void start_step(cudaStream_t stream);
   void note_used(cudaStream_t stream);
-  void count_owed(cudaStream_t stream);
-  // Synchronises `stream`, then copies count_owed()'s counts back ([L][4][R]; for tests).
-  std::vector<std::int32_t> download_owed(cudaStream_t stream) const;
+  // Synchronises `stream`, then copies the owed holders back ([L][E][R]; for tests).
+  std::vector<std::uint8_t> download_owed(cudaStream_t stream) const;
   // Synchronises `stream`, then copies the plans back (route counts first: they size the rest).
   std::vector<Plan> download(cudaStream_t stream) const;
 
@@ -75,7 +73,6 @@ class DeviceLayerBuffers {
   DeviceArray<RankId> home_;
   DeviceArray<ExpertId> resident_, replicas_;
   DeviceArray<std::uint8_t> used_;  // [L][E][R]: 1 where a plan of the step put a replica
-  DeviceArray<std::int32_t> owed_;  // [L][4][R]
   DeviceArray<std::uint64_t> workspace_;
   DeviceArray<Route> routes_;
   DeviceArray<std::int64_t> num_routes_;

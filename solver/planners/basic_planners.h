@@ -1,7 +1,7 @@
 #pragma once
 // static: no balancing. topoep: the TopoEP solver each microbatch, keeping the replicas of
-// earlier microbatches of the same step as resident (free) instances, and telling it the
-// replica gradients those microbatches already owe.
+// earlier microbatches of the same step as resident (free) instances, and telling it which
+// replicas those microbatches used: their gradients are reduced with this one's.
 
 #include "solver/planners/planner.h"
 #include "solver/topoep_solver.h"
@@ -29,22 +29,19 @@ class TopoepPlanner : public Planner {
 
  private:
   TopoepProblem problem_;
+  int microbatches_per_step_;
   TopoepHostSolver solver_;  // its workspace, reused every record
   Picoseconds solve_ps_;
-  // Adds the replicas of `replicas` ([R][S]) to the step's gradient chains.
+  // Adds the replicas of `replicas` ([R][S]) to the step's owed holders.
   void note_used(const std::vector<ExpertId>& replicas);
-  // The step's gradient chains so far as the solver's input (owed gradients, phase_times.h), or
-  // empty.
-  void count_owed();
 
   int step_ = -1;
   std::vector<ExpertId> resident_;       // replicas in place for the next record
   std::vector<ExpertId> last_resident_;  // ... and those the last record started with
-  // Per expert, the ranks whose replica of it a record of this step ran with (ascending): the
-  // step-end reduction reduces each (solver/gradient_chains.h).
-  std::vector<std::vector<RankId>> holders_;
-  std::vector<ExpertId> chained_;   // the experts with holders this step
-  std::vector<std::int32_t> owed_;  // [4][R], or empty: nothing owed
+  // [E][R] owed holders (phase_times.h): the replicas the step's records so far ran with, whose
+  // gradients the step-end reduction reduces; empty while there are none (or gradients are
+  // free)
+  std::vector<std::uint8_t> owed_;
 };
 
 }  // namespace topoep

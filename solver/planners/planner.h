@@ -20,6 +20,7 @@ struct PlannerContext {
   TopologyView topology;
   Placement placement;  // the base layout: home ranks and S spare slots per rank
   CostParams cost;
+  int microbatches_per_step = 1;  // the trace's: replicas stay resident over a step's
 };
 
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).
