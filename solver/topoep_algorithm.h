@@ -1497,19 +1497,77 @@ class LayerSolve {
           break;
         }
       };
-      for (std::int32_t i = w_.home_begin[a]; i < w_.home_begin[a + 1]; ++i) {
-        if (w_.home_tokens[w_.home_experts[i]] > 0) consider(w_.home_experts[i], kHomeSlot);
-      }
-      for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
-        const std::int64_t j = slot_index(a, slot);
-        if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > 0) {
-          consider(w_.slot_expert[j], static_cast<std::int32_t>(j));
-        }
-      }
+      for_each_loaded_instance(a, consider);
+      if (!best.valid()) best = best_cross_node_shed(a, load_cap);
       // The phase waits for this rank: when it cannot shed, levelling others gains nothing.
       if (!best.valid() || !commit(best, moves, progress)) break;
     }
     return moves;
+  }
+
+  // When rank `a`, the one the IB phase waits for, cannot shed inside its node: the most tokens
+  // one of its instances receives from one other node, moved to an instance of the expert in
+  // that node (its home or a replica there; else a new replica on that node's least-loaded rank
+  // with a free slot that does not hold the expert), so that they stop crossing nodes. Never
+  // raises a rank above `load_cap`. Ties: the first found (a's instances in home-then-slot
+  // order, nodes ascending). The best prefix weighs its weights and gradients like every move.
+  TOPOEP_HOST_DEVICE Move best_cross_node_shed(RankId a, TokenCount load_cap) {
+    Move best;
+    auto consider = [&](ExpertId expert, std::int32_t slot) {
+      prepare_node_row(expert);
+      const TokenCount* const from_node = node_row(slot, expert);
+      for (int n = 0; n < num_nodes_; ++n) {
+        if (n == node_of(a) || from_node[n] <= best.tokens) continue;
+        RankId b = -1;
+        std::int32_t to_slot = kNewSlot;
+        if (node_of(in_.home_rank[expert]) == n) {
+          b = in_.home_rank[expert];
+          to_slot = kHomeSlot;
+        }
+        for (std::int32_t j = w_.expert_first_slot[expert]; b < 0 && j >= 0; j = w_.slot_next[j]) {
+          if (node_of(w_.slot_rank[j]) == n) {
+            b = w_.slot_rank[j];
+            to_slot = j;
+          }
+        }
+        if (b < 0) {
+          RankId open[2];
+          two_open_ranks(n, c_.load, -1, open);
+          for (const RankId target : open) {
+            if (target >= 0 && !hosts(target, expert)) {
+              b = target;
+              break;
+            }
+          }
+        }
+        if (b < 0) continue;
+        TokenCount x = from_node[n];
+        const TokenCount capacity =
+            instance_capacity(load_cap - c_.load[b], destination_tokens(to_slot, expert));
+        if (x > capacity) x = capacity;
+        if (x <= best.tokens) continue;
+        // transfer() takes the destination's own node's sources first: these x tokens.
+        best = Move{expert, a, slot, b, to_slot, x, instance_tokens(slot, expert)};
+        best.ib_delta = -x;
+      }
+    };
+    for_each_loaded_instance(a, consider);
+    return best;
+  }
+
+  // Calls f(expert, slot) for each instance on `rank` that holds tokens: its home experts (in
+  // home_experts order), then its slots.
+  template <typename F>
+  TOPOEP_HOST_DEVICE void for_each_loaded_instance(RankId rank, F& f) {
+    for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
+      if (w_.home_tokens[w_.home_experts[i]] > 0) f(w_.home_experts[i], kHomeSlot);
+    }
+    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+      const std::int64_t j = slot_index(rank, slot);
+      if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > 0) {
+        f(w_.slot_expert[j], static_cast<std::int32_t>(j));
+      }
+    }
   }
 
   // Writes the canonical plan's replica slots and lists each replicated expert's instances for
