@@ -1444,9 +1444,11 @@ class LayerSolve {
   // tokens from other nodes to another instance of the same expert inside its node (home or
   // replica), levelling the two ranks' IB arrivals without raising the largest rank load. Only
   // which GPU of the node receives them changes, so no IB traffic is added and no source's
-  // sends move. The first phase balances compute; this one the dispatch and combine phases,
-  // which on a large NVLink domain behind a few IB links decide the layer time. Moves are
-  // logged and measured like the first phase's, so the best prefix still decides.
+  // sends move. Where its node has no such instance to take them, it sheds them across nodes
+  // (best_cross_node_shed()): they stop crossing. The first phase balances compute; this one
+  // the dispatch and combine phases, which on a large NVLink domain behind a few IB links decide
+  // the layer time. Moves are logged and measured like the first phase's, so the best prefix
+  // still decides.
   TOPOEP_HOST_DEVICE std::int32_t level_ib(std::int32_t moves, Progress& progress) {
     const std::int32_t limit = p_.max_moves;
     const int R = s_.num_ranks;
