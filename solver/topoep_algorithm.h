@@ -458,6 +458,9 @@ class LayerSolve {
       const std::uint8_t* const row = in_.owed_holders + static_cast<std::int64_t>(e) * R;
       std::uint64_t* const bits =
           w_.static_chain_bits + static_cast<std::int64_t>(e) * chain_words_;
+      std::uint8_t any = 0;  // most experts have no owed holder: a branch-free test first
+      for (RankId r = 0; r < R; ++r) any |= row[r];
+      if (any == 0) continue;
       std::int32_t size = 0;
       for (RankId r = 0; r < R; ++r) {
         const std::uint64_t held = row[r] != 0 ? 1 : 0;
@@ -465,7 +468,6 @@ class LayerSolve {
         size += static_cast<std::int32_t>(held);
       }
       w_.static_chain_size[e] = size;
-      if (size == 0) continue;
       walk_gradient_chain(
           in_.home_rank[e], R, s_.gpus_per_node,
           [&](int i) { return row[i] != 0 ? static_cast<RankId>(i) : RankId{-1}; },
