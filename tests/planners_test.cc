@@ -159,27 +159,31 @@ TEST(Planners, TopoepOwesTheStepsEarlierReplicaGradientsUntilTheStepEnds) {
 }
 
 // A new replica can serve the step's remaining microbatches: the planner tells the solver how
-// many are left, so that the step-end gradient reduction is weighed as their shared cost.
+// many are left, at most PlannerOptions::topoep_replica_uses (default 2), so that the step-end
+// gradient reduction is weighed as their shared cost.
 TEST(Planners, TopoepWeighsGradientsOverTheStepsRemainingMicrobatches) {
   PlannerContext context = context_for(64, 32, 1, true);
   context.cost.replica_gradient_bytes = context.cost.replica_weight_bytes;
   context.microbatches_per_step = 4;
-  auto planner = make_planner("topoep", context, PlannerOptions{});
-  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
-  const PlannerDecision last = planner->plan(RecordId{0, 3}, record_counts(64, 32, 2));
-
   const TopoepProblem problem{context.topology, context.placement, context.cost, 0};
   TopoepHostSolver solver(problem);
   Plan expected;
-  solver.solve(record_counts(64, 32, 1), {}, &expected, {}, 4);
-  EXPECT_EQ(plan_hash(first.plan), plan_hash(expected));
-  std::vector<std::uint8_t> owed(64 * 32, 0);
-  for (RankId rank = 0; rank < 32; ++rank) {
-    const ExpertId expert = first.plan.replica_at(rank, 0);
-    if (expert != kNoExpert) owed[static_cast<std::size_t>(expert) * 32 + rank] = 1;
+  for (const int uses : {2, 4}) {
+    PlannerOptions options;
+    if (uses == 4) options.topoep_replica_uses = 8;  // more than the step has left
+    auto planner = make_planner("topoep", context, options);
+    const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
+    const PlannerDecision last = planner->plan(RecordId{0, 3}, record_counts(64, 32, 2));
+    solver.solve(record_counts(64, 32, 1), {}, &expected, {}, uses);
+    EXPECT_EQ(plan_hash(first.plan), plan_hash(expected)) << uses;
+    std::vector<std::uint8_t> owed(64 * 32, 0);
+    for (RankId rank = 0; rank < 32; ++rank) {
+      const ExpertId expert = first.plan.replica_at(rank, 0);
+      if (expert != kNoExpert) owed[static_cast<std::size_t>(expert) * 32 + rank] = 1;
+    }
+    solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed, 1);
+    EXPECT_EQ(plan_hash(last.plan), plan_hash(expected)) << uses;
   }
-  solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed, 1);
-  EXPECT_EQ(plan_hash(last.plan), plan_hash(expected));
 }
 
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {

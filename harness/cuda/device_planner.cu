@@ -54,8 +54,10 @@ class DevicePlanner : public DeviceTopoepPlanner {
     // device, as the host planner marks them; a new step forgets them.
     if (!keep) buffers_.start_step(stream_);
     DeviceLayerBatch launch = buffers_.batch(keep, keep);
-    // A new replica can serve this microbatch and the step's later ones.
-    launch.replica_uses = std::max(1, context_.microbatches_per_step - record.microbatch);
+    // A new replica can serve this microbatch and the step's later ones (at most the host
+    // planner's default share, PlannerOptions::topoep_replica_uses).
+    launch.replica_uses = std::min(PlannerOptions{}.topoep_replica_uses,
+                                   std::max(1, context_.microbatches_per_step - record.microbatch));
     check_cuda(launch_topoep_layers(params_, 1, launch, stream_), "launch_topoep_layers");
     check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     // The plan comes back to the host, and the device hashes it for the check below.

@@ -15,6 +15,7 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
     : problem_{context.topology, context.placement, context.cost, 0},
       microbatches_per_step_(context.microbatches_per_step),
+      replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_),
       solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
 
@@ -32,9 +33,9 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   decision.placement = problem_.placement;
   decision.resident = resident_;
   check_topoep_inputs(problem_, counts, resident_, owed_);
-  // A new replica can serve this microbatch and the step's later ones.
-  solver_.solve(counts, resident_, &decision.plan, owed_,
-                std::max(1, microbatches_per_step_ - record.microbatch));
+  // A new replica can serve this microbatch and the step's later ones, while it stays resident.
+  const int left = std::max(1, microbatches_per_step_ - record.microbatch);
+  solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_));
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   last_resident_ = std::move(resident_);
   resident_ = decision.plan.replica_expert;

@@ -30,6 +30,7 @@ class TopoepPlanner : public Planner {
  private:
   TopoepProblem problem_;
   int microbatches_per_step_;
+  int replica_uses_max_;     // PlannerOptions::topoep_replica_uses
   TopoepHostSolver solver_;  // its workspace, reused every record
   Picoseconds solve_ps_;
   // Adds the replicas of `replicas` ([R][S]) to the step's owed holders.

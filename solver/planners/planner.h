@@ -31,6 +31,9 @@ struct PlannerOptions {
   double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
   double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
   double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)
+  // The most microbatches a new replica's step-end gradient is shared over in TopoEP's choices
+  // (TopoepLayerInput::replica_uses): this one and the next, unless set
+  int topoep_replica_uses = 2;
 };
 
 struct PlannerOverhead {

@@ -100,6 +100,11 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
                    "TopoEP's GPU solve time per layer, on the critical path")
       ->capture_default_str();
+  simulate
+      ->add_option("--topoep-replica-uses", o->planner.topoep_replica_uses,
+                   "Microbatches a new replica's step-end gradient is shared over, at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
       ->capture_default_str();
   simulate
