@@ -103,7 +103,7 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--topoep-replica-uses", o->planner.topoep_replica_uses,
                    "Microbatches a new replica's step-end gradient is shared over, at most")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
       ->capture_default_str();
