@@ -305,6 +305,13 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE bool in_chain(ExpertId expert, RankId rank) const {
     return (chain_row(expert)[rank >> 6] >> (rank & 63)) & 1;
   }
+  TOPOEP_HOST_DEVICE bool chain_empty(ExpertId expert) const {
+    const std::uint64_t* const row = chain_row(expert);
+    for (int word = 0; word < chain_words_; ++word) {
+      if (row[word] != 0) return false;
+    }
+    return true;
+  }
   // The highest (lowest) rank of the expert's chain in [lo, hi), or -1.
   TOPOEP_HOST_DEVICE RankId last_in_chain(ExpertId expert, int lo, int hi) const {
     const std::uint64_t* const row = chain_row(expert);
@@ -355,7 +362,6 @@ class LayerSolve {
         w_.chain_bits[static_cast<std::int64_t>(expert) * chain_words_ + (rank >> 6)];
     const std::uint64_t bit = std::uint64_t{1} << (rank & 63);
     word = holds ? (word | bit) : (word & ~bit);
-    w_.chain_size[expert] += holds ? 1 : -1;
     count_chain(expert, 1);
     weights_changed_ = true;
   }
@@ -369,7 +375,7 @@ class LayerSolve {
     const int R = s_.num_ranks;
     if (in_chain(expert, rank)) return 0;
     const RankId home = in_.home_rank[expert];
-    if (w_.chain_size[expert] == 0) {  // the chain's first replica: it sends to the home
+    if (chain_empty(expert)) {  // the chain's first replica: it sends to the home
       const int ib = node_of(home) == node_of(rank) ? 0 : 1;
       return max_ps(0, max_ps(one_more(rank)[4 + ib], one_more(home)[6 + ib]) - gradient_max_);
     }
@@ -452,7 +458,6 @@ class LayerSolve {
     for (int i = 0; i < 4 * R; ++i) g[i] = 0;
     const std::int64_t words = static_cast<std::int64_t>(E) * chain_words_;
     for (std::int64_t i = 0; i < words; ++i) w_.static_chain_bits[i] = 0;
-    for (ExpertId e = 0; e < E; ++e) w_.static_chain_size[e] = 0;
     if (in_.owed_holders == nullptr) return;
     for (ExpertId e = 0; e < E; ++e) {
       const std::uint8_t* const row = in_.owed_holders + static_cast<std::int64_t>(e) * R;
@@ -461,13 +466,9 @@ class LayerSolve {
       std::uint8_t any = 0;  // most experts have no owed holder: a branch-free test first
       for (RankId r = 0; r < R; ++r) any |= row[r];
       if (any == 0) continue;
-      std::int32_t size = 0;
       for (RankId r = 0; r < R; ++r) {
-        const std::uint64_t held = row[r] != 0 ? 1 : 0;
-        bits[r >> 6] |= held << (r & 63);
-        size += static_cast<std::int32_t>(held);
+        bits[r >> 6] |= static_cast<std::uint64_t>(row[r] != 0 ? 1 : 0) << (r & 63);
       }
-      w_.static_chain_size[e] = size;
       walk_gradient_chain(
           in_.home_rank[e], R, s_.gpus_per_node,
           [&](int i) { return row[i] != 0 ? static_cast<RankId>(i) : RankId{-1}; },
@@ -503,7 +504,6 @@ class LayerSolve {
     for (RankId r = 0; r < R; ++r) w_.one_more_replica[8 * r] = -1;
     if (chains_) {
       for (int i = 0; i < 4 * R; ++i) w_.gradient_counts[i] = w_.static_gradient_counts[i];
-      for (ExpertId e = 0; e < E; ++e) w_.chain_size[e] = w_.static_chain_size[e];
       const std::int64_t words = static_cast<std::int64_t>(E) * chain_words_;
       for (std::int64_t i = 0; i < words; ++i) w_.chain_bits[i] = w_.static_chain_bits[i];
     }
@@ -842,8 +842,8 @@ class LayerSolve {
         weight_cost = new_replica_weight_cost(expert, to_rank);
         if (bound - weight_cost < gain_floor(best)) return;
         weight_cost += new_replica_gradient_cost(expert, to_rank);
+        if (bound - weight_cost < gain_floor(best)) return;
       }
-      if (bound - weight_cost < gain_floor(best)) return;
       evaluate(expert, rank, slot, tokens_on, node_tokens, to_rank, to_slot, best, room,
                weight_cost);
     };
@@ -865,7 +865,7 @@ class LayerSolve {
       Picoseconds reach = relief_cap(rank, open_load_floor_, relief_bound(tokens_on, excess)) *
                           relief_ps_per_token();
       if (home == rank) {
-        const int first = chains_ && w_.chain_size[expert] == 0 ? 1 : 0;
+        const int first = chains_ && chain_empty(expert) ? 1 : 0;
         if (replica_floor[first] < 0) replica_floor[first] = new_replica_floor(rank, first == 1);
         reach -= replica_floor[first];
       }
@@ -1148,20 +1148,13 @@ class LayerSolve {
 
   // Marks the ranks that hold another instance of an expert with tokens on `rank`.
   TOPOEP_HOST_DEVICE void mark_helpers(RankId rank) {
-    auto mark_instances_of = [&](ExpertId expert) {
+    auto mark_instances_of = [&](ExpertId expert, std::int32_t) {
       w_.rank_helper[in_.home_rank[expert]] = 1;
       for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
         w_.rank_helper[w_.slot_rank[j]] = 1;
       }
     };
-    for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
-      if (w_.home_tokens[w_.home_experts[i]] > 0) mark_instances_of(w_.home_experts[i]);
-    }
-    for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
-      const std::int64_t j = slot_index(rank, slot);
-      if (w_.slot_expert[j] != kNoExpert && w_.slot_tokens[j] > 0)
-        mark_instances_of(w_.slot_expert[j]);
-    }
+    for_each_loaded_instance(rank, mark_instances_of);
     w_.rank_helper[rank] = 0;
   }
 

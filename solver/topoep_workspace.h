@@ -91,8 +91,6 @@ struct TopoepWorkspace {
   // and new replicas that hold tokens), then the owed holders alone
   std::uint64_t* chain_bits;
   std::uint64_t* static_chain_bits;
-  std::int32_t* chain_size;         // [E]: the ranks in each expert's gradient chain
-  std::int32_t* static_chain_size;  // [E]: the owed holders alone
   // [N][2]: each node's two least-loaded ranks with a free slot (-1: fewer), kept across moves;
   // [n][0] is kStaleNode when node n must be searched again
   RankId* open_ranks;
@@ -176,8 +174,6 @@ TOPOEP_HOST_DEVICE inline std::size_t bind_topoep_workspace(const TopoepShape& s
   const std::size_t words = E * ((R + 63) / 64);
   w.chain_bits = reinterpret_cast<std::uint64_t*>(take(sizeof(std::uint64_t) * words));
   w.static_chain_bits = reinterpret_cast<std::uint64_t*>(take(sizeof(std::uint64_t) * words));
-  w.chain_size = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
-  w.static_chain_size = reinterpret_cast<std::int32_t*>(take(sizeof(std::int32_t) * E));
   w.open_ranks = reinterpret_cast<RankId*>(take(sizeof(RankId) * 2 * N));
   w.node_maxima = reinterpret_cast<TokenCount*>(take(sizeof(TokenCount) * 3 * N));
   w.node_changed = reinterpret_cast<std::uint8_t*>(take(N));
