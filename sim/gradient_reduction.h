@@ -8,18 +8,10 @@
 #include <vector>
 
 #include "solver/cost_params.h"
+#include "solver/gradient_chains.h"  // ReplicaInstance
 #include "solver/topology_view.h"
 
 namespace topoep {
-
-// One replica of `expert` on `rank`, whose gradient goes to `home`.
-struct ReplicaInstance {
-  ExpertId expert;
-  RankId home;
-  RankId rank;
-  bool operator<(const ReplicaInstance& other) const;
-  bool operator==(const ReplicaInstance& other) const;
-};
 
 struct GradientReduction {
   Bytes nvlink_bytes = 0;  // summed over hops

@@ -9,6 +9,7 @@
 // gradient counts, solver/phase_times.h), from one source.
 
 #include <cstdint>
+#include <vector>
 
 #include "solver/host_device.h"
 #include "solver/topology_view.h"
@@ -47,6 +48,21 @@ TOPOEP_HOST_DEVICE inline std::int64_t chain_count_index(int num_ranks, RankId r
                                                          bool sent) {
   return static_cast<std::int64_t>((same_node ? 0 : 2) + (sent ? 1 : 0)) * num_ranks + rank;
 }
+
+// One replica of `expert` on `rank`, whose gradient goes to `home`.
+struct ReplicaInstance {
+  ExpertId expert;
+  RankId home;
+  RankId rank;
+  bool operator<(const ReplicaInstance& other) const;
+  bool operator==(const ReplicaInstance& other) const;
+};
+
+// Adds one chain per (expert, home) over `replicas` to `counts` ([4][R] in the gradient counts'
+// order) and to `hops`. `replicas` in any order (sorted here); a replica listed twice counts
+// once, one on its expert's home not at all.
+void add_replica_chains(std::vector<ReplicaInstance>& replicas, const TopologyView& topology,
+                        std::int32_t* counts, GradientHops& hops);
 
 // Adds the chain of an expert homed on `home` whose replicas are on `holders` (`count` ranks,
 // ascending, distinct, `home` not among them) to `counts` ([4][R] in the gradient counts'

@@ -70,8 +70,7 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       PlanCost& result) {
   const int num_ranks = plan.num_ranks;
-  // Each expert's new replicas by ascending rank, for its gradient chain.
-  std::vector<std::vector<RankId>> holders(static_cast<std::size_t>(plan.num_experts));
+  std::vector<ReplicaInstance> new_replicas;  // for their gradient chains
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
       const ExpertId expert = plan.replica_at(rank, slot);
@@ -83,8 +82,8 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
         continue;  // already in place: free to keep
       }
       ++result.new_replicas;
-      holders[expert].push_back(rank);
       const RankId home = placement.home_rank[expert];
+      new_replicas.push_back({expert, home, rank});
       if (topology.same_node(home, rank)) {
         ++result.weight_nvlink_out[home];
         ++result.weight_nvlink_in[rank];
@@ -97,12 +96,7 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
     }
   }
   GradientHops hops;
-  for (ExpertId e = 0; e < plan.num_experts; ++e) {
-    if (holders[e].empty()) continue;
-    add_gradient_chain(placement.home_rank[e], holders[e].data(),
-                       static_cast<int>(holders[e].size()), topology, result.gradient_counts.data(),
-                       hops);
-  }
+  add_replica_chains(new_replicas, topology, result.gradient_counts.data(), hops);
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     result.nvlink_dispatch_bytes += result.nvlink_tokens_out[rank] * cost.dispatch_bytes_per_token;
     result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
