@@ -52,18 +52,18 @@ TopoepProblem two_gpus() {
   return problem;
 }
 
-RoutingCounts hot_expert_zero() {
-  RoutingCounts counts(2, 2);
-  for (RankId src = 0; src < 2; ++src) {
-    counts.set(src, 0, 1000);
-    counts.set(src, 1, 50);
+// `ranks` GPUs, one expert each: every GPU sends `hot` tokens to expert 0, `cold` to the others.
+RoutingCounts hot_expert_zero(int ranks, TokenCount hot, TokenCount cold) {
+  RoutingCounts counts(ranks, ranks);
+  for (RankId src = 0; src < ranks; ++src) {
+    for (ExpertId e = 0; e < ranks; ++e) counts.set(src, e, e == 0 ? hot : cold);
   }
   return counts;
 }
 
 TEST(OwedHolders, AllZeroPlanAsNoneDo) {
   const TopoepProblem problem = two_gpus();
-  const RoutingCounts counts = hot_expert_zero();
+  const RoutingCounts counts = hot_expert_zero(2, 1000, 50);
   TopoepHostSolver solver(problem);
   Plan none, zeros;
   solver.solve(counts, {}, &none);
@@ -81,23 +81,13 @@ TopoepProblem three_gpus() {
   return problem;
 }
 
-RoutingCounts hot_expert_of_three() {
-  RoutingCounts counts(3, 3);
-  for (RankId src = 0; src < 3; ++src) {
-    counts.set(src, 0, 300);
-    counts.set(src, 1, 100);
-    counts.set(src, 2, 100);
-  }
-  return counts;
-}
-
 TEST(OwedHolders, LetAReplicaUnderTheStepsReductionRideFree) {
   // When rank 2 already held replicas of experts 0 and 1 this step, it sends two gradients at
   // the step's end (0.8 µs). A new replica of expert 0 on rank 1 joins expert 0's chain
   // (1 -> 2 -> 0): rank 1 sends one gradient, rank 2 receives one, and no rank's reduction
   // outlasts rank 2's: the replica pays.
   const TopoepProblem problem = three_gpus();
-  const RoutingCounts counts = hot_expert_of_three();
+  const RoutingCounts counts = hot_expert_zero(3, 300, 100);
   TopoepHostSolver solver(problem);
   Plan alone;
   solver.solve(counts, {}, &alone);
@@ -117,7 +107,7 @@ TEST(OwedHolders, ChargeAReplicaItsChainHopsNotADirectSendHome) {
   // compute saves); in the chain 1 -> 2 -> 0 rank 0 still receives one, and rank 1's and rank
   // 2's reductions take 0.4 µs each, no longer than the step's already: the replica pays.
   const TopoepProblem problem = three_gpus();
-  const RoutingCounts counts = hot_expert_of_three();
+  const RoutingCounts counts = hot_expert_zero(3, 300, 100);
   std::vector<std::uint8_t> owed(9, 0);
   owed[0 * 3 + 2] = 1;
   TopoepHostSolver solver(problem);
@@ -130,7 +120,7 @@ TEST(ReplicaUses, ShareTheStepEndReductionOverTheMicrobatchesAReplicaCanServe) {
   // The replica's 0.4 µs gradient outweighs the 0.2 µs of compute it saves in one microbatch;
   // over the four microbatches left in the step it can serve, its share is 0.1 µs: it pays.
   const TopoepProblem problem = three_gpus();
-  const RoutingCounts counts = hot_expert_of_three();
+  const RoutingCounts counts = hot_expert_zero(3, 300, 100);
   TopoepHostSolver solver(problem);
   Plan one, four;
   solver.solve(counts, {}, &one, {}, 1);
@@ -162,7 +152,7 @@ TEST(PredictedGradientPhase, IsTheChainsNotAStar) {
 
 TEST(OwedHolders, OutsideTheirShapeOrValuesAreRejected) {
   const TopoepProblem problem = two_gpus();
-  const RoutingCounts counts = hot_expert_zero();
+  const RoutingCounts counts = hot_expert_zero(2, 1000, 50);
   EXPECT_EQ(testing::input_error_field(
                 [&] { check_topoep_inputs(problem, counts, {}, std::vector<std::uint8_t>(3, 0)); }),
             "owed_holders");
