@@ -17,6 +17,7 @@ TopoepParams topoep_params_for(const TopoepProblem& problem) {
                              problem.placement.slots_per_rank, problem.topology.gpus_per_node};
   params.cost = problem.cost;
   params.max_moves = problem.max_moves > 0 ? problem.max_moves : default_max_moves(params.shape);
+  params.ib_load_slack_permille = problem.ib_load_slack_permille;
   return params;
 }
 
@@ -112,6 +113,11 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
   check_topology_view(problem.topology);
   check_placement(problem.placement);
   check_cost_params(problem.cost);
+  if (problem.ib_load_slack_permille < 0 || problem.ib_load_slack_permille > 1000) {
+    throw InputError(
+        "ib_load_slack_permille",
+        "must be 0 to 1000 (got " + std::to_string(problem.ib_load_slack_permille) + ")");
+  }
   if (problem.placement.num_ranks != problem.topology.num_ranks()) {
     throw InputError("placement", "covers " + std::to_string(problem.placement.num_ranks) +
                                       " ranks, the topology has " +

@@ -22,6 +22,9 @@ struct TopoepProblem {
   Placement placement;  // home ranks and S spare slots per rank
   CostParams cost;
   int max_moves = 0;  // 0: default_max_moves() of topoep_algorithm.h
+  // TopoepParams::ib_load_slack_permille: how far above the mean load, in thousandths of it,
+  // compute may be traded for IB time; 0 to 1000.
+  int ib_load_slack_permille = kDefaultIbLoadSlackPermille;
 };
 
 struct LayerPlan {

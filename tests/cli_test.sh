@@ -218,6 +218,15 @@ expect "simulate writes summary, per-layer and per-step tables and a timeline" 0
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners ideal >"$work/out" 2>&1
 expect "simulate rejects the ideal alone" 2 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
+expect "simulate takes an IB load slack" 0 $?
+expect_text "summary.json records the IB load slack" "$work/slack/summary.json" \
+  '"topoep_ib_load_slack": 0.05'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --topoep-ib-slack 1.5 >"$work/out" 2>&1
+expect "simulate rejects an IB load slack above 1" 2 $?
+expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 "$topoep" simulate --trace "$work/missing.trace" >"$work/out" 2>&1
 expect "simulate rejects a missing trace" 2 $?
 expect_text "the missing trace is named" "$work/out" "missing.trace"

@@ -177,6 +177,15 @@ TEST(TopoepSolverInputs, RejectsNegativeCostParameters) {
             "instance_min_tokens");
 }
 
+TEST(TopoepSolverInputs, RejectsAnIbLoadSlackOutsideZeroToAThousandPermille) {
+  TopoepProblem problem = small_problem();
+  for (const int slack : {-1, 1001}) {
+    problem.ib_load_slack_permille = slack;
+    EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+              "ib_load_slack_permille");
+  }
+}
+
 TEST(TopoepSolverInputs, RejectsBadResidentReplicas) {
   const TopoepProblem problem = small_problem();
   const RoutingCounts counts(8, 16);
@@ -221,6 +230,53 @@ TEST(TopoepSolver, SpreadsAHotExpertsInterNodeArrivalsOverItsNode) {
   EXPECT_LE(max_of(result.cost.ib_tokens_in), 8 * 400 / 8 + 8 * 50 * 2)
       << ::testing::PrintToString(result.cost.ib_tokens_in);
   EXPECT_LT(result.cost.times.dispatch, result.static_cost.times.dispatch / 3);
+}
+
+// The rank the IB phases wait for can be a sender: rank 0 sends 400 tokens to the other node,
+// more than any rank receives. Its node holds a replica of expert 2 (resident: free to use),
+// and routing the node's expert-2 tokens to it, rank 0's first, stops them crossing nodes. The
+// compute loads are level (500 each), so that raises rank 1 above the largest load: the first
+// IB pass may not, the relaxed one may, by at most ib_load_slack_permille of the mean. At these
+// costs a token's IB time (0.45 us) outweighs its compute (0.14 us), so it trades all the
+// slack allows.
+TEST(TopoepSolver, ShedsTheBusiestIBSendersTokensIntoItsNodeTradingComputeForIB) {
+  TopoepProblem problem;
+  problem.topology = TopologyView{2, 2};
+  problem.placement = Placement::contiguous(4, 4, 1);
+  problem.cost = testing::corpus_cost(false);
+  const RoutingCounts counts = RoutingCounts::from_rows(
+      {{50, 50, 200, 200}, {150, 150, 50, 50}, {150, 150, 125, 125}, {150, 150, 125, 125}});
+  const std::vector<ExpertId> resident = {kNoExpert, 2, kNoExpert, kNoExpert};
+  const auto busiest = [](const LayerPlan& plan) {
+    return *std::max_element(plan.cost.loads.begin(), plan.cost.loads.end());
+  };
+
+  problem.ib_load_slack_permille = 500;
+  const LayerPlan traded = solve_topoep(problem, counts, resident);
+  ASSERT_FALSE(find_plan_violation(counts, problem.placement, traded.plan, &traded.cost.loads));
+  EXPECT_EQ(traded.static_cost.ib_tokens_out[0], 400);
+  EXPECT_EQ(traded.cost.ib_tokens_out[0], 200);  // all of the node's 250, rank 0's first
+  EXPECT_EQ(traded.cost.loads[1], 750) << ::testing::PrintToString(traded.cost.loads);
+  EXPECT_EQ(traded.cost.new_replicas, 0);
+  EXPECT_LT(traded.cost.times.total, traded.static_cost.times.total);
+
+  // The default slack, 1% of the mean: 5 of rank 0's tokens.
+  problem.ib_load_slack_permille = kDefaultIbLoadSlackPermille;
+  const LayerPlan slight = solve_topoep(problem, counts, resident);
+  EXPECT_EQ(slight.cost.ib_tokens_out[0], 395);
+  EXPECT_EQ(busiest(slight), 505);
+
+  // No slack: nothing moves.
+  problem.ib_load_slack_permille = 0;
+  EXPECT_EQ(solve_topoep(problem, counts, resident).cost.ib_tokens_out[0], 400);
+
+  // With IB ten times as fast, a token's IB time (0.045 us) is worth less than its compute:
+  // the loads stay level and the sends as they were, whatever the slack.
+  problem.ib_load_slack_permille = 500;
+  problem.cost.scale_out.bytes_per_us *= 10;
+  const LayerPlan fast_ib = solve_topoep(problem, counts, resident);
+  EXPECT_EQ(fast_ib.cost.ib_tokens_out[0], 400);
+  EXPECT_EQ(busiest(fast_ib), 500);
 }
 
 // Seeded routing on one 8-GPU node where the greedy, taking stragglers in load order, gives the
@@ -316,9 +372,9 @@ TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
 }
 
 // A random input beyond the corpus's shapes: any G and N, contiguous or scattered homes, any
-// valid S, resident replicas, costs from zero to extreme, a move cap, and counts that are
-// skewed, sparse, one-hot or from one source. Properties only: the draws may differ between
-// standard libraries.
+// valid S, resident replicas, costs from zero to extreme, a move cap, an IB load slack up to
+// the whole mean, and counts that are skewed, sparse, one-hot or from one source. Properties
+// only: the draws may differ between standard libraries.
 struct RandomCase {
   TopoepProblem problem;
   RoutingCounts counts;
@@ -364,6 +420,7 @@ RandomCase random_case(std::uint64_t seed) {
   cost.scale_out = extreme ? LinkCost{power_of_ten(12), power_of_ten(12)}
                            : LinkCost{draw(1, 200000), draw(0, 20000000)};
   if (draw(0, 3) == 0) c.problem.max_moves = static_cast<int>(draw(1, 50));
+  if (draw(0, 2) == 0) c.problem.ib_load_slack_permille = static_cast<int>(draw(0, 1000));
   c.counts = RoutingCounts(ranks, experts);
   const int kind = static_cast<int>(draw(0, 4));
   const std::int64_t scale = draw(0, 3) == 0 ? draw(1, 1000000000) : draw(1, 5000);

@@ -13,7 +13,8 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 }
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
-    : problem_{context.topology, context.placement, context.cost, 0},
+    : problem_{context.topology, context.placement, context.cost, 0,
+               static_cast<int>(std::lround(options.topoep_ib_load_slack * 1000))},
       microbatches_per_step_(context.microbatches_per_step),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_),

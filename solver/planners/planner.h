@@ -34,6 +34,9 @@ struct PlannerOptions {
   // The most microbatches a new replica's step-end gradient is shared over in TopoEP's choices
   // (TopoepLayerInput::replica_uses): this one and the next, unless set
   int topoep_replica_uses = 2;
+  // How far above the mean load TopoEP may raise a GPU's compute to save IB time, as a
+  // fraction of the mean (TopoepProblem::ib_load_slack_permille, rounded to thousandths)
+  double topoep_ib_load_slack = 0.01;
 };
 
 struct PlannerOverhead {

@@ -105,6 +105,12 @@ void add_simulate_command(CLI::App& app) {
                    "Microbatches a new replica's step-end gradient is shared over, at most")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  simulate
+      ->add_option("--topoep-ib-slack", o->planner.topoep_ib_load_slack,
+                   "How far above the mean load (a fraction of it) TopoEP may raise a GPU's "
+                   "compute to save IB time")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
       ->capture_default_str();
   simulate

@@ -1,6 +1,7 @@
 #include "tools/cli/solve_command.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,7 @@ struct SolveOptions {
   int slots = 1;
   bool no_weight_cost = false;
   bool linear_compute = false;
+  double ib_slack = kDefaultIbLoadSlackPermille / 1000.0;
   std::string planner = "topoep";
   int threads = 1;
   std::string backend = "host";
@@ -121,6 +123,7 @@ void run_solve(const SolveOptions& options) {
   problem.cost =
       derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
   if (options.linear_compute) problem.cost.instance_min_tokens = 0;
+  problem.ib_load_slack_permille = static_cast<int>(std::lround(options.ib_slack * 1000));
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   const PlannerContext context{problem.topology, problem.placement, problem.cost};
 
@@ -203,6 +206,12 @@ void add_solve_command(CLI::App& app) {
   solve->add_flag("--linear-compute", options->linear_compute,
                   "Every token costs the same compute, however few its expert instance has "
                   "(no minimum from the GEMM curve's memory-bound part: token balancing)");
+  solve
+      ->add_option("--ib-slack", options->ib_slack,
+                   "TopoEP: how far above the mean load (a fraction of it) a GPU's compute may "
+                   "rise to save IB time")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
                    "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
