@@ -17,7 +17,8 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "slots",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
-                                               "eplb_window_steps"};
+                                               "eplb_window_steps",
+                                               "topoep_replica_uses"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
 bool contains(const std::vector<std::string>& list, const std::string& key) {
@@ -140,6 +141,7 @@ class GridReader {
     if ((key == "nvlink_gb_per_s" || key == "ib_gb_per_s") && !(v.get<double>() > 0)) {
       fail(where, "must be above 0");
     }
+    if (key == "topoep_ib_load_slack" && !(v.get<double>() <= 1)) fail(where, "must be 0 to 1");
   }
 
   const Topology& topology(const std::string& name) {
@@ -241,6 +243,8 @@ class GridReader {
       o.eplb_cpu_us_per_layer = get("eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer);
       o.eplb_period_steps = get("eplb_period_steps", o.eplb_period_steps);
       o.eplb_window_steps = get("eplb_window_steps", o.eplb_window_steps);
+      o.topoep_replica_uses = get("topoep_replica_uses", o.topoep_replica_uses);
+      o.topoep_ib_load_slack = get("topoep_ib_load_slack", o.topoep_ib_load_slack);
       c.planners = planners;
       c.threads = 1;
       if (o.eplb_period_steps < 1 || o.eplb_window_steps < 1) {
@@ -276,7 +280,9 @@ class GridReader {
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
                        {"eplb_period_steps", o.eplb_period_steps},
-                       {"eplb_window_steps", o.eplb_window_steps}};
+                       {"eplb_window_steps", o.eplb_window_steps},
+                       {"topoep_replica_uses", o.topoep_replica_uses},
+                       {"topoep_ib_load_slack", o.topoep_ib_load_slack}};
     } catch (const InputError& error) {
       fail(key_for(error.field(), values),
            "point " + std::to_string(index) + " " + point.key + ": " + error.what());
@@ -314,7 +320,9 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",
                                                    "eplb_period_steps",
-                                                   "eplb_window_steps"};
+                                                   "eplb_window_steps",
+                                                   "topoep_replica_uses",
+                                                   "topoep_ib_load_slack"};
   return columns;
 }
 

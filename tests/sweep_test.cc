@@ -105,6 +105,24 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "planners");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "points": [{"colour": 1}]})"),
             "points[0].colour");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_ib_load_slack": [2]})"),
+            "topoep_ib_load_slack[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_replica_uses": [0]})"),
+            "topoep_replica_uses[0]");
+}
+
+// TopoEP's planner options are axes too: each point's planners get them.
+TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
+  const SweepGrid grid = load_sweep_grid(write_grid("topoep_options.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "topoep_ib_load_slack": [0, 0.05],
+    "topoep_replica_uses": [1]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[0].config.planner_options.topoep_ib_load_slack, 0.0);
+  EXPECT_EQ(grid.points[1].config.planner_options.topoep_ib_load_slack, 0.05);
+  EXPECT_EQ(grid.points[1].config.planner_options.topoep_replica_uses, 1);
+  EXPECT_EQ(grid.points[1].columns["topoep_ib_load_slack"], 0.05);
 }
 
 TEST(Sweep, ResultsDoNotDependOnThreadsOrShards) {
