@@ -785,14 +785,7 @@ class LayerSolve {
     // must exceed to lengthen the dispatch and combine; every state the search weighs moves in
     // has been measured.
     const TokenCount ib_over = c_.ib_in[to_rank] + ib_arriving - maxima_.ib;
-    Picoseconds ib_cost = 0;
-    if (ib_over > 0) {  // floor(bytes x 1e6 / bandwidth), split so that nothing overflows
-      const Bytes bytes =
-          ib_over * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token +
-                     2 * p_.cost.backward_bytes_per_token);
-      const std::int64_t bandwidth = p_.cost.scale_out.bytes_per_us;
-      ib_cost = bytes / bandwidth * 1000000 + bytes % bandwidth * 1000000 / bandwidth;
-    }
+    const Picoseconds ib_cost = ib_over > 0 ? ib_ps(ib_over) : 0;
     const TokenCount relief =
         compute_relief(from_rank, tokens_on, to_rank, destination_tokens(to_slot, expert), tokens);
     if (relief * relief_ps_per_token() - weight_cost - ib_cost < to_beat) return;
@@ -817,10 +810,11 @@ class LayerSolve {
     return p_.cost.compute_ps_per_token * (1 + p_.cost.backward_compute_factor);
   }
 
-  // The most that `tokens` fewer tokens on the rank the IB phases wait for can save: their
-  // dispatch, combine and two backward transfers over IB, floor(bytes x 1e6 / bandwidth) as in
-  // evaluate().
-  TOPOEP_HOST_DEVICE Picoseconds ib_saving_bound(TokenCount tokens) const {
+  // The IB time of `tokens` tokens on the rank the IB phases wait for: their dispatch, combine
+  // and two backward transfers, floor(bytes x 1e6 / bandwidth), split so that nothing
+  // overflows. What a move's arrivals beyond that rank's volume add (evaluate()), and the most
+  // that many fewer can save (level_ib()'s relaxed pass).
+  TOPOEP_HOST_DEVICE Picoseconds ib_ps(TokenCount tokens) const {
     const Bytes bytes =
         tokens * (p_.cost.dispatch_bytes_per_token + p_.cost.combine_bytes_per_token +
                   2 * p_.cost.backward_bytes_per_token);
@@ -1483,7 +1477,7 @@ class LayerSolve {
   // It runs twice (`relaxed`: the second time). The first pass never raises a rank above the
   // largest compute load. The second, from where the first stopped, lets each move raise its
   // destination above the largest load by what the IB phases can save at once: the IB time of
-  // the busiest IB rank's lead over the next one (ib_saving_bound()) in compute tokens. Where a
+  // the busiest IB rank's lead over the next one (ib_ps()) in compute tokens. Where a
   // token costs more IB time than compute time, compute is traded for IB. Both passes log and
   // measure their moves like the first phase's; the second only extends the first's move log,
   // so the best prefix, which decides, is never worse than the first pass's.
@@ -1568,7 +1562,7 @@ class LayerSolve {
       if (c_.ib_in[r] > next) next = c_.ib_in[r];
       if (c_.ib_out[r] > next) next = c_.ib_out[r];
     }
-    TokenCount cap = load_max + ib_saving_bound(volume - next) / relief_ps_per_token();
+    TokenCount cap = load_max + ib_ps(volume - next) / relief_ps_per_token();
     // ... and at most ib_load_slack_permille above the mean: floor(total x (1000 + slack) /
     // (1000 R)), split so that nothing overflows.
     const std::int64_t scale = 1000 + p_.ib_load_slack_permille, parts = 1000LL * s_.num_ranks;
@@ -1593,15 +1587,8 @@ class LayerSolve {
       if (node_of(at) == n) return;
       const TokenCount sent = flow_of(slot, expert, sender);
       if (sent <= best_relief) return;
-      RankId b = -1;
       std::int32_t to_slot = kHomeSlot;
-      if (node_of(in_.home_rank[expert]) == n) b = in_.home_rank[expert];
-      for (std::int32_t j = w_.expert_first_slot[expert]; b < 0 && j >= 0; j = w_.slot_next[j]) {
-        if (node_of(w_.slot_rank[j]) == n) {
-          b = w_.slot_rank[j];
-          to_slot = j;
-        }
-      }
+      const RankId b = instance_in_node(expert, n, &to_slot);
       if (b < 0) return;
       prepare_node_row(expert);
       TokenCount x = node_row(slot, expert)[n];
@@ -1624,6 +1611,23 @@ class LayerSolve {
     return best;
   }
 
+  // The rank of `expert`'s instance in node `n`: its home there, else the first replica there
+  // in its instance list (`*slot` set to kHomeSlot or that slot); -1 (`*slot` untouched) when
+  // the node holds none.
+  TOPOEP_HOST_DEVICE RankId instance_in_node(ExpertId expert, int n, std::int32_t* slot) const {
+    if (node_of(in_.home_rank[expert]) == n) {
+      *slot = kHomeSlot;
+      return in_.home_rank[expert];
+    }
+    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+      if (node_of(w_.slot_rank[j]) == n) {
+        *slot = j;
+        return w_.slot_rank[j];
+      }
+    }
+    return -1;
+  }
+
   // When rank `a`, the one the IB phase waits for, cannot shed inside its node: the most tokens
   // one of its instances receives from one other node, moved to an instance of the expert in
   // that node (its home or a replica there; else a new replica on that node's least-loaded rank
@@ -1637,18 +1641,8 @@ class LayerSolve {
       const TokenCount* const from_node = node_row(slot, expert);
       for (int n = 0; n < num_nodes_; ++n) {
         if (n == node_of(a) || from_node[n] <= best.tokens) continue;
-        RankId b = -1;
         std::int32_t to_slot = kNewSlot;
-        if (node_of(in_.home_rank[expert]) == n) {
-          b = in_.home_rank[expert];
-          to_slot = kHomeSlot;
-        }
-        for (std::int32_t j = w_.expert_first_slot[expert]; b < 0 && j >= 0; j = w_.slot_next[j]) {
-          if (node_of(w_.slot_rank[j]) == n) {
-            b = w_.slot_rank[j];
-            to_slot = j;
-          }
-        }
+        RankId b = instance_in_node(expert, n, &to_slot);
         if (b < 0) {
           RankId open[2];
           two_open_ranks(n, c_.load, -1, open);

@@ -81,6 +81,15 @@ TopoepProblem three_gpus() {
   return problem;
 }
 
+// The three-GPU plans below: no replica at all, or one of expert 0 (homed on rank 0) on rank 1
+// or 2.
+void expect_no_replica(const Plan& plan) {
+  for (RankId rank = 0; rank < 3; ++rank) EXPECT_EQ(plan.replica_at(rank, 0), kNoExpert);
+}
+bool replicates_expert_zero(const Plan& plan) {
+  return plan.replica_at(1, 0) == 0 || plan.replica_at(2, 0) == 0;
+}
+
 TEST(OwedHolders, LetAReplicaUnderTheStepsReductionRideFree) {
   // When rank 2 already held replicas of experts 0 and 1 this step, it sends two gradients at
   // the step's end (0.8 µs). A new replica of expert 0 on rank 1 joins expert 0's chain
@@ -91,14 +100,14 @@ TEST(OwedHolders, LetAReplicaUnderTheStepsReductionRideFree) {
   TopoepHostSolver solver(problem);
   Plan alone;
   solver.solve(counts, {}, &alone);
-  for (RankId rank = 0; rank < 3; ++rank) EXPECT_EQ(alone.replica_at(rank, 0), kNoExpert);
+  expect_no_replica(alone);
   std::vector<std::uint8_t> owed(9, 0);
   owed[0 * 3 + 2] = 1;  // expert 0 on rank 2
   owed[1 * 3 + 2] = 1;  // expert 1 on rank 2
   check_topoep_inputs(problem, counts, {}, owed);
   Plan riding;
   solver.solve(counts, {}, &riding, owed);
-  EXPECT_TRUE(riding.replica_at(1, 0) == 0 || riding.replica_at(2, 0) == 0);
+  EXPECT_TRUE(replicates_expert_zero(riding));
 }
 
 TEST(OwedHolders, ChargeAReplicaItsChainHopsNotADirectSendHome) {
@@ -113,7 +122,7 @@ TEST(OwedHolders, ChargeAReplicaItsChainHopsNotADirectSendHome) {
   TopoepHostSolver solver(problem);
   Plan plan;
   solver.solve(counts, {}, &plan, owed);
-  EXPECT_TRUE(plan.replica_at(1, 0) == 0 || plan.replica_at(2, 0) == 0);
+  EXPECT_TRUE(replicates_expert_zero(plan));
 }
 
 TEST(ReplicaUses, ShareTheStepEndReductionOverTheMicrobatchesAReplicaCanServe) {
@@ -125,8 +134,8 @@ TEST(ReplicaUses, ShareTheStepEndReductionOverTheMicrobatchesAReplicaCanServe) {
   Plan one, four;
   solver.solve(counts, {}, &one, {}, 1);
   solver.solve(counts, {}, &four, {}, 4);
-  for (RankId rank = 0; rank < 3; ++rank) EXPECT_EQ(one.replica_at(rank, 0), kNoExpert);
-  EXPECT_TRUE(four.replica_at(1, 0) == 0 || four.replica_at(2, 0) == 0);
+  expect_no_replica(one);
+  EXPECT_TRUE(replicates_expert_zero(four));
 }
 
 TEST(PredictedGradientPhase, IsTheChainsNotAStar) {

@@ -33,7 +33,7 @@ struct SolveOptions {
   int slots = 1;
   bool no_weight_cost = false;
   bool linear_compute = false;
-  double ib_slack = kDefaultIbLoadSlackPermille / 1000.0;
+  double ib_slack = PlannerOptions{}.topoep_ib_load_slack;  // as `simulate`'s default
   std::string planner = "topoep";
   int threads = 1;
   std::string backend = "host";
