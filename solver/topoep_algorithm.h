@@ -322,57 +322,133 @@ class LayerSolve {
     }
     return true;
   }
+  // Word `word` of the expert's chain bits, keeping only ranks in [lo, hi).
+  TOPOEP_HOST_DEVICE std::uint64_t chain_word(ExpertId expert, int word, int lo, int hi) const {
+    std::uint64_t bits = chain_row(expert)[word];
+    if (word == lo >> 6) bits &= ~std::uint64_t{0} << (lo & 63);
+    if (word == (hi - 1) >> 6 && (hi & 63) != 0) bits &= (std::uint64_t{1} << (hi & 63)) - 1;
+    return bits;
+  }
   // The highest (lowest) rank of the expert's chain in [lo, hi), or -1.
   TOPOEP_HOST_DEVICE RankId last_in_chain(ExpertId expert, int lo, int hi) const {
-    const std::uint64_t* const row = chain_row(expert);
     for (int word = (hi - 1) >> 6; hi > lo && word >= (lo >> 6); --word) {
-      std::uint64_t bits = row[word];
-      if (word == (hi - 1) >> 6 && (hi & 63) != 0) bits &= (std::uint64_t{1} << (hi & 63)) - 1;
-      if (word == lo >> 6) bits &= ~std::uint64_t{0} << (lo & 63);
+      const std::uint64_t bits = chain_word(expert, word, lo, hi);
       if (bits != 0) return word * 64 + highest_bit(bits);
     }
     return -1;
   }
   TOPOEP_HOST_DEVICE RankId first_in_chain(ExpertId expert, int lo, int hi) const {
-    const std::uint64_t* const row = chain_row(expert);
     for (int word = lo >> 6; hi > lo && word <= (hi - 1) >> 6; ++word) {
-      std::uint64_t bits = row[word];
-      if (word == lo >> 6) bits &= ~std::uint64_t{0} << (lo & 63);
-      if (word == (hi - 1) >> 6 && (hi & 63) != 0) bits &= (std::uint64_t{1} << (hi & 63)) - 1;
+      const std::uint64_t bits = chain_word(expert, word, lo, hi);
       if (bits != 0) return word * 64 + lowest_bit(bits);
     }
     return -1;
   }
+  // Calls f(rank) for each member of the expert's chain in [lo, hi), ascending.
+  template <typename F>
+  TOPOEP_HOST_DEVICE void for_each_in_chain(ExpertId expert, int lo, int hi, F f) const {
+    for (int word = lo >> 6; hi > lo && word <= (hi - 1) >> 6; ++word) {
+      for (std::uint64_t bits = chain_word(expert, word, lo, hi); bits != 0; bits &= bits - 1) {
+        f(static_cast<RankId>(word * 64 + lowest_bit(bits)));
+      }
+    }
+  }
 
+  // walk_gradient_chain()'s hops over the expert's chain, found by bit scans: the members
+  // outside the home's node ascending, then those inside it, then the home.
   template <typename Hop>
   TOPOEP_HOST_DEVICE void walk_chain(ExpertId expert, Hop hop) const {
-    walk_gradient_chain(
-        in_.home_rank[expert], s_.num_ranks, s_.gpus_per_node,
-        [&](int i) { return in_chain(expert, i) ? static_cast<RankId>(i) : RankId{-1}; }, hop);
+    const RankId home = in_.home_rank[expert];
+    const int lo = node_of(home) * s_.gpus_per_node, hi = lo + s_.gpus_per_node;
+    RankId previous = -1;
+    auto visit = [&](RankId rank) {
+      if (previous >= 0) hop(previous, rank, node_of(previous) == node_of(rank));
+      previous = rank;
+    };
+    for_each_in_chain(expert, 0, lo, visit);
+    for_each_in_chain(expert, hi, s_.num_ranks, visit);
+    for_each_in_chain(expert, lo, hi, visit);
+    if (previous >= 0) hop(previous, home, node_of(previous) == node_of(home));
   }
 
-  TOPOEP_HOST_DEVICE void count_chain(ExpertId expert, std::int32_t sign) {
+  // The members `rank` (not in the expert's chain) would sit between in the chain's order:
+  // `before` sends to it (-1: it would be the first) and it sends to `after` (the home when it
+  // would be the last).
+  TOPOEP_HOST_DEVICE void chain_neighbours(ExpertId expert, RankId rank, RankId* before,
+                                           RankId* after) const {
+    const RankId home = in_.home_rank[expert];
     const int R = s_.num_ranks;
-    std::int32_t* const g = w_.gradient_counts;
-    walk_chain(expert, [&](RankId from, RankId to, bool same_node) {
-      g[chain_count_index(R, to, same_node, false)] += sign;
-      g[chain_count_index(R, from, same_node, true)] += sign;
-      w_.one_more_replica[8 * from] = -1;
-      w_.one_more_replica[8 * to] = -1;
-    });
+    // The chain's order (walk_gradient_chain()): the ranks outside the home's node ascending,
+    // then those inside it ascending, then the home. Its node's ranks are [lo, hi).
+    const int lo = node_of(home) * s_.gpus_per_node, hi = lo + s_.gpus_per_node;
+    auto last_outside = [&](int below) {  // the highest member outside [lo, hi) below `below`
+      const RankId upper = below > hi ? last_in_chain(expert, hi, below) : -1;
+      return upper >= 0 ? upper : last_in_chain(expert, 0, below < lo ? below : lo);
+    };
+    if (rank >= lo && rank < hi) {
+      *before = last_in_chain(expert, lo, rank);
+      if (*before < 0) *before = last_outside(R);
+      *after = first_in_chain(expert, rank + 1, hi);
+    } else {
+      *before = last_outside(rank);
+      *after = rank + 1 < lo ? first_in_chain(expert, rank + 1, lo) : -1;
+      if (*after < 0) *after = first_in_chain(expert, rank + 1 > hi ? rank + 1 : hi, R);
+      if (*after < 0) *after = first_in_chain(expert, lo, hi);
+    }
+    if (*after < 0) *after = home;
   }
 
-  // Adds (or removes) a new replica of `expert` on `rank` to the expert's chain.
+  // How inserting `rank` between `before` (-1: none) and `after` changes the three ranks'
+  // gradient counts ([4] each, the counts' order: received and sent inside the node, then
+  // across nodes): it receives from the one and sends to the other, which now receives from
+  // it instead of from `before`.
+  struct ChainInsertion {
+    std::int32_t rank[4] = {0, 0, 0, 0};
+    std::int32_t after[4] = {0, 0, 0, 0};
+    std::int32_t before[4] = {0, 0, 0, 0};
+  };
+  TOPOEP_HOST_DEVICE ChainInsertion chain_insertion(RankId rank, RankId before,
+                                                    RankId after) const {
+    auto cls = [&](RankId from, RankId to) { return node_of(from) == node_of(to) ? 0 : 2; };
+    ChainInsertion d;
+    d.rank[cls(rank, after) + 1] += 1;  // it sends to the next
+    d.after[cls(rank, after)] += 1;     // which receives from it ...
+    if (before >= 0) {
+      d.after[cls(before, after)] -= 1;  // ... instead of from the one before, which
+      d.before[cls(before, after) + 1] -= 1;
+      d.before[cls(before, rank) + 1] += 1;  // sends to it instead
+      d.rank[cls(before, rank)] += 1;
+    }
+    return d;
+  }
+
+  // Adds `sign` x `delta` ([4]) to `rank`'s gradient counts.
+  TOPOEP_HOST_DEVICE void add_gradient_counts(RankId rank, const std::int32_t* delta,
+                                              std::int32_t sign) {
+    const int R = s_.num_ranks;
+    for (int i = 0; i < 4; ++i) w_.gradient_counts[i * R + rank] += sign * delta[i];
+    w_.one_more_replica[8 * rank] = -1;
+  }
+
+  // Adds (or removes) a new replica of `expert` on `rank` to the expert's chain. Only the rank
+  // and its two neighbours' counts change (the same counts as recounting the whole chain).
   TOPOEP_HOST_DEVICE void set_new_holder(ExpertId expert, RankId rank, bool holds) {
     if (!chains_) return;
     const std::int64_t at = static_cast<std::int64_t>(expert) * s_.num_ranks + rank;
     if (in_.owed_holders != nullptr && in_.owed_holders[at] != 0) return;  // in it either way
-    count_chain(expert, -1);
+    if (in_chain(expert, rank) == holds) return;
     std::uint64_t& word =
         w_.chain_bits[static_cast<std::int64_t>(expert) * chain_words_ + (rank >> 6)];
     const std::uint64_t bit = std::uint64_t{1} << (rank & 63);
-    word = holds ? (word | bit) : (word & ~bit);
-    count_chain(expert, 1);
+    word &= ~bit;  // the neighbours of the chain without it
+    RankId before = -1, after = -1;
+    chain_neighbours(expert, rank, &before, &after);
+    const ChainInsertion d = chain_insertion(rank, before, after);
+    const std::int32_t sign = holds ? 1 : -1;
+    add_gradient_counts(rank, d.rank, sign);
+    add_gradient_counts(after, d.after, sign);
+    if (before >= 0) add_gradient_counts(before, d.before, sign);
+    if (holds) word |= bit;
     weights_changed_ = true;
   }
 
@@ -382,45 +458,17 @@ class LayerSolve {
   // other, which now receives from it. 0 when the rank is in the chain already.
   TOPOEP_HOST_DEVICE Picoseconds chain_insertion_ps(ExpertId expert, RankId rank) const {
     if (!chains_) return 0;
-    const int R = s_.num_ranks;
     if (in_chain(expert, rank)) return 0;
     const RankId home = in_.home_rank[expert];
     if (chain_empty(expert)) {  // the chain's first replica: it sends to the home
       const int ib = node_of(home) == node_of(rank) ? 0 : 1;
       return max_ps(0, max_ps(one_more(rank)[4 + ib], one_more(home)[6 + ib]) - gradient_max_);
     }
-    // The chain's order (walk_gradient_chain()): the ranks outside the home's node ascending,
-    // then those inside it ascending, then the home. Its node's ranks are [lo, hi).
-    const int lo = node_of(home) * s_.gpus_per_node, hi = lo + s_.gpus_per_node;
-    auto last_outside = [&](int below) {  // the highest member outside [lo, hi) below `below`
-      const RankId upper = below > hi ? last_in_chain(expert, hi, below) : -1;
-      return upper >= 0 ? upper : last_in_chain(expert, 0, below < lo ? below : lo);
-    };
     RankId before = -1, after = -1;
-    if (rank >= lo && rank < hi) {
-      before = last_in_chain(expert, lo, rank);
-      if (before < 0) before = last_outside(R);
-      after = first_in_chain(expert, rank + 1, hi);
-    } else {
-      before = last_outside(rank);
-      if (rank + 1 < lo) after = first_in_chain(expert, rank + 1, lo);
-      if (after < 0) after = first_in_chain(expert, rank + 1 > hi ? rank + 1 : hi, R);
-      if (after < 0) after = first_in_chain(expert, lo, hi);
-    }
-    if (after < 0) after = home;
-    // Count index offsets: received inside the node 0, sent 1, received across nodes 2, sent 3.
-    auto cls = [&](RankId from, RankId to) { return node_of(from) == node_of(to) ? 0 : 2; };
-    std::int32_t d_rank[4] = {0, 0, 0, 0}, d_after[4] = {0, 0, 0, 0}, d_before[4] = {0, 0, 0, 0};
-    d_rank[cls(rank, after) + 1] += 1;  // it sends to the next
-    d_after[cls(rank, after)] += 1;     // which receives from it ...
-    if (before >= 0) {
-      d_after[cls(before, after)] -= 1;  // ... instead of from the one before, which
-      d_before[cls(before, after) + 1] -= 1;
-      d_before[cls(before, rank) + 1] += 1;  // sends to it instead
-      d_rank[cls(before, rank)] += 1;
-    }
-    Picoseconds worst = max_ps(gradient_time(rank, d_rank), gradient_time(after, d_after));
-    if (before >= 0) worst = max_ps(worst, gradient_time(before, d_before));
+    chain_neighbours(expert, rank, &before, &after);
+    const ChainInsertion d = chain_insertion(rank, before, after);
+    Picoseconds worst = max_ps(gradient_time(rank, d.rank), gradient_time(after, d.after));
+    if (before >= 0) worst = max_ps(worst, gradient_time(before, d.before));
     return max_ps(0, worst - gradient_max_);
   }
 
