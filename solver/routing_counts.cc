@@ -94,7 +94,10 @@ void RoutingCounts::set(RankId src, ExpertId expert, TokenCount value) {
 
 std::vector<TokenCount> RoutingCounts::expert_totals() const {
   std::vector<TokenCount> totals(num_experts_, 0);
-  for (std::size_t i = 0; i < values_.size(); ++i) totals[i % num_experts_] += values_[i];
+  const std::size_t E = totals.size();
+  for (std::size_t row = 0; row + E <= values_.size() && E > 0; row += E) {
+    for (std::size_t e = 0; e < E; ++e) totals[e] += values_[row + e];
+  }
   return totals;
 }
 
