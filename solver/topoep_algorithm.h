@@ -1086,8 +1086,9 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE void transfer_from_other_nodes(const Move& move, int skip_a, int skip_b,
                                                     TokenCount& limit) {
     const int G = s_.gpus_per_node;
+    const TokenCount* const from_nodes = node_row(move.from_slot, move.expert);
     for (int n = 0; n < num_nodes_ && limit > 0; ++n) {
-      if (n == skip_a || n == skip_b) continue;
+      if (n == skip_a || n == skip_b || from_nodes[n] == 0) continue;  // nothing to take there
       for (RankId src = n * G; src < (n + 1) * G && limit > 0; ++src) {
         transfer_from(move, src, limit);
       }
@@ -1127,12 +1128,16 @@ class LayerSolve {
       remaining -= first - budget;
     }
     transfer_from(move, b, remaining);
-    for (RankId src = node_b * G; src < (node_b + 1) * G && remaining > 0; ++src) {
+    // A node whose sources send the origin instance nothing is skipped (its node row says so).
+    const TokenCount* const from_nodes = node_row(move.from_slot, move.expert);
+    for (RankId src = node_b * G; src < (node_b + 1) * G && remaining > 0 && from_nodes[node_b] > 0;
+         ++src) {
       if (src != a && src != b) transfer_from(move, src, remaining);
     }
     transfer_from_other_nodes(move, node_a, node_b, remaining);  // third nodes
     if (node_a != node_b) {
-      for (RankId src = node_a * G; src < (node_a + 1) * G && remaining > 0; ++src) {
+      for (RankId src = node_a * G;
+           src < (node_a + 1) * G && remaining > 0 && from_nodes[node_a] > 0; ++src) {
         if (src != a) transfer_from(move, src, remaining);
       }
     }
