@@ -13,8 +13,8 @@
 namespace topoep {
 
 struct InstanceLayout {
-  // [experts]: the ranks holding the expert, first the home, then the rest ascending; the
-  // layout may not list a rank twice for one expert.
+  // [experts]: the ranks holding the expert, first the home, then the rest ascending; every
+  // rank in [0, R) of the topology, none listed twice for one expert.
   std::vector<std::vector<RankId>> instances;
 };
 
