@@ -42,6 +42,11 @@ struct TopoepLayerOutput {
   // of the best prefix), the plan's slots and instance lists, and its routes (diagnostic for
   // the GPU microbenchmark; may be null; the host reads no clock and writes zeros)
   std::int64_t* phase_cycles = nullptr;
+  // The kept state's phase times as the search weighed them, from its incremental counters
+  // (diagnostic, may be null). Without owed holders and with one use they are
+  // predict_plan_cost()'s for the plan, but for the weight phase: a new replica the search left
+  // empty still counts its weights there and is dropped from the plan (step 7).
+  PhaseTimes* predicted = nullptr;
 };
 
 constexpr int kSolvePhases = 4;
@@ -141,6 +146,7 @@ class LayerSolve {
     std::int32_t best_moves = 0, searched = 0;
     if (threads_.index() == 0) {
       searched = search(&best_moves);
+      if (out.predicted != nullptr) *out.predicted = measure();
       clocks[2] = device_clock();
       emit_instances(out);
       clocks[3] = device_clock();
@@ -568,6 +574,7 @@ class LayerSolve {
     for (int n = 0; n < num_nodes_; ++n) w_.open_ranks[2 * n] = kStaleNode;
     for (int n = 0; n < num_nodes_; ++n) w_.node_changed[n] = 1;
     ib_total_ = ib_static_;
+    weights_changed_ = true;  // the weight and gradient counters were reset above
     for (ExpertId e = 0; e < E; ++e) {
       w_.home_tokens[e] = w_.expert_totals[e];
       w_.expert_ready[e] = 0;

@@ -45,8 +45,9 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
   std::int64_t num_routes = 0;
   std::int32_t num_moves = 0;
-  const TopoepLayerOutput output{plan->replica_expert.data(), plan->routes.data(), &num_routes,
-                                 &num_moves};
+  TopoepLayerOutput output{plan->replica_expert.data(), plan->routes.data(), &num_routes,
+                           &num_moves};
+  output.predicted = &last_predicted_;
   topoep_solve_layer(params_, input, workspace_, output);
   plan->routes.resize(static_cast<std::size_t>(num_routes));
   return num_moves;

@@ -65,11 +65,16 @@ class TopoepHostSolver {
   int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
             const std::vector<std::uint8_t>& owed_holders = {}, int replica_uses = 1);
 
+  // The last solve's phase times as the search weighed them (TopoepLayerOutput::predicted):
+  // what tests hold its incremental counters to.
+  const PhaseTimes& last_predicted() const { return last_predicted_; }
+
  private:
   TopoepParams params_;
   std::vector<RankId> home_rank_;
   std::unique_ptr<std::uint64_t[]> buffer_;  // 8-byte aligned backing store of the workspace
   TopoepWorkspace workspace_;
+  PhaseTimes last_predicted_;
 };
 
 // Plans one layer. Deterministic: the same inputs give the same plan, bit for bit.
