@@ -436,6 +436,13 @@ class LayerSolve {
     w_.one_more_replica[8 * rank] = -1;
   }
 
+  // A new replica of `expert` on `rank` starts (or stops) holding tokens: its weights move
+  // from the home (or no longer) and it joins (or leaves) the expert's gradient chain.
+  TOPOEP_HOST_DEVICE void set_new_replica_used(ExpertId expert, RankId rank, bool used) {
+    add_weight(in_.home_rank[expert], rank, used ? 1 : -1);
+    set_new_holder(expert, rank, used);
+  }
+
   // Adds (or removes) a new replica of `expert` on `rank` to the expert's chain. Only the rank
   // and its two neighbours' counts change (the same counts as recounting the whole chain).
   TOPOEP_HOST_DEVICE void set_new_holder(ExpertId expert, RankId rank, bool holds) {
@@ -1165,14 +1172,14 @@ class LayerSolve {
         target_ = (compute_total_ + s_.num_ranks - 1) / s_.num_ranks;
       }
     }
-    // A new replica is in its expert's gradient chain while it holds tokens: emit_instances()
-    // drops the empty ones.
+    // A new replica moves its weights and is in its expert's gradient chain while it holds
+    // tokens: emit_instances() drops the empty ones, so they cost nothing.
     if (move.to_slot >= 0 && w_.slot_is_new[move.to_slot] && to_tokens == 0 && total > 0) {
-      set_new_holder(move.expert, b, true);
+      set_new_replica_used(move.expert, b, true);
     }
     if (move.from_slot >= 0 && w_.slot_is_new[move.from_slot] && from_tokens == total &&
         total > 0) {
-      set_new_holder(move.expert, a, false);
+      set_new_replica_used(move.expert, a, false);
     }
     from_tokens -= total;
     to_tokens += total;
@@ -1196,18 +1203,13 @@ class LayerSolve {
     w_.node_changed[node_of(move.to_rank)] = 1;
     if (move.to_slot == kNewSlot) {
       const std::int64_t j = free_slot(move.to_rank);
-      if (w_.slot_expert[j] != kNoExpert) {
-        if (w_.slot_is_new[j]) {  // evicted unused (out of its chain since it emptied)
-          add_weight(in_.home_rank[w_.slot_expert[j]], move.to_rank, -1);
-        }
-        unlink_slot(j);
-      }
+      // An evicted replica holds no tokens: its weights and chain hops went when it emptied.
+      if (w_.slot_expert[j] != kNoExpert) unlink_slot(j);
       w_.slot_expert[j] = move.expert;
       link_slot(j);
       w_.slot_is_new[j] = 1;
       w_.slot_tokens[j] = 0;
       clear_slot_flows(j);
-      add_weight(in_.home_rank[move.expert], move.to_rank, 1);
       move.to_slot = static_cast<std::int32_t>(j);
     }
     transfer(move);
