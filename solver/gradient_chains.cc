@@ -36,13 +36,18 @@ void add_replica_chains(std::vector<ReplicaInstance>& replicas, const TopologyVi
 void add_gradient_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
                         std::int32_t* counts, GradientHops& hops) {
   const int num_ranks = topology.num_ranks();
-  walk_gradient_chain(
-      home, count, topology.gpus_per_node, [&](int i) { return holders[i]; },
-      [&](RankId from, RankId to, bool same_node) {
-        ++counts[chain_count_index(num_ranks, to, same_node, false)];
-        ++counts[chain_count_index(num_ranks, from, same_node, true)];
-        ++(same_node ? hops.nvlink : hops.ib);
-      });
+  auto members = [&](int lo, int hi, auto&& visit) {  // `holders` is ascending
+    for (const RankId* h = std::lower_bound(holders, holders + count, lo);
+         h < holders + count && *h < hi; ++h) {
+      visit(*h);
+    }
+  };
+  walk_gradient_chain(home, num_ranks, topology.gpus_per_node, members,
+                      [&](RankId from, RankId to, bool same_node) {
+                        ++counts[chain_count_index(num_ranks, to, same_node, false)];
+                        ++counts[chain_count_index(num_ranks, from, same_node, true)];
+                        ++(same_node ? hops.nvlink : hops.ib);
+                      });
 }
 
 }  // namespace topoep

@@ -22,24 +22,25 @@ struct GradientHops {
   std::int64_t ib = 0;
 };
 
-// Calls hop(from, to, same_node) for each hop of the chain of an expert homed on `home` whose
-// replicas are on the ranks rank_at(0), ..., rank_at(n - 1) returns: ascending, -1 for none,
-// `home` never among them. Ranks are node-major (`gpus_per_node` per node).
-template <typename RankAt, typename Hop>
-TOPOEP_HOST_DEVICE void walk_gradient_chain(RankId home, int n, int gpus_per_node, RankAt rank_at,
-                                            Hop hop) {
-  const int home_node = home / gpus_per_node;
+// Calls hop(from, to, same_node) for each hop of the chain of an expert homed on `home`, over
+// `num_ranks` node-major ranks (`gpus_per_node` per node). `members(lo, hi, visit)` calls
+// visit(rank) for each replica holder in [lo, hi), ascending (`home` never among them), so each
+// caller lists its holders its own way (a sorted list, a byte row, a bitset's scans) and the
+// order lives here alone: other nodes first (ascending ranks, so node by node), then the home's
+// node, then the home.
+template <typename Members, typename Hop>
+TOPOEP_HOST_DEVICE void walk_gradient_chain(RankId home, int num_ranks, int gpus_per_node,
+                                            Members members, Hop hop) {
+  const int lo = home / gpus_per_node * gpus_per_node, hi = lo + gpus_per_node;
   RankId previous = -1;
-  // Other nodes first (ascending ranks, so node by node), then the home's node, then the home.
-  for (int home_pass = 0; home_pass < 2; ++home_pass) {
-    for (int i = 0; i < n; ++i) {
-      const RankId rank = rank_at(i);
-      if (rank < 0 || (rank / gpus_per_node == home_node) != (home_pass == 1)) continue;
-      if (previous >= 0) hop(previous, rank, previous / gpus_per_node == rank / gpus_per_node);
-      previous = rank;
-    }
-  }
-  if (previous >= 0) hop(previous, home, previous / gpus_per_node == home_node);
+  auto visit = [&](RankId rank) {
+    if (previous >= 0) hop(previous, rank, previous / gpus_per_node == rank / gpus_per_node);
+    previous = rank;
+  };
+  members(0, lo, visit);
+  members(hi, num_ranks, visit);
+  members(lo, hi, visit);
+  if (previous >= 0) hop(previous, home, previous / gpus_per_node == home / gpus_per_node);
 }
 
 // The index in [4][R] counts (gradient counts' order: received and sent inside a node, received

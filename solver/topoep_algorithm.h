@@ -44,8 +44,7 @@ struct TopoepLayerOutput {
   std::int64_t* phase_cycles = nullptr;
   // The kept state's phase times as the search weighed them, from its incremental counters
   // (diagnostic, may be null). Without owed holders and with one use they are
-  // predict_plan_cost()'s for the plan, but for the weight phase: a new replica the search left
-  // empty still counts its weights there and is dropped from the plan (step 7).
+  // predict_plan_cost()'s for the plan, phase for phase (the property test holds them to it).
   PhaseTimes* predicted = nullptr;
 };
 
@@ -360,21 +359,12 @@ class LayerSolve {
     }
   }
 
-  // walk_gradient_chain()'s hops over the expert's chain, found by bit scans: the members
-  // outside the home's node ascending, then those inside it, then the home.
+  // walk_gradient_chain()'s hops over the expert's chain, its members found by bit scans.
   template <typename Hop>
   TOPOEP_HOST_DEVICE void walk_chain(ExpertId expert, Hop hop) const {
-    const RankId home = in_.home_rank[expert];
-    const int lo = node_of(home) * s_.gpus_per_node, hi = lo + s_.gpus_per_node;
-    RankId previous = -1;
-    auto visit = [&](RankId rank) {
-      if (previous >= 0) hop(previous, rank, node_of(previous) == node_of(rank));
-      previous = rank;
-    };
-    for_each_in_chain(expert, 0, lo, visit);
-    for_each_in_chain(expert, hi, s_.num_ranks, visit);
-    for_each_in_chain(expert, lo, hi, visit);
-    if (previous >= 0) hop(previous, home, node_of(previous) == node_of(home));
+    walk_gradient_chain(
+        in_.home_rank[expert], s_.num_ranks, s_.gpus_per_node,
+        [&](int lo, int hi, auto&& visit) { for_each_in_chain(expert, lo, hi, visit); }, hop);
   }
 
   // The members `rank` (not in the expert's chain) would sit between in the chain's order:
@@ -540,13 +530,16 @@ class LayerSolve {
       for (RankId r = 0; r < R; ++r) {
         bits[r >> 6] |= static_cast<std::uint64_t>(row[r] != 0 ? 1 : 0) << (r & 63);
       }
-      walk_gradient_chain(
-          in_.home_rank[e], R, s_.gpus_per_node,
-          [&](int i) { return row[i] != 0 ? static_cast<RankId>(i) : RankId{-1}; },
-          [&](RankId from, RankId to, bool same_node) {
-            ++g[chain_count_index(R, to, same_node, false)];
-            ++g[chain_count_index(R, from, same_node, true)];
-          });
+      auto members = [&](int lo, int hi, auto&& visit) {
+        for (RankId r = lo; r < hi; ++r) {
+          if (row[r] != 0) visit(r);
+        }
+      };
+      walk_gradient_chain(in_.home_rank[e], R, s_.gpus_per_node, members,
+                          [&](RankId from, RankId to, bool same_node) {
+                            ++g[chain_count_index(R, to, same_node, false)];
+                            ++g[chain_count_index(R, from, same_node, true)];
+                          });
     }
     owed_gradient_ps_ = gradient_chains_ps(g, R, p_.cost.replica_gradient_bytes, p_.cost);
   }
