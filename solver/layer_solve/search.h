@@ -1,0 +1,371 @@
+#pragma once
+// The search of LayerSolve (layer_solve.h): the runs of greedy moves and IB levelling, their
+// stop rule and best prefix, the seeded and opened second runs, and the cost model's measure of
+// each state. solver/README.md, steps 2-6.
+
+#include <cstdint>
+
+#include "solver/layer_solve/layer_solve.h"
+#include "solver/phase_times.h"
+
+namespace topoep {
+namespace topoep_detail {
+
+// Solves and writes the canonical plan: the static start (init()), the search (search()), the
+// plan's replica slots and instance lists (emit_instances()), then its routes (emit_routes()).
+// Every thread calls it.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutput& out) {
+  std::int64_t clocks[kSolvePhases + 1] = {0, 0, 0, 0, 0};
+  clocks[0] = device_clock();
+  init();
+  clocks[1] = device_clock();
+  // Each move depends on the last: the search runs on thread 0 while the others wait.
+  std::int32_t best_moves = 0, searched = 0;
+  if (threads_.index() == 0) {
+    searched = search(&best_moves);
+    if (out.predicted != nullptr) *out.predicted = measure();
+    clocks[2] = device_clock();
+    emit_instances(out);
+    clocks[3] = device_clock();
+  }
+  threads_.sync();
+  emit_routes(out);
+  clocks[4] = device_clock();
+  if (threads_.index() != 0) return;
+  *out.num_moves = best_moves;
+  if (out.searched_moves != nullptr) *out.searched_moves = searched;
+  if (out.phase_cycles != nullptr) {
+    for (int i = 0; i < kSolvePhases; ++i) out.phase_cycles[i] = clocks[i + 1] - clocks[i];
+  }
+}
+
+// The greedy from the static state and, where slots ran out before the room did, the seeded
+// run; then the state of the best prefix of whichever is predicted faster (ties: the first),
+// replayed from the move log unless the state already is that prefix. Returns the moves
+// searched and the prefix's length in `best_moves`.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t* best_moves_out) {
+  Move* const logs[2] = {static_cast<Move*>(w_.move_log),
+                         static_cast<Move*>(w_.move_log) + p_.max_moves};
+  std::int32_t best_moves = 0;
+  std::int32_t searched = run(logs[0], RunKind::kPlain, &best_moves);
+  const Move* chosen = logs[0];
+  const Move* last = logs[0];
+  const RunKind second = needs_seeded_run()   ? RunKind::kSeeded
+                         : needs_opened_run() ? RunKind::kOpened
+                                              : RunKind::kPlain;
+  if (second != RunKind::kPlain) {
+    const Picoseconds plain_time = best_time_;
+    restore_static();
+    std::int32_t second_best = 0;
+    searched += run(logs[1], second, &second_best);
+    last = logs[1];
+    if (best_time_ < plain_time) {
+      chosen = logs[1];
+      best_moves = second_best;
+    }
+  }
+  if (chosen != last || best_moves != last_done_) {
+    restore_static();
+    for (std::int32_t i = 0; i < best_moves; ++i) apply(chosen[i]);
+  }
+  *best_moves_out = best_moves;
+  return searched;
+}
+
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::clear_stuck() {
+  // Locals: byte stores may alias anything, so w_'s members and s_ would be reloaded.
+  std::uint8_t* const stuck = w_.rank_stuck;
+  std::uint8_t* const helper = w_.rank_helper;
+  const int R = s_.num_ranks;
+  for (RankId r = 0; r < R; ++r) stuck[r] = 0;
+  for (RankId r = 0; r < R; ++r) helper[r] = 0;
+}
+
+// Marks the ranks that hold another instance of an expert with tokens on `rank`.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::mark_helpers(RankId rank) {
+  auto mark_instances_of = [&](ExpertId expert, std::int32_t) {
+    w_.rank_helper[in_.home_rank[expert]] = 1;
+    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+      w_.rank_helper[w_.slot_rank[j]] = 1;
+    }
+  };
+  for_each_loaded_instance(rank, mark_instances_of);
+  w_.rank_helper[rank] = 0;
+}
+
+// Runs the greedy search from the static state (first seeding replicas when `seeded`),
+// logging its moves into `log`; returns how many ran and, in `best_moves`, the move count
+// whose state the cost model predicts fastest (ties: fewer). Leaves that state's predicted
+// time in best_time_ and the move count in last_done_; best_compute_, best_moves_ and
+// room_with_slot_ describe the best state before the relaxed IB pass, which the second runs
+// are decided on (without spare slots it returns at once, best_compute_ 0: no second run
+// follows).
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKind kind,
+                                                                std::int32_t* best_moves) {
+  *best_moves = 0;
+  log_ = log;
+  best_compute_ = 0;  // needs_seeded_run() is then false
+  last_done_ = 0;
+  // Without spare slots every expert has one instance: no token can move.
+  if (s_.num_slots() == 0) return 0;
+  const std::int32_t limit = p_.max_moves;
+  const int R = s_.num_ranks;
+  TokenCount total = 0;
+  for (RankId r = 0; r < R; ++r) total += c_.load[r];
+  compute_total_ = total;
+  target_ = (total + R - 1) / R;
+  Progress progress;
+  weights_changed_ = true;
+  const PhaseTimes start = measure();
+  progress.best_time = progress.marked_time = start.total;
+  progress.best_compute = start.compute;
+  // The search gives up after R moves (at least 16, at most 64) that together cut the
+  // predicted time by less than 1/1024 of it since the last such cut: a replica often pays
+  // off only after the moves that fill it and a chain only at its end, but the long tail of
+  // few-token moves that shave the last 0.1% costs more solve time than it saves. Past 64
+  // ranks, R such moves were mostly wasted search (measured: bench/README.md).
+  progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
+  // From zero, owed holders (TopoepLayerInput::owed_holders) or not: a new replica is
+  // charged the whole gradient reduction its ranks reach, what the step already owes them
+  // included. Later microbatches add replicas elsewhere, so any rank a replica lands on may
+  // end up the one the step-end reduction waits for; charging only what it adds above the
+  // step's current maximum made every rank below it look free, and the replicas then
+  // spread until the reduction grew 4x (solver/README.md). The best prefix measures the
+  // exact step marginal (measure(): beyond owed_gradient_ps_).
+  weight_max_ = gradient_max_ = 0;
+  if (kind == RunKind::kOpened) {
+    // As if one replica were already on its way to every rank, over the cheaper link class
+    // the cluster has: a rank's first such replica costs nothing more, a second or a dearer
+    // link what it adds (see needs_opened_run()).
+    const bool nvlink =
+        s_.gpus_per_node > 1 &&
+        (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
+    weight_max_ = weight_exposed(0, nvlink, 0, 1);
+    // Each rank sending one more gradient (a chain member sends one and receives at most one).
+    const std::int32_t one_sent[4] = {0, nvlink ? 1 : 0, 0, nvlink ? 0 : 1};
+    for (RankId r = 0; chains_ && r < R; ++r) {
+      gradient_max_ = max_ps(gradient_max_, gradient_time(r, one_sent));
+    }
+  }
+  std::int32_t moves = 0;
+  if (kind == RunKind::kSeeded) seed_replicas(moves, progress);
+  clear_stuck();
+  bool any_stuck = false;
+  while (moves < limit) {
+    // The most loaded rank that still has a move (ties: lower rank). When the straggler is
+    // stuck (every instance it could send to is full or as loaded), first the ranks holding
+    // its experts' other instances, then any rank, move load away to open room that a later
+    // move gives the straggler: a chain, found one link at a time.
+    RankId straggler = -1;
+    if (!any_stuck) {  // the common case: the first rank at the largest load measure() found
+      const TokenCount* const load = c_.load;
+      const TokenCount top = maxima_.load;
+      straggler = 0;
+      while (load[straggler] != top) ++straggler;
+    }
+    for (int pass = 0; any_stuck && pass < 2 && straggler < 0; ++pass) {
+      for (RankId r = 0; r < R; ++r) {
+        if (w_.rank_stuck[r] || (pass == 0 && !w_.rank_helper[r])) continue;
+        if (straggler < 0 || c_.load[r] > c_.load[straggler]) straggler = r;
+      }
+    }
+    // Within 1/1024 of the mean: nothing left worth a move.
+    if (straggler < 0 || c_.load[straggler] * 1024 <= target_ * 1025) break;
+    if (!any_stuck) find_open_ranks();  // the state changed since they were last found
+    const Move best = best_move_from(straggler);
+    if (!best.valid() || best.gain <= 0) {
+      if (!any_stuck) mark_helpers(straggler);
+      w_.rank_stuck[straggler] = 1;
+      any_stuck = true;
+      continue;
+    }
+    const bool go_on = commit(best, moves, progress);
+    if (any_stuck) clear_stuck();  // marks are set only while a rank is stuck
+    any_stuck = false;
+    if (best.to_slot == kNewSlot) note_new_replica(best);
+    if (!go_on) break;
+  }
+  moves = level_ib(moves, progress, false);
+  // Whether a second run is worth its time is a question about how the compute phase spent
+  // the slots: asked of the state before compute is traded for IB time.
+  best_moves_ = progress.best_moves;
+  best_compute_ = progress.best_compute;
+  room_with_slot_ = false;
+  for (RankId r = 0; r < R && !room_with_slot_; ++r) {
+    room_with_slot_ = c_.load[r] < target_ && has_free_slot(r);
+  }
+  // The relaxed pass gives up after 16 moves without a significant cut: each of its moves
+  // can only save the busiest IB rank's lead over the next, and at R = 256 a 64-move tail of
+  // tiny trades cost 16% of the solve for nothing (bench/README.md).
+  const std::int32_t stall_limit = progress.stall_limit;
+  progress.stall_limit = stall_limit < 16 ? stall_limit : 16;
+  moves = level_ib(moves, progress, true);
+  progress.stall_limit = stall_limit;
+  *best_moves = progress.best_moves;
+  best_time_ = progress.best_time;
+  last_done_ = moves;
+  return moves;
+}
+
+// Where no move pays for its replica's weights alone, the first run stops at the static plan:
+// the weight and gradient phases wait for their slowest rank, so the first replica pays the
+// whole phase while the replicas after it, on other ranks, ride along for nothing. When the
+// first run's best state adds no replica, weights cost something and the busiest rank stays
+// more than 2% above the mean, a second run charges each new replica only what it adds
+// beyond one replica per rank (run(), kOpened); the best prefix then measures the real
+// phases, so the opened run is kept only where the replicas together pay for their weights.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::needs_opened_run() const {
+  if (p_.cost.replica_weight_bytes <= 0 && p_.cost.replica_gradient_bytes <= 0) return false;
+  if (!best_state_above_mean()) return false;
+  for (std::int32_t i = 0; i < best_moves_; ++i) {
+    if (log_[i].to_slot == kNewSlot) return false;
+  }
+  return true;
+}
+
+// The cost model's phase times of the current state. Weight counters change only with new
+// replicas, so their maxima are recomputed only then. Token counters change only on the
+// ranks of the nodes a move touched (its two ranks' and its sources'), so the token maxima
+// are kept per node and found again only for those: the same maxima as token_maxima() over
+// every rank, from a fraction of the reads once moves get small.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline PhaseTimes LayerSolve<Threads>::measure() {
+  const int G = s_.gpus_per_node;
+  CounterMaxima node;
+  TokenCount nvlink = 0, ib = 0, load = 0;
+  for (int n = 0; n < num_nodes_; ++n) {
+    TokenCount* const kept = w_.node_maxima + 3 * n;
+    if (w_.node_changed[n]) {
+      // The node's slice of the token counters (token_maxima() reads no weight counter).
+      const RankCounters ranks{c_.load + n * G,
+                               c_.nvlink_out + n * G,
+                               c_.nvlink_in + n * G,
+                               c_.ib_out + n * G,
+                               c_.ib_in + n * G,
+                               nullptr,
+                               nullptr,
+                               nullptr,
+                               nullptr};
+      token_maxima(ranks, G, node);
+      kept[0] = node.nvlink;
+      kept[1] = node.ib;
+      kept[2] = node.load;
+      w_.node_changed[n] = 0;
+    }
+    if (kept[0] > nvlink) nvlink = kept[0];
+    if (kept[1] > ib) ib = kept[1];
+    if (kept[2] > load) load = kept[2];
+  }
+  // Each half of the link times costs divisions: recomputed only when its maxima moved.
+  if (!link_times_known_ || nvlink != maxima_.nvlink || ib != maxima_.ib) {
+    token_links_ = token_link_times(nvlink, ib, p_.cost);
+  }
+  maxima_.nvlink = nvlink;
+  maxima_.ib = ib;
+  maxima_.load = load;
+  if (weights_changed_) {
+    const CounterMaxima before = maxima_;
+    weight_maxima(c_, s_.num_ranks, maxima_);
+    gradient_maxima(chains_ ? w_.gradient_counts : nullptr, s_.num_ranks, maxima_);
+    if (!link_times_known_ || before.weight_nvlink != maxima_.weight_nvlink ||
+        before.weight_ib != maxima_.weight_ib ||
+        before.gradient_nvlink != maxima_.gradient_nvlink ||
+        before.gradient_ib != maxima_.gradient_ib) {
+      weight_links_ = weight_link_times(maxima_, p_.cost, owed_gradient_ps_);
+      weight_links_.gradient /= replica_uses_;  // this microbatch's share
+    }
+    weights_changed_ = false;
+  }
+  link_times_known_ = true;
+  return phase_times(load, token_links_, weight_links_, p_.cost);
+}
+
+// Logs and applies `move`, then measures the new state: a new best prefix when it is
+// predicted faster. Returns false when the search should stop: stall_limit moves have
+// together cut the predicted time by less than 1/1024 since the last such cut.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::commit(const Move& move, std::int32_t& moves,
+                                                           Progress& progress) {
+  log_[moves] = move;
+  apply(move);
+  ++moves;
+  const PhaseTimes times = measure();
+  const Picoseconds time = times.total;
+  if (time < progress.best_time) {
+    progress.best_time = time;
+    progress.best_compute = times.compute;
+    progress.best_moves = moves;
+  }
+  if (time <= progress.marked_time - progress.marked_time / 1024) {
+    progress.marked_time = time;
+    progress.marked_moves = moves;
+    return true;
+  }
+  return moves - progress.marked_moves < progress.stall_limit;
+}
+
+// Seeding, before the greedy of the second run: the largest chunk first, where a chunk is an
+// overloaded rank's expert's tokens at home, at most the rank's load above the mean (ties:
+// lower expert; an expert is offered again while its chunk stays the largest), goes to a new
+// replica on the rank below the mean whose room fits it most tightly (else the roomiest;
+// ties: lower rank; a free slot, not holding the expert), as evaluate() sizes and weighs the
+// move; a chunk whose move has no positive gain is dropped. Chunks below 1/64 of the mean
+// end it. The greedy then goes on from the seeded state. It gives the largest chunks the
+// largest rooms before the stragglers' order spends them (solver/README.md, step 6).
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::seed_replicas(std::int32_t& moves,
+                                                                  Progress& progress) {
+  const int R = s_.num_ranks, E = s_.num_experts;
+  for (ExpertId e = 0; e < E; ++e) w_.cursor[e] = 0;  // 1: dropped
+  while (moves < p_.max_moves) {
+    // Only ranks above the mean have chunks; (larger chunk, lower expert) is a total order,
+    // so visiting experts by home rank picks what a pass in expert order would.
+    ExpertId pick = kNoExpert;
+    TokenCount chunk = 0;
+    for (RankId r = 0; r < R; ++r) {
+      const TokenCount excess = c_.load[r] - target_;
+      if (excess <= 0 || excess < chunk) continue;  // no chunk here can beat the pick
+      for (std::int32_t i = w_.home_begin[r]; i < w_.home_begin[r + 1]; ++i) {
+        const ExpertId e = w_.home_experts[i];
+        if (w_.cursor[e]) continue;
+        const TokenCount c = w_.home_tokens[e] < excess ? w_.home_tokens[e] : excess;
+        if (c > chunk || (c == chunk && c > 0 && e < pick)) {
+          chunk = c;
+          pick = e;
+        }
+      }
+    }
+    if (pick == kNoExpert || chunk * 64 < target_) return;
+    const RankId from = in_.home_rank[pick];
+    RankId fit = -1, roomiest = -1;
+    for (RankId u = 0; u < R; ++u) {
+      if (u == from || c_.load[u] >= target_ || !has_free_slot(u) || hosts(u, pick)) continue;
+      if (c_.load[u] + compute_tokens(chunk) <= target_ && (fit < 0 || c_.load[u] > c_.load[fit]))
+        fit = u;
+      if (roomiest < 0 || c_.load[u] < c_.load[roomiest]) roomiest = u;
+    }
+    const RankId to = fit >= 0 ? fit : roomiest;
+    if (to >= 0) {
+      prepare_node_row(pick);
+      const TokenCount room = target_ - c_.load[to];
+      Move move;
+      evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to, kNewSlot,
+               move, chunk < room ? chunk : room, new_replica_cost(pick, to));
+      if (move.valid() && move.gain > 0) {
+        commit(move, moves, progress);
+        note_new_replica(move);
+        continue;
+      }
+    }
+    w_.cursor[pick] = 1;
+  }
+}
+
+}  // namespace topoep_detail
+}  // namespace topoep
