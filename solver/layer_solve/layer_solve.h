@@ -64,10 +64,10 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE std::int32_t run(Move* log, RunKind kind, std::int32_t* best_moves);
 
   // Whether the first run's best state leaves the busiest rank more than 2% above the mean
-  // (target_) while, where the search stopped, no rank below the mean has a free slot: then the
-  // slots went where they help least (ranks with room each holding all of a small expert), and
-  // a seeded run is worth its time. With a free slot left where there is room, the search
-  // stopped by its costs, not for want of slots.
+  // (target_) while, in that state, no rank below the mean has a free slot: then the slots went
+  // where they help least (ranks with room each holding all of a small expert), and a seeded
+  // run is worth its time. With a free slot left where there is room, the best state is limited
+  // by its costs, not by the slots: the moves after it that filled those slots did not pay.
   TOPOEP_HOST_DEVICE bool needs_seeded_run() const {
     return !room_with_slot_ && best_state_above_mean();
   }
@@ -89,6 +89,7 @@ class LayerSolve {
     Picoseconds marked_time = 0;  // the predicted time at the last significant cut
     std::int32_t marked_moves = 0;
     std::int32_t stall_limit = 0;
+    bool best_room_with_slot = false;  // whether the best state has an open_below() rank
   };
   TOPOEP_HOST_DEVICE PhaseTimes measure();
   TOPOEP_HOST_DEVICE bool commit(const Move& move, std::int32_t& moves, Progress& progress);
@@ -147,6 +148,11 @@ class LayerSolve {
   TOPOEP_HOST_DEVICE std::int64_t free_slot(RankId rank) const;
   TOPOEP_HOST_DEVICE bool has_free_slot(RankId rank) const;
   TOPOEP_HOST_DEVICE void find_open_ranks();
+  // A rank below the mean with a free slot: room a new replica could fill.
+  TOPOEP_HOST_DEVICE bool open_below(RankId rank) const {
+    return c_.load[rank] < target_ && has_free_slot(rank);
+  }
+  TOPOEP_HOST_DEVICE void count_open_below();
   TOPOEP_HOST_DEVICE void stale_open_ranks(RankId rank) {
     w_.open_ranks[2 * node_of(rank)] = kStaleNode;
   }
@@ -363,8 +369,11 @@ class LayerSolve {
   Move* log_ = nullptr;         // the current run's move log
   Picoseconds best_time_ = 0;   // the last run's best predicted time ...
   std::int32_t last_done_ = 0;  // the moves the last run made (the state it left)
+  // How many ranks are open_below() now: a move changes the loads and slots of its two ranks
+  // only, so commit() updates it from those (all of them again when the mean moves).
+  std::int32_t open_below_ = 0;
   // Before the relaxed IB pass (level_ib()): the best state's compute phase and prefix (in
-  // log_), and whether a rank below the mean had a free slot where the first pass stopped.
+  // log_), and whether a rank below the mean had a free slot in that state.
   Picoseconds best_compute_ = 0;
   std::int32_t best_moves_ = 0;
   bool room_with_slot_ = false;

@@ -124,6 +124,8 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   const PhaseTimes start = measure();
   progress.best_time = progress.marked_time = start.total;
   progress.best_compute = start.compute;
+  count_open_below();
+  progress.best_room_with_slot = open_below_ > 0;
   // The search gives up after R moves (at least 16, at most 64) that together cut the
   // predicted time by less than 1/1024 of it since the last such cut: a replica often pays
   // off only after the moves that fill it and a chain only at its end, but the long tail of
@@ -195,10 +197,7 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   // the slots: asked of the state before compute is traded for IB time.
   best_moves_ = progress.best_moves;
   best_compute_ = progress.best_compute;
-  room_with_slot_ = false;
-  for (RankId r = 0; r < R && !room_with_slot_; ++r) {
-    room_with_slot_ = c_.load[r] < target_ && has_free_slot(r);
-  }
+  room_with_slot_ = progress.best_room_with_slot;
   // The relaxed pass gives up after 16 moves without a significant cut: each of its moves
   // can only save the busiest IB rank's lead over the next, and at R = 256 a 64-move tail of
   // tiny trades cost 16% of the solve for nothing (bench/README.md).
@@ -293,7 +292,14 @@ template <typename Threads>
 TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::commit(const Move& move, std::int32_t& moves,
                                                            Progress& progress) {
   log_[moves] = move;
+  const TokenCount target = target_;
+  const std::int32_t open_before = open_below(move.from_rank) + open_below(move.to_rank);
   apply(move);
+  if (target_ == target) {
+    open_below_ += open_below(move.from_rank) + open_below(move.to_rank) - open_before;
+  } else {
+    count_open_below();  // an instance minimum moved the mean: any rank may cross it
+  }
   ++moves;
   const PhaseTimes times = measure();
   const Picoseconds time = times.total;
@@ -301,6 +307,7 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::commit(const Move& move, std
     progress.best_time = time;
     progress.best_compute = times.compute;
     progress.best_moves = moves;
+    progress.best_room_with_slot = open_below_ > 0;
   }
   if (time <= progress.marked_time - progress.marked_time / 1024) {
     progress.marked_time = time;

@@ -208,6 +208,12 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::has_free_slot(RankId rank) c
   return false;
 }
 
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::count_open_below() {
+  open_below_ = 0;
+  for (RankId r = 0; r < s_.num_ranks; ++r) open_below_ += open_below(r) ? 1 : 0;
+}
+
 // Per node, the two least-loaded ranks (ties: lower rank) with a free slot; -1 if fewer.
 // Only nodes marked stale (kStaleNode) are searched again: a move changes the loads and slot
 // tokens of its two ranks only (stale_open_ranks()).
