@@ -90,6 +90,7 @@ class LayerSolve {
     std::int32_t marked_moves = 0;
     std::int32_t stall_limit = 0;
     bool best_room_with_slot = false;  // whether the best state has an open_below() rank
+    Picoseconds last_time = 0;         // the predicted time of the state the last move left
   };
   TOPOEP_HOST_DEVICE PhaseTimes measure();
   TOPOEP_HOST_DEVICE bool commit(const Move& move, std::int32_t& moves, Progress& progress);

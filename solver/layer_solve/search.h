@@ -303,6 +303,7 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::commit(const Move& move, std
   ++moves;
   const PhaseTimes times = measure();
   const Picoseconds time = times.total;
+  progress.last_time = time;
   if (time < progress.best_time) {
     progress.best_time = time;
     progress.best_compute = times.compute;
@@ -323,8 +324,11 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::commit(const Move& move, std
 // replica on the rank below the mean whose room fits it most tightly (else the roomiest;
 // ties: lower rank; a free slot, not holding the expert), as evaluate() sizes and weighs the
 // move; a chunk whose move has no positive gain is dropped. Chunks below 1/64 of the mean
-// end it. The greedy then goes on from the seeded state. It gives the largest chunks the
-// largest rooms before the stragglers' order spends them (solver/README.md, step 6).
+// end it, and so does a seed that raises the predicted time: a chunk's gain is what it takes
+// off its own rank, while the weight phase waits for the busiest sender, so past that seed the
+// hot experts' homes send more than the chunks relieve. The greedy then goes on from the
+// seeded state. It gives the largest chunks the largest rooms before the stragglers' order
+// spends them (solver/README.md, step 6).
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::seed_replicas(std::int32_t& moves,
                                                                   Progress& progress) {
@@ -365,8 +369,11 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::seed_replicas(std::int32_t& 
       evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to, kNewSlot,
                move, chunk < room ? chunk : room, new_replica_cost(pick, to));
       if (move.valid() && move.gain > 0) {
+        const Picoseconds before = moves == 0 ? progress.best_time : progress.last_time;
         commit(move, moves, progress);
         note_new_replica(move);
+        // From here on the seeds' weights outgrow what they relieve: the greedy goes on.
+        if (progress.last_time > before) return;
         continue;
       }
     }
