@@ -50,6 +50,7 @@ void time_zipf_solve(benchmark::State& state, const TopoepProblem& problem) {
     benchmark::DoNotOptimize(plan.routes.data());
   }
   state.counters["moves"] = moves;
+  state.counters["searched"] = solver.last_searched_moves();
 }
 
 void BM_TopoepSolve(benchmark::State& state) {
@@ -106,15 +107,17 @@ void BM_TopoepSolveDeepSeekV3Shares(benchmark::State& state,
   }
   TopoepHostSolver solver(problem);
   Plan plan;
-  std::int64_t moves = 0, solves = 0;
+  std::int64_t moves = 0, searched = 0, solves = 0;
   std::size_t next = 0;
   for (auto _ : state) {
     moves += solver.solve(matrices[next], {}, &plan);
+    searched += solver.last_searched_moves();
     ++solves;
     next = (next + 1) % matrices.size();
     benchmark::DoNotOptimize(plan.routes.data());
   }
   state.counters["moves"] = static_cast<double>(moves) / static_cast<double>(solves);
+  state.counters["searched"] = static_cast<double>(searched) / static_cast<double>(solves);
 }
 
 void register_shared_benchmarks() {

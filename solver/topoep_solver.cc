@@ -48,6 +48,7 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   TopoepLayerOutput output{plan->replica_expert.data(), plan->routes.data(), &num_routes,
                            &num_moves};
   output.predicted = &last_predicted_;
+  output.searched_moves = &last_searched_moves_;
   topoep_solve_layer(params_, input, workspace_, output);
   plan->routes.resize(static_cast<std::size_t>(num_routes));
   return num_moves;

@@ -68,6 +68,9 @@ class TopoepHostSolver {
   // The last solve's phase times as the search weighed them (TopoepLayerOutput::predicted):
   // what tests hold its incremental counters to.
   const PhaseTimes& last_predicted() const { return last_predicted_; }
+  // The moves the last solve's search made, both runs (step 6) included: what its time
+  // follows, where solve() returns the moves the plan keeps (diagnostic).
+  int last_searched_moves() const { return last_searched_moves_; }
 
  private:
   TopoepParams params_;
@@ -75,6 +78,7 @@ class TopoepHostSolver {
   std::unique_ptr<std::uint64_t[]> buffer_;  // 8-byte aligned backing store of the workspace
   TopoepWorkspace workspace_;
   PhaseTimes last_predicted_;
+  std::int32_t last_searched_moves_ = 0;
 };
 
 // Plans one layer. Deterministic: the same inputs give the same plan, bit for bit.

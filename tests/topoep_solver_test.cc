@@ -484,8 +484,11 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     TopoepHostSolver solver(c.problem);
     Plan again;
     solver.solve(c.counts, c.resident, &again);
-    solver.solve(c.counts, c.resident, &again);
+    const int kept = solver.solve(c.counts, c.resident, &again);
     EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
+    EXPECT_EQ(kept, result.moves) << "seed " << seed;
+    // The search made at least the moves its plan keeps (both runs of step 6 are counted).
+    EXPECT_GE(solver.last_searched_moves(), kept) << "seed " << seed;
     // The search's incremental counters (weights, chains, per-node maxima, cached link times)
     // price its state as predict_plan_cost() prices the plan from scratch.
     const PhaseTimes& searched = solver.last_predicted();
