@@ -122,7 +122,7 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   Progress progress;
   weights_changed_ = true;
   const PhaseTimes start = measure();
-  progress.best_time = progress.marked_time = start.total;
+  progress.best_time = progress.marked_time = progress.last_time = start.total;
   progress.best_compute = start.compute;
   count_open_below();
   progress.best_room_with_slot = open_below_ > 0;
@@ -369,7 +369,7 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::seed_replicas(std::int32_t& 
       evaluate(pick, from, kHomeSlot, w_.home_tokens[pick], node_row(kHomeSlot, pick), to, kNewSlot,
                move, chunk < room ? chunk : room, new_replica_cost(pick, to));
       if (move.valid() && move.gain > 0) {
-        const Picoseconds before = moves == 0 ? progress.best_time : progress.last_time;
+        const Picoseconds before = progress.last_time;
         commit(move, moves, progress);
         note_new_replica(move);
         // From here on the seeds' weights outgrow what they relieve: the greedy goes on.
