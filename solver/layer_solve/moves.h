@@ -139,7 +139,11 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::evaluate(
   const Picoseconds ib_cost = ib_over > 0 ? ib_ps(ib_over) : 0;
   const TokenCount relief =
       compute_relief(from_rank, tokens_on, to_rank, destination_tokens(to_slot, expert), tokens);
-  if (relief * relief_ps_per_token() - weight_cost - ib_cost < to_beat) return;
+  // Straggler relief less what the move adds to the exposed weight phase and to the IB
+  // phases at its destination. Total IB traffic is the second objective (a tie-break); the
+  // best-prefix choice in run() then measures every phase exactly.
+  const Picoseconds gain = relief * relief_ps_per_token() - weight_cost - ib_cost;
+  if (gain < to_beat) return;
   Move move;
   move.expert = expert;
   move.from_rank = from_rank;
@@ -149,10 +153,7 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::evaluate(
   move.tokens = tokens;
   move.source_tokens = tokens_on;
   move.ib_delta = ib_delta;
-  // Straggler relief less what the move adds to the exposed weight phase and to the IB
-  // phases at its destination. Total IB traffic is the second objective (a tie-break); the
-  // best-prefix choice in run() then measures every phase exactly.
-  move.gain = relief * relief_ps_per_token() - weight_cost - ib_cost;
+  move.gain = gain;
   if (move.better_than(best)) best = move;
 }
 
