@@ -30,4 +30,9 @@ PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
                        "no such file, and not a " + kind + " preset (presets: " + known + ")");
 }
 
+std::string quoted_with_origin(const std::string& name, const std::string& origin) {
+  const bool file = !origin.empty() && origin.rfind("preset:", 0) != 0;
+  return "'" + name + "'" + (file ? " (" + origin + ")" : "");
+}
+
 }  // namespace topoep

@@ -21,4 +21,8 @@ struct PresetSource {
 PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
                                     const std::string& preset_or_path, const std::string& kind);
 
+// `name` quoted for an error, followed by the file it was read from when `origin` is a path
+// (a copied preset keeps the preset's name, so the name alone can mislead): "'small' (m.json)".
+std::string quoted_with_origin(const std::string& name, const std::string& origin);
+
 }  // namespace topoep

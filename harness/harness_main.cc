@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "common/file_input_error.h"
+#include "common/preset_source.h"
 #include "harness/harness_run.h"
 #include "harness/microbench.h"
 #include "harness/moe_layer.h"
@@ -73,10 +74,10 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
   try {
     config.topology = topoep::load_topology(topology);
     if (config.topology.num_gpus() != comm.size()) {
-      throw topoep::InputError("--topology", "'" + config.topology.name + "' has " +
-                                                 std::to_string(config.topology.num_gpus()) +
-                                                 " GPUs but mpirun started " +
-                                                 std::to_string(comm.size()) + " ranks");
+      throw topoep::InputError(
+          "--topology", topoep::quoted_with_origin(config.topology.name, config.topology.origin) +
+                            " has " + std::to_string(config.topology.num_gpus()) +
+                            " GPUs but mpirun started " + std::to_string(comm.size()) + " ranks");
     }
     if (replay->parsed()) {
       config.model = topoep::load_model(model);

@@ -8,6 +8,9 @@ namespace topoep {
 
 struct ModelSpec {
   std::string name;
+  // What it was read from: a file path or "preset:NAME" (empty when built in code), so that
+  // errors about it can name the file.
+  std::string origin;
   std::string source;
   int num_experts = 0;      // routed experts per MoE layer
   int top_k = 0;            // experts per token

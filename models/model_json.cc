@@ -13,6 +13,7 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
   const nlohmann::json document = parse_json_text(text, origin);
   JsonObjectReader root(document, origin, "");
   ModelSpec model;
+  model.origin = origin;
   model.name = root.string_field("name");
   model.source = root.string_field("source");
   model.num_experts = static_cast<int>(root.int_field("num_experts", 1, 1 << 16));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/file_input_error.h"
+#include "common/preset_source.h"
 #include "sim/gradient_reduction.h"
 #include "sim/progress.h"
 #include "solver/input_error.h"
@@ -254,20 +255,21 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
   const int gpus = config.topology.num_gpus();
   if (metadata.num_ranks != gpus) {
-    throw InputError("topology", "'" + config.topology.name + "' has " + std::to_string(gpus) +
-                                     " GPUs but the trace has " +
+    throw InputError("topology", quoted_with_origin(config.topology.name, config.topology.origin) +
+                                     " has " + std::to_string(gpus) + " GPUs but the trace has " +
                                      std::to_string(metadata.num_ranks) + " ranks");
   }
   if (metadata.num_experts != config.model.num_experts) {
     throw InputError("model.num_experts",
-                     "'" + config.model.name + "' has " + std::to_string(config.model.num_experts) +
-                         " experts but the trace has " + std::to_string(metadata.num_experts));
+                     quoted_with_origin(config.model.name, config.model.origin) + " has " +
+                         std::to_string(config.model.num_experts) + " experts but the trace has " +
+                         std::to_string(metadata.num_experts));
   }
   if (metadata.top_k != config.model.top_k) {
-    throw InputError("model.top_k", "'" + config.model.name + "' routes each token to " +
-                                        std::to_string(config.model.top_k) +
-                                        " experts but the trace to " +
-                                        std::to_string(metadata.top_k));
+    throw InputError("model.top_k",
+                     quoted_with_origin(config.model.name, config.model.origin) +
+                         " routes each token to " + std::to_string(config.model.top_k) +
+                         " experts but the trace to " + std::to_string(metadata.top_k));
   }
   if (metadata.num_experts % gpus != 0) {
     throw InputError("num_experts", std::to_string(metadata.num_experts) +

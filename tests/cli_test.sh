@@ -122,6 +122,11 @@ expect_text "negative count is named" "$work/out" "negative.json: field 'counts[
 
 "$topoep" solve --counts "$work/counts.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "solve rejects a model with another expert count" 2 $?
+expect_text "the counts file and the model are named" "$work/out" "--model: $work/counts.json has 256 experts, model 'mixtral-8x7b' has 8"
+
+"$topoep" solve --counts "$work/counts.json" --topology h100-8x8 >"$work/out" 2>&1
+expect "solve rejects a topology with another GPU count" 2 $?
+expect_text "the counts file and the topology are named" "$work/out" "--topology: $work/counts.json has 32 source ranks (rows), topology 'h100-8x8' has 64 GPUs"
 
 "$topoep" solve --counts "$work/counts.json" --slots 300 >"$work/out" 2>&1
 expect "solve rejects too many slots" 2 $?
@@ -195,6 +200,13 @@ t = json.load(open(sys.argv[1]))
 t["name"], t["nodes"] = "h800-2x8", 2
 json.dump(t, open(sys.argv[1], "w"))
 PY
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model mixtral-8x7b >"$work/out" 2>&1
+expect "simulate rejects a model with another expert count" 2 $?
+expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64"
+sed 's/"top_k": 8/"top_k": 6/' "$work/model16.json" >"$work/model16-top6.json"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16-top6.json" >"$work/out" 2>&1
+expect "simulate rejects a model with another top-k" 2 $?
+expect_text "a model file is named with its path" "$work/out" "model.top_k: 'small' ($work/model16-top6.json) routes each token to 6 experts but the trace to 8"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --threads 2 --out "$work/sim" --timeline "$work/sim/timeline.json" >"$work/out" 2>&1
 expect "simulate exits 0" 0 $?

@@ -40,6 +40,9 @@ struct GemmEfficiencyCurve {
 
 struct Topology {
   std::string name;
+  // What it was read from: a file path or "preset:NAME" (empty when built in code), so that
+  // errors about it can name the file.
+  std::string origin;
   std::string description;
   int nodes = 0;
   int gpus_per_node = 0;  // the scale-up domain: 8 for HGX, 72 for NVL72

@@ -85,6 +85,7 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
   const nlohmann::json document = parse_json_text(text, origin);
   JsonObjectReader root(document, origin, "");
   Topology topology;
+  topology.origin = origin;
   topology.name = root.string_field("name");
   if (topology.name.empty()) root.fail("name", "must not be empty");
   topology.description = root.has("description") ? root.string_field("description") : "";

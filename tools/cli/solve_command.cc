@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/preset_source.h"
 #include "models/model_json.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
@@ -110,7 +111,15 @@ void run_solve(const SolveOptions& options) {
   if (first.num_experts() != model.num_experts) {
     throw InputError("--model", options.counts_path + " has " +
                                     std::to_string(first.num_experts()) + " experts, model " +
-                                    model.name + " has " + std::to_string(model.num_experts));
+                                    quoted_with_origin(model.name, model.origin) + " has " +
+                                    std::to_string(model.num_experts));
+  }
+  if (first.num_ranks() != topology.num_gpus()) {
+    throw InputError("--topology", options.counts_path + " has " +
+                                       std::to_string(first.num_ranks()) +
+                                       " source ranks (rows), topology " +
+                                       quoted_with_origin(topology.name, topology.origin) +
+                                       " has " + std::to_string(topology.num_gpus()) + " GPUs");
   }
   // Tokens per rank as the counts imply (assignments / top-k), for the dense window that new
   // replicas' weights hide behind.
