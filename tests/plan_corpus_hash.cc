@@ -9,6 +9,10 @@
 //   bazel run -c opt //tests:plan_corpus_hash            # one line per group
 //   bazel run -c opt //tests:plan_corpus_hash -- --each  # and one per plan, to diff
 //
+// `--each` lines read "<case> <plan hash> <predicted ps>", the solver's predicted layer time of
+// the plan (TopoepHostSolver::last_predicted()): tests/plan_corpus_compare.py lists, for two
+// such outputs, the plans that moved and what their predicted times did.
+//
 // Deterministic: integer generators and the solver only; the same hashes on every machine.
 
 #include <cstdint>
@@ -54,7 +58,7 @@ class Group {
     TopoepHostSolver solver(problem);
     Plan plan;
     solver.solve(counts, {}, &plan);
-    fold(plan_hash(plan), tag);
+    fold(plan_hash(plan), solver.last_predicted().total, tag);
     const int R = counts.num_ranks(), E = counts.num_experts();
     std::vector<TokenCount> next(counts.values().size());
     for (RankId src = 0; src < R; ++src) {
@@ -64,7 +68,7 @@ class Group {
     }
     Plan second;
     solver.solve(RoutingCounts(R, E, next), plan.replica_expert, &second);
-    fold(plan_hash(second), tag + " resident");
+    fold(plan_hash(second), solver.last_predicted().total, tag + " resident");
   }
 
   void print() const {
@@ -73,10 +77,13 @@ class Group {
   }
 
  private:
-  void fold(std::uint64_t hash, const std::string& tag) {
+  void fold(std::uint64_t hash, Picoseconds predicted, const std::string& tag) {
     combined_ = combined_ * 1000003 + hash;
     ++plans_;
-    if (each_) std::printf("%s %016llx\n", tag.c_str(), static_cast<unsigned long long>(hash));
+    if (each_) {
+      std::printf("%s %016llx %lld\n", tag.c_str(), static_cast<unsigned long long>(hash),
+                  static_cast<long long>(predicted));
+    }
   }
 
   std::string name_;
