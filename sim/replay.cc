@@ -10,6 +10,7 @@
 #include "common/file_input_error.h"
 #include "common/preset_source.h"
 #include "sim/gradient_reduction.h"
+#include "sim/plan_check.h"
 #include "sim/progress.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
@@ -209,6 +210,7 @@ class Replay {
           state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
       LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
       overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+      if (config_.check_plans) check_priced_plan(config_.planners[p], record, decision, cost);
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {
         const GradientReduction reduction = reduce_replica_gradients(

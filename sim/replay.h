@@ -29,6 +29,11 @@ struct SimConfig {
   // Hash every plan (per_layer.csv's plan_hash column). Hashing reads the whole encoded plan,
   // as much work per record as pricing it: a sweep, which reports totals only, turns it off.
   bool plan_hashes = true;
+  // Check every plan a planner runs with the plan validator (solver/plan_validator.h), and the
+  // loads the cost model priced against the loads the routes imply; the replay stops at the
+  // first violation with a std::runtime_error naming the planner, the record and what is wrong.
+  // It costs about what pricing the plan does (`topoep simulate --check`, sim/README.md).
+  bool check_plans = false;
 };
 
 // One record, one LayerCost per planner in SimConfig order (the ideal included).

@@ -102,6 +102,9 @@ for layer in layers:
         assert layer["plan_hash"].startswith("0x"), layer
 PY
   expect "solve --planner $planner prints JSON layers" 0 $?
+  "$topoep" solve --counts "$work/counts.json" --planner "$planner" --check >"$work/out" 2>&1
+  expect "solve --planner $planner --check prints its table and exits 0" 0 $?
+  expect_text "solve --planner $planner --check finds every plan valid" "$work/out" "--check: all 2 plans valid"
 done
 
 "$topoep" solve --counts "$work/counts.json" --planner magic >"$work/out" 2>&1
@@ -211,6 +214,10 @@ expect_text "a model file is named with its path" "$work/out" "model.top_k: 'sma
   --threads 2 --out "$work/sim" --timeline "$work/sim/timeline.json" >"$work/out" 2>&1
 expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --slots 2 --check >"$work/out" 2>&1
+expect "simulate --check exits 0" 0 $?
+expect_text "simulate --check finds every plan of the five planners valid" "$work/out" "--check: all 60 plans valid"
 python3 - "$work/sim" <<'PY'
 import csv, json, sys
 d = sys.argv[1]

@@ -362,6 +362,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.options.weight_overlap_fraction = fraction();
     config.planner_options.eplb_period_steps = draw(1, 2);
     config.planner_options.eplb_window_steps = draw(1, 2);
+    config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);
     check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed));

@@ -1,5 +1,6 @@
 #include "tools/cli/simulate_command.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -24,6 +25,7 @@ struct SimulateOptions {
   std::string timeline;
   int timeline_step = 0;
   bool rank_loads = false;
+  bool check = false;
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -47,6 +49,7 @@ void run_simulate(const SimulateOptions& options) {
   request.config.planners = split_names(options.planners);
   request.config.slots_per_rank = options.slots;
   request.config.threads = options.threads;
+  request.config.check_plans = options.check;
   request.out_dir = options.out;
   request.timeline = options.timeline;
   request.rank_loads = options.rank_loads;
@@ -59,6 +62,13 @@ void run_simulate(const SimulateOptions& options) {
             << request.config.topology.nodes << " x " << request.config.topology.gpus_per_node
             << " GPUs) with " << request.config.model.name << ", S = " << options.slots << "\n\n";
   print_simulation_table(result.summary, std::cout);
+  if (options.check) {
+    const auto& names = request.config.planners;
+    const auto planning = std::count_if(names.begin(), names.end(),
+                                        [](const std::string& name) { return name != "ideal"; });
+    std::cout << "\n--check: all " << result.records * planning
+              << " plans valid, and priced with the loads their routes imply\n";
+  }
   if (!options.out.empty()) {
     std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv"
               << (options.rank_loads ? ", rank_loads.csv" : "") << "\n";
@@ -92,6 +102,9 @@ void add_simulate_command(CLI::App& app) {
                      "Also write rank_loads.csv (tokens per GPU of every record) to --out");
   simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
       ->capture_default_str();
+  simulate->add_flag("--check", o->check,
+                     "Validate every plan that runs (and the loads it was priced with); stop at "
+                     "the first invalid one");
   simulate
       ->add_option("--weight-overlap", o->sim.weight_overlap_fraction,
                    "Fraction of the dense compute that hides replica weight transfers")

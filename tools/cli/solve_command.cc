@@ -5,6 +5,8 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "common/preset_source.h"
@@ -12,6 +14,7 @@
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
+#include "solver/plan_validator.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
@@ -39,7 +42,19 @@ struct SolveOptions {
   int threads = 1;
   std::string backend = "host";
   bool json = false;
+  bool check = false;
 };
+
+// --check: a plan, and the loads it is reported with, through the plan validator. An invalid
+// plan is the planner's bug, not the user's input: a runtime error (exit 1).
+void check_plan(std::size_t layer, const RoutingCounts& counts, const PlannerDecision& decision,
+                const PlanCost& cost) {
+  const std::optional<PlanViolation> violation =
+      find_plan_violation(counts, decision.placement, decision.plan, &cost.loads);
+  if (!violation) return;
+  throw std::runtime_error("plan check: layer " + std::to_string(layer) + ": " +
+                           to_string(violation->kind) + ": " + violation->message);
+}
 
 // One decision per layer (each layer is its own planner: planners keep per-layer state), all
 // as record (step 0, microbatch 0). TopoEP goes through the batched solver so that --threads
@@ -151,6 +166,7 @@ void run_solve(const SolveOptions& options) {
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
         predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
+    if (options.check) check_plan(l, layers[l], d, after);
     const Picoseconds overhead = overhead_time_ps(d.overhead);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
@@ -164,7 +180,7 @@ void run_solve(const SolveOptions& options) {
         table.add_row({std::to_string(l), "-", "1.000", "-",
                        format_fixed(before.times.total / 1e6, 1) + " -> " +
                            format_fixed(bound.total / 1e6, 1),
-                       "0.0", "0.0", "-"});
+                       "0.0", "-"});
       }
       continue;
     }
@@ -195,6 +211,10 @@ void run_solve(const SolveOptions& options) {
                     : ", linear compute")
             << "\n\n";
   table.print(std::cout);
+  if (options.check) {
+    std::cout << "\n--check: all " << layers.size()
+              << " plans valid, and reported with the loads their routes imply\n";
+  }
 }
 
 }  // namespace
@@ -231,6 +251,9 @@ void add_solve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"host", "cuda"}));
   solve->add_flag("--json", options->json, "Print the plans as JSON");
+  solve->add_flag("--check", options->check,
+                  "Validate every plan (and the loads it is reported with); stop at the first "
+                  "invalid one");
   solve->callback([options] { run_solve(*options); });
 }
 

@@ -1,0 +1,76 @@
+// `topoep simulate --check` (sim/plan_check.h): a valid plan priced with its own loads passes,
+// and an invalid one stops the replay with the planner, the record and the violation named.
+
+#include "sim/plan_check.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "solver/static_plan.h"
+
+namespace topoep {
+namespace {
+
+// A record of 4 ranks x 8 experts at step 2, microbatch 1, layer 3, planned statically.
+struct PricedRecord {
+  TraceRecord record;
+  PlannerDecision decision;
+  LayerCost cost;
+
+  PricedRecord() {
+    record.step = 2;
+    record.microbatch = 1;
+    record.layer = 3;
+    record.counts = RoutingCounts(4, 8);
+    for (RankId src = 0; src < 4; ++src) {
+      for (ExpertId e = 0; e < 8; ++e) record.counts.set(src, e, 1 + (src * 3 + e * 5) % 7);
+    }
+    decision.placement = Placement::contiguous(8, 4, 1);
+    decision.plan = static_plan(record.counts, decision.placement);
+    cost.loads = rank_loads(decision.plan);
+  }
+};
+
+std::string check_message(const PricedRecord& priced) {
+  try {
+    check_priced_plan("broken", priced.record, priced.decision, priced.cost);
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "<passed>";
+}
+
+TEST(PlanCheck, PassesAValidPlanPricedWithTheLoadsItsRoutesImply) {
+  EXPECT_EQ(check_message(PricedRecord()), "<passed>");
+}
+
+TEST(PlanCheck, NamesThePlannerTheRecordAndTheRouteThatLosesTokens) {
+  PricedRecord priced;
+  priced.decision.plan.routes[5].tokens += 1;
+  priced.cost.loads = rank_loads(priced.decision.plan);
+  const std::string message = check_message(priced);
+  EXPECT_EQ(message.rfind("plan check: planner 'broken', step 2 microbatch 1 layer 3: "
+                          "tokens_not_conserved: ",
+                          0),
+            0u)
+      << message;
+}
+
+TEST(PlanCheck, CatchesLoadsThatDisagreeWithTheRoutesPriced) {
+  PricedRecord priced;
+  priced.cost.loads[1] -= 1;
+  const std::string message = check_message(priced);
+  EXPECT_NE(message.find("load_mismatch"), std::string::npos) << message;
+}
+
+TEST(PlanCheck, CatchesAReplicaOnItsExpertsHomeRank) {
+  PricedRecord priced;
+  priced.decision.plan.replica_expert[0] = 0;  // expert 0 lives on rank 0
+  const std::string message = check_message(priced);
+  EXPECT_NE(message.find("replica_on_home_rank"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace topoep
