@@ -130,6 +130,19 @@ TEST(Planners, TopoepKeepsReplicasResidentWithinAStep) {
   EXPECT_TRUE(third.resident.empty());
 }
 
+// Without a spare slot TopoEP's plan is the static one, and no solve is launched to find that.
+TEST(Planners, TopoepChargesItsSolveOnlyWhereThereAreSpareSlots) {
+  const RoutingCounts counts = record_counts(64, 32, 1);
+  const PlannerDecision none =
+      make_planner("topoep", context_for(64, 32, 0, true), PlannerOptions{})
+          ->plan(RecordId{0, 0}, counts);
+  EXPECT_EQ(none.overhead.host_ps, 0);
+  EXPECT_EQ(plan_hash(none.plan), plan_hash(static_plan(counts, none.placement)));
+  const PlannerDecision one = make_planner("topoep", context_for(64, 32, 1, true), PlannerOptions{})
+                                  ->plan(RecordId{0, 0}, counts);
+  EXPECT_EQ(one.overhead.host_ps, 20000000);  // PlannerOptions' 20 µs
+}
+
 // A later microbatch is solved with the replicas the earlier ones used as owed holders (their
 // gradient chains are reduced at the step's end); a new step owes nothing.
 TEST(Planners, TopoepOwesTheStepsEarlierReplicaGradientsUntilTheStepEnds) {

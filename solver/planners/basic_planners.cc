@@ -18,7 +18,10 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
       microbatches_per_step_(context.microbatches_per_step),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_),
-      solve_ps_(static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
+      // Without a spare slot every plan is the static one: a deployment launches no solve.
+      solve_ps_(context.placement.slots_per_rank == 0
+                    ? 0
+                    : static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
 
 PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
   // Replicas placed by earlier microbatches of the same step stay resident (free to keep); a
