@@ -20,9 +20,18 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: files, not windows
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static"]
+# A sweep's parameter columns (sim/README.md, "Sweeps"), for saying what a plot averages over.
+SWEEP_AXES = ["trace", "topology", "model", "nodes", "gpus_per_node", "nvlink_gb_per_s",
+              "ib_gb_per_s", "nvlink_latency_us", "ib_latency_us", "slots",
+              "weight_overlap_fraction", "activation_grad_bytes", "optimizer_bytes_per_param",
+              "topoep_solve_us", "host_roundtrip_us", "eplb_cpu_us_per_layer",
+              "eplb_period_steps", "eplb_window_steps", "topoep_replica_uses",
+              "topoep_ib_load_slack", "ib_nvlink_ratio"]
 
 
 # --- replay ---------------------------------------------------------------------------------
@@ -131,14 +140,21 @@ def speedups(results, planner="topoep"):
 
 
 def plot_gain_vs(results, x, planner="topoep", ax=None):
-    """Mean speedup of `planner` over each baseline as a function of parameter `x`."""
+    """Speedup of `planner` over each baseline as a function of parameter `x`: the geometric
+    mean over the points that share a value of `x` (ratios average geometrically), which the
+    y label says when other parameters vary."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     gains = speedups(results, planner)
     baselines = [b for b in BASELINES if b in gains.columns]
-    gains.groupby(x)[baselines].mean().plot(ax=ax, marker="o")
+    np.exp(np.log(gains[baselines]).groupby(gains[x]).mean()).plot(ax=ax, marker="o")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel(x)
-    ax.set_ylabel(f"{planner} speedup (x)")
+    if pd.api.types.is_integer_dtype(gains[x]):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    others = [c for c in SWEEP_AXES if c != x and c in gains.columns and gains[c].nunique() > 1]
+    ax.set_ylabel(f"{planner} speedup (x)" +
+                  (f"\ngeomean over {', '.join(others)}" if others else ""))
+    ax.legend(title="over")
     ax.set_title(f"{planner} speedup vs {x}")
     return ax
 
