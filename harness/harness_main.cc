@@ -28,9 +28,11 @@
 namespace {
 
 int report(int rank, const std::string& message, int code) {
-  // Every rank knows; rank 0 speaks for all, others only for errors rank 0 may not share.
-  if (rank == 0 || code != 3)
-    std::cerr << "topoep-harness: rank " << rank << ": " << message << "\n";
+  // Every rank knows; rank 0 speaks for all, others only for errors rank 0 may not share (a
+  // file missing on one host). One write per line, so that ranks' lines do not interleave.
+  if (rank == 0 || code != 3) {
+    std::cerr << "topoep-harness: rank " + std::to_string(rank) + ": " + message + "\n";
+  }
   return code;
 }
 

@@ -63,8 +63,15 @@ expect "a perturbed rank stops the run with exit 3" 3 $?
 expect_text "the record and the rank are named" "$work/out" "record 0 (step 0, microbatch 0, layer 0): plan hashes differ"
 expect_text "rank 2 is named" "$work/out" "rank 2 0x"
 
-"${mpi[@]}" "$harness" run "${common[@]}" --topology h800-4x8 >"$work/out" 2>&1
+"${mpi[@]}" "$harness" run --trace "$work/trace" --topology h800-4x8 --model "$work/model.json" \
+  >"$work/out" 2>&1
 expect "a topology with another GPU count exits 2" 2 $?
+expect_text "the topology and both GPU counts are named" "$work/out" "rank 0: --topology: 'h800-4x8' has 32 GPUs but mpirun started 4 ranks"
+sed 's/"top_k": 2/"top_k": 4/' "$work/model.json" >"$work/model-top4.json"
+"${mpi[@]}" "$harness" run --trace "$work/trace" --topology "$work/topo.json" \
+  --model "$work/model-top4.json" >"$work/out" 2>&1
+expect "a model with another top-k exits 2" 2 $?
+expect_text "the model file and both top-ks are named" "$work/out" "rank 0: model.top_k: 'v3-8' ($work/model-top4.json) routes each token to 4 experts but the trace to 2"
 
 "${mpi[@]}" "$harness" microbench --topology "$work/topo.json" --out "$work/micro" >"$work/out" 2>&1
 expect "microbench" 0 $?
