@@ -167,6 +167,7 @@ expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32
 expect "trace validate accepts a good trace" 0 $?
 "$topoep" trace synth --out "$work/t.trace" >"$work/out" 2>&1
 expect "trace synth refuses to overwrite (exit 2)" 2 $?
+expect_text "the existing trace is named" "$work/out" "t.trace: already exists: not overwriting it"
 rm -rf "$work/s.trace"
 "$topoep" trace slice "$work/t.trace" --out "$work/s.trace" --steps 1:2 --layers 0,2 >"$work/out" 2>&1
 expect "trace slice exits 0" 0 $?
@@ -237,6 +238,7 @@ expect "simulate writes summary, per-layer and per-step tables and a timeline" 0
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners ideal >"$work/out" 2>&1
 expect "simulate rejects the ideal alone" 2 $?
+expect_text "the ideal alone is named" "$work/out" "planners: 'ideal' is a bound on other planners"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?
@@ -262,6 +264,7 @@ expect "sweep exits 0" 0 $?
 expect "sweep writes a header and one row per point and planner" 0 $?
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
 expect "sweep refuses to overwrite results without --resume" 2 $?
+expect_text "the results file and --resume are named" "$work/out" "sweep/results.jsonl: exists: pass --resume"
 "$topoep" sweep --grid "$work/grid.json" --out "$work/shards" --shard 1/2 >"$work/out" 2>&1
 expect "sweep shard exits 0" 0 $?
 "$topoep" sweep merge --grid "$work/grid.json" --out "$work/shards" >"$work/out" 2>&1

@@ -73,6 +73,7 @@ done
 expect "solver latency plot" 0 $?
 python3 "$notebook_dir/topoep_plots.py" "$work" >"$work/out" 2>&1
 expect "a directory without results is an error" 1 $?
+expect_text "it says what it looked for" "$work/out" "no toolkit results found"
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]
