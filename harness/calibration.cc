@@ -159,17 +159,54 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
   return t;
 }
 
-std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
-                                          const std::string& measured_csv) {
+PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::string& measured_csv) {
   const Csv sim = read_csv(sim_csv), measured = read_csv(measured_csv);
   const auto key_of = [](const Csv& csv, const std::vector<std::string>& row,
                          const std::string& path) {
     return row[csv.column("step", path)] + "," + row[csv.column("microbatch", path)] + "," +
            row[csv.column("layer", path)] + "," + row[csv.column("planner", path)];
   };
+  const auto planner_of = [](const Csv& csv, const std::vector<std::string>& row,
+                             const std::string& path) { return row[csv.column("planner", path)]; };
+  if (measured.rows.empty()) throw FileInputError(measured_csv, "", "holds no record");
+  // The two runs must be of the same records: a simulation of another trace matches some keys
+  // by chance, and its errors would be meaningless.
   std::map<std::string, const std::vector<std::string>*> simulated;
-  for (const auto& row : sim.rows) simulated[key_of(sim, row, sim_csv)] = &row;
-  std::vector<PhaseError> errors;
+  std::map<std::string, int> simulated_per_planner, measured_per_planner;
+  for (const auto& row : sim.rows) {
+    simulated[key_of(sim, row, sim_csv)] = &row;
+    ++simulated_per_planner[planner_of(sim, row, sim_csv)];
+  }
+  for (const auto& row : measured.rows) {
+    const std::string key = key_of(measured, row, measured_csv);
+    if (simulated.count(key) == 0) {
+      throw FileInputError(measured_csv, "",
+                           "record (step,microbatch,layer,planner) " + key + " is not in " +
+                               sim_csv + ": simulate the trace and planner the harness ran");
+    }
+    ++measured_per_planner[planner_of(measured, row, measured_csv)];
+  }
+  for (const auto& [planner, count] : measured_per_planner) {
+    if (simulated_per_planner[planner] != count) {
+      throw FileInputError(measured_csv, "",
+                           std::to_string(count) + " records of planner '" + planner + "', " +
+                               sim_csv + " " + std::to_string(simulated_per_planner[planner]) +
+                               ": simulate the trace the harness ran, all of it");
+    }
+  }
+  PerLayerComparison comparison;
+  comparison.records = static_cast<int>(measured.rows.size());
+  const auto has_hash = [](const Csv& csv) {
+    return std::find(csv.header.begin(), csv.header.end(), "plan_hash") != csv.header.end();
+  };
+  if (has_hash(sim) && has_hash(measured)) {
+    comparison.same_plans = 0;
+    for (const auto& row : measured.rows) {
+      const auto& twin = *simulated.at(key_of(measured, row, measured_csv));
+      const std::string& hash = row[measured.column("plan_hash", measured_csv)];
+      if (!hash.empty() && hash == twin[sim.column("plan_hash", sim_csv)]) ++comparison.same_plans;
+    }
+  }
   for (const char* phase :
        {"dispatch_us", "compute_us", "combine_us", "weight_exposed_us", "overhead_us", "moe_us"}) {
     PhaseError e;
@@ -177,10 +214,9 @@ std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
     double sum = 0;
     for (const auto& row : measured.rows) {
       const std::string key = key_of(measured, row, measured_csv);
-      const auto it = simulated.find(key);
       const std::string& value = row[measured.column(phase, measured_csv)];
-      if (it == simulated.end() || value.empty()) continue;
-      const std::string& sim_value = (*it->second)[sim.column(phase, sim_csv)];
+      if (value.empty()) continue;
+      const std::string& sim_value = (*simulated.at(key))[sim.column(phase, sim_csv)];
       if (sim_value.empty()) continue;
       const double m = number(value, measured_csv, phase), s = number(sim_value, sim_csv, phase);
       if (m <= 0) continue;
@@ -193,13 +229,9 @@ std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
       }
     }
     if (e.rows > 0) e.mean_relative = sum / e.rows;
-    errors.push_back(e);
+    comparison.phases.push_back(e);
   }
-  if (std::all_of(errors.begin(), errors.end(), [](const PhaseError& e) { return e.rows == 0; })) {
-    throw FileInputError(measured_csv, "",
-                         "no record matches " + sim_csv + " by (step, microbatch, layer, planner)");
-  }
-  return errors;
+  return comparison;
 }
 
 }  // namespace topoep

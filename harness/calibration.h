@@ -38,10 +38,21 @@ struct PhaseError {
   std::string worst_at;  // "step,microbatch,layer,planner"
 };
 
+struct PerLayerComparison {
+  std::vector<PhaseError> phases;
+  int records = 0;  // the measured records, every one matched by a simulated one
+  // Of those, the records whose plan hash is the same in both files; -1 when either file has
+  // no plan_hash column. A record's plan can differ where the simulator ran TopoEP's static
+  // fallback (its finer cost model priced the solver's plan slower), or where the two runs
+  // used other planner options.
+  int same_plans = -1;
+};
+
 // Matches rows of two per_layer.csv files by (step, microbatch, layer, planner) and reports
-// |simulated - measured| / measured per phase. Throws FileInputError for unreadable files or
-// when no rows match.
-std::vector<PhaseError> compare_per_layer(const std::string& sim_csv,
-                                          const std::string& measured_csv);
+// |simulated - measured| / measured per phase. The runs must cover the same records: every
+// measured record must be simulated, and each measured planner must have as many records in
+// both; otherwise, and for unreadable files, throws FileInputError naming the first record or
+// planner that does not match.
+PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::string& measured_csv);
 
 }  // namespace topoep

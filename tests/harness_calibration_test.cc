@@ -110,17 +110,22 @@ TEST(Calibration, BadMeasurementsNameTheFileAndColumn) {
   }
 }
 
+const char kCompareHeader[] =
+    "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
+    "weight_exposed_us,overhead_us,plan_hash\n";
+
 TEST(Compare, ReportsThePerPhaseRelativeErrorOfMatchingRecords) {
   const std::string dir = temp_dir("compare");
-  const std::string header =
-      "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
-      "weight_exposed_us,overhead_us\n";
-  std::ofstream(dir + "/sim.csv") << header << "0,0,0,topoep,30,10,10,10,0,1\n"
-                                  << "0,0,1,topoep,30,10,10,10,0,1\n";
-  std::ofstream(dir + "/measured.csv") << header << "0,0,0,topoep,33,8,10,15,,1\n"
-                                       << "0,0,1,topoep,30,10,10,10,,2\n"
-                                       << "9,0,0,topoep,1,1,1,1,,1\n";  // no simulated match
-  const std::vector<PhaseError> errors = compare_per_layer(dir + "/sim.csv", dir + "/measured.csv");
+  const std::string header = kCompareHeader;
+  std::ofstream(dir + "/sim.csv") << header << "0,0,0,topoep,30,10,10,10,0,1,0x1\n"
+                                  << "0,0,1,topoep,30,10,10,10,0,1,0x2\n"
+                                  << "0,0,0,static,40,10,20,10,0,0,0x3\n";  // not measured
+  std::ofstream(dir + "/measured.csv") << header << "0,0,0,topoep,33,8,10,15,,1,0x1\n"
+                                       << "0,0,1,topoep,30,10,10,10,,2,0x5\n";
+  const PerLayerComparison comparison = compare_per_layer(dir + "/sim.csv", dir + "/measured.csv");
+  EXPECT_EQ(comparison.records, 2);
+  EXPECT_EQ(comparison.same_plans, 1);  // layer 1 ran another plan
+  const std::vector<PhaseError>& errors = comparison.phases;
   const auto phase = [&](const std::string& name) {
     return *std::find_if(errors.begin(), errors.end(),
                          [&](const PhaseError& e) { return e.phase == name; });
@@ -131,8 +136,35 @@ TEST(Compare, ReportsThePerPhaseRelativeErrorOfMatchingRecords) {
   EXPECT_NEAR(phase("combine_us").mean_relative, (5.0 / 15) / 2, 1e-12);
   EXPECT_EQ(phase("weight_exposed_us").rows, 0);  // not measured
   EXPECT_NEAR(phase("overhead_us").worst_relative, 0.5, 1e-12);
-  std::ofstream(dir + "/other.csv") << header << "5,0,0,topoep,1,1,1,1,,1\n";
-  EXPECT_THROW(compare_per_layer(dir + "/sim.csv", dir + "/other.csv"), FileInputError);
+}
+
+// A simulation of another trace shares some (step, microbatch, layer) keys by chance; its errors
+// would mean nothing, so records must match both ways.
+TEST(Compare, RefusesRunsThatDoNotCoverTheSameRecords) {
+  const std::string dir = temp_dir("compare_mismatch");
+  const std::string header = kCompareHeader;
+  std::ofstream(dir + "/sim.csv") << header << "0,0,0,topoep,30,10,10,10,0,1,0x1\n"
+                                  << "0,0,1,topoep,30,10,10,10,0,1,0x2\n";
+  std::ofstream(dir + "/extra.csv") << header << "0,0,0,topoep,30,10,10,10,,1,0x1\n"
+                                    << "5,0,0,topoep,1,1,1,1,,1,0x9\n";
+  std::ofstream(dir + "/fewer.csv") << header << "0,0,0,topoep,30,10,10,10,,1,0x1\n";
+  const auto message = [&](const std::string& measured) -> std::string {
+    try {
+      compare_per_layer(dir + "/sim.csv", dir + "/" + measured);
+    } catch (const FileInputError& error) {
+      EXPECT_EQ(error.file(), dir + "/" + measured);
+      return error.what();
+    }
+    return "<no error>";
+  };
+  EXPECT_NE(message("extra.csv")
+                .find("record (step,microbatch,layer,planner) 5,0,0,topoep is "
+                      "not in"),
+            std::string::npos)
+      << message("extra.csv");
+  EXPECT_NE(message("fewer.csv").find("1 records of planner 'topoep', " + dir + "/sim.csv 2"),
+            std::string::npos)
+      << message("fewer.csv");
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ expect "measurements share the simulator's per-layer schema" 0 $?
 "$topoep" compare --sim "$work/sim" --measured "$work/measured" >"$work/out" 2>&1
 expect "compare exits 0" 0 $?
 expect_text "compare reports dispatch" "$work/out" "dispatch_us"
+expect_text "the simulator and the harness ran the same plans" "$work/out" "Same plan in both: 8 of 8 records"
 
 "${mpi[@]}" "$harness" run "${common[@]}" --planner eplb-microbatch --out "$work/eplb" >"$work/out" 2>&1
 expect "eplb-microbatch: replicas move and outputs still agree" 0 $?
@@ -57,6 +58,9 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 sys.exit(0 if sum(int(r["new_replicas"]) for r in rows) > 0 else "no replica moved")
 PY
 expect "replica weights moved between ranks" 0 $?
+"$topoep" compare --sim "$work/sim" --measured "$work/eplb" >"$work/out" 2>&1
+expect "compare refuses a planner the simulation did not run" 2 $?
+expect_text "the record is named" "$work/out" "record (step,microbatch,layer,planner) 0,0,0,eplb-microbatch is not in"
 
 "${mpi[@]}" "$harness" run "${common[@]}" --perturb-rank 2 >"$work/out" 2>&1
 expect "a perturbed rank stops the run with exit 3" 3 $?

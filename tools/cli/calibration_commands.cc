@@ -39,11 +39,11 @@ void run_calibrate(const CalibrateOptions& options) {
 }
 
 void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
-  const std::vector<PhaseError> errors =
+  const PerLayerComparison comparison =
       compare_per_layer(sim_dir + "/per_layer.csv", measured_dir + "/per_layer.csv");
   TextTable table(
       {"phase", "records", "mean error %", "worst error %", "worst at (step,mb,layer,planner)"});
-  for (const PhaseError& e : errors) {
+  for (const PhaseError& e : comparison.phases) {
     table.add_row(
         {e.phase, std::to_string(e.rows), e.rows ? format_fixed(100 * e.mean_relative, 1) : "-",
          e.rows ? format_fixed(100 * e.worst_relative, 1) : "-", e.rows ? e.worst_at : "-"});
@@ -51,6 +51,15 @@ void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
   std::cout << "Simulator (" << sim_dir << ") against measurements (" << measured_dir
             << "): |simulated - measured| / measured\n\n";
   table.print(std::cout);
+  if (comparison.same_plans >= 0) {
+    std::cout << "\nSame plan in both: " << comparison.same_plans << " of " << comparison.records
+              << " records"
+              << (comparison.same_plans < comparison.records
+                      ? " (the others differ where the simulator ran TopoEP's static fallback, or "
+                        "where the runs used other planner options)"
+                      : "")
+              << "\n";
+  }
 }
 
 }  // namespace
