@@ -25,8 +25,9 @@ cat >"$work/grid.json" <<'JSON'
 JSON
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" --threads 2 >/dev/null
 expect "sweep" 0 $?
-TOPOEP_BIN=$topoep TOPOEP_SOLVER_BENCH=$bench "$solver_report" "$work/solver" --quick >/dev/null
+TOPOEP_BIN=$topoep TOPOEP_SOLVER_BENCH=$bench "$solver_report" "$work/solver" --quick >"$work/out"
 expect "solver report" 0 $?
+expect_text "the solver report gives its determinism verdict" "$work/out" "determinism: all 16 plans bit-identical across host x 1, host x 2, host x 8"
 # Plan quality: a header and 4 cases x 4 layers, TopoEP never predicted slower than static.
 python3 - "$work/solver/quality.csv" <<'PY'
 import csv, sys
