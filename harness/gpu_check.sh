@@ -12,7 +12,10 @@ topology=${2:-h200-8x8}
 cd "$root"
 tools/setup
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-bazel test --config=cuda --test_output=errors //tests:topoep_cuda_test //tests:device_plan_hash_test
+# GPU time is scarce: a failing step is reported at the end, after every other measurement.
+failed=()
+bazel test --config=cuda --test_output=errors //tests:topoep_cuda_test //tests:device_plan_hash_test ||
+  failed+=("the GPU tests (topoep_cuda_test, device_plan_hash_test)")
 bazel build --config=cuda //harness:gpu_microbench //harness:topoep-harness //tools/cli:topoep
 mkdir -p "$out"
 bazel-bin/harness/gpu_microbench --out "$out"
@@ -36,7 +39,15 @@ PY
 rm -rf "$out/trace"
 bazel-bin/tools/cli/topoep trace synth --out "$out/trace" --ranks 1 --gpus-per-node 1 \
   --experts 256 --layers 2 --steps 1 --tokens-per-rank 4096 >/dev/null
-mpirun --allow-run-as-root -np 1 bazel-bin/harness/topoep-harness run --mode cuda \
+if mpirun --allow-run-as-root -np 1 bazel-bin/harness/topoep-harness run --mode cuda \
   --trace "$out/trace" --topology "$out/one-gpu.json" --model deepseek-v3 --slots 0 \
-  --hidden 7168 --ffn 2048 --tolerance 3e-2 --out "$out/harness-cuda"
-column -s, -t <"$out/harness-cuda/per_layer.csv" | cut -c1-160
+  --hidden 7168 --ffn 2048 --tolerance 3e-2 --out "$out/harness-cuda"; then
+  column -s, -t <"$out/harness-cuda/per_layer.csv" | cut -c1-160
+else
+  failed+=("the harness's cuda mode")
+fi
+if ((${#failed[@]})); then
+  printf 'gpu_check: FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "gpu_check: every step passed"
