@@ -51,7 +51,7 @@ class SummaryObserver : public ReplayObserver {
   RunSummary& summary_;
 };
 
-std::vector<nlohmann::json> simulate_point(const SweepPoint& point) {
+std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_plans) {
   std::string trace = point.trace_path;
   std::unique_ptr<TempPath> generated;
   if (trace.empty()) {
@@ -61,7 +61,9 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point) {
   }
   RunSummary summary(point.config.planners);
   SummaryObserver observer(summary);
-  replay_trace(trace, point.config, observer);
+  SimConfig config = point.config;
+  config.check_plans = check_plans;
+  replay_trace(trace, config, observer);
   std::vector<nlohmann::json> rows;
   const int fixed = summary.index_of("static");
   for (std::size_t p = 0; p < summary.planners().size(); ++p) {
@@ -278,7 +280,7 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
   auto work = [&] {
     for (std::size_t i = next++; i < pending.size() && !stop; i = next++) {
       try {
-        std::vector<nlohmann::json> point_rows = simulate_point(*pending[i]);
+        std::vector<nlohmann::json> point_rows = simulate_point(*pending[i], options.check_plans);
         std::string text;
         for (const nlohmann::json& row : point_rows) text += row.dump() + "\n";
         std::lock_guard<std::mutex> lock(mutex);

@@ -21,6 +21,7 @@ struct SweepOptions {
   int shard = 0;  // this process runs the points with index % shards == shard
   int shards = 1;
   bool resume = false;
+  bool check_plans = false;  // SimConfig::check_plans at every point (`topoep sweep --check`)
 };
 
 struct SweepReport {

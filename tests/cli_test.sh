@@ -258,8 +258,9 @@ cat >"$work/grid.json" <<'JSON'
  "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}], "slots": [0, 1]}
 JSON
 sed -i "s#\$work#$work#g" "$work/grid.json"
-"$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
+"$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" --check >"$work/out" 2>&1
 expect "sweep exits 0" 0 $?
+expect_text "sweep --check finds every plan valid" "$work/out" "--check: every plan of the points run was valid"
 [[ $(wc -l <"$work/sweep/results.csv") == 5 ]]
 expect "sweep writes a header and one row per point and planner" 0 $?
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1

@@ -27,6 +27,7 @@ void run_sweep_command(const SweepCommandOptions& options) {
   if (sweep.shards > 1) std::cout << ", shard " << sweep.shard << "/" << sweep.shards;
   std::cout << ": ran " << report.points_run << " points, " << report.points_skipped
             << " already done.\nWrote " << report.jsonl_path << " and " << report.csv_path << "\n";
+  if (sweep.check_plans) std::cout << "--check: every plan of the points run was valid\n";
 }
 
 }  // namespace
@@ -45,6 +46,8 @@ void add_sweep_command(CLI::App& app) {
   sweep->add_option("--shard", o->shard, "Run the points with index % N == I (I/N)")
       ->capture_default_str();
   sweep->add_flag("--resume", o->sweep.resume, "Skip points already in the results");
+  sweep->add_flag("--check", o->sweep.check_plans,
+                  "Validate every plan of every point (topoep simulate --check)");
   sweep->require_subcommand(0, 1);
 
   CLI::App* merge = sweep->add_subcommand("merge", "Join shard results, checking none is missing");
