@@ -186,6 +186,26 @@ PY
 expect "trace validate rejects a shape mismatch with exit 2" 2 $?
 expect_text "the chunk and tensor are named" "$work/out" "chunk-000000.safetensors: field 'counts'"
 
+# trace import: per-rank counts as JSON lines; the shape written is printed, top-k included.
+python3 - "$work/rec.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for step in range(2):
+        for rank in range(8):
+            f.write(json.dumps({"step": step, "microbatch": 0, "layer": 0, "rank": rank,
+                                "counts": [(rank + e) % 5 * 8 for e in range(16)]}) + "\n")
+PY
+"$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec.trace" \
+  --top-k 8 --gpus-per-node 4 >"$work/out" 2>&1
+expect "trace import jsonl exits 0" 0 $?
+expect_text "trace import prints the shape it wrote" "$work/out" "2 records imported from $work/rec.jsonl: 8 ranks (4 per node) x 16 experts, top-8; 2 steps x 1 microbatches x 1 layers"
+head -c 40 "$work/rec.jsonl" >"$work/torn.jsonl"
+"$topoep" trace import --format jsonl --input "$work/torn.jsonl" --out "$work/torn.trace" >"$work/out" 2>&1
+expect "trace import refuses a torn line (exit 2)" 2 $?
+expect_text "the torn line is named" "$work/out" "torn.jsonl: field 'line 1"
+[[ ! -e "$work/torn.trace" ]]
+expect "a refused import leaves no trace directory" 0 $?
+
 # simulate: outputs, and errors that name what does not fit.
 "$topoep" trace synth --out "$work/sim.trace" --ranks 16 --experts 64 --layers 2 --steps 3 >/dev/null 2>&1
 expect "trace synth for simulate exits 0" 0 $?

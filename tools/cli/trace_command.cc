@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <string>
 
 #include "solver/input_error.h"
 #include "tools/cli/table.h"
@@ -33,6 +34,15 @@ struct ImportOptions {
   int bootstrap = 0;
 };
 
+// "8 ranks (8 per node) x 16 experts, top-6; 2 steps x 1 microbatches x 2 layers".
+std::string trace_shape(const TraceMetadata& m) {
+  return std::to_string(m.num_ranks) + " ranks (" + std::to_string(m.gpus_per_node) +
+         " per node) x " + std::to_string(m.num_experts) + " experts, top-" +
+         std::to_string(m.top_k) + "; " + std::to_string(m.steps) + " steps x " +
+         std::to_string(m.microbatches) + " microbatches x " + std::to_string(m.num_layers) +
+         " layers";
+}
+
 void run_import(const ImportOptions& o) {
   std::int64_t records = 0;
   const PackingOptions packing{parse_packing_method(o.packing), o.unit_tokens, o.bootstrap, o.seed};
@@ -46,7 +56,10 @@ void run_import(const ImportOptions& o) {
   } else {
     records = import_jsonl(o.input, o.top_k, o.shape.gpus_per_node, o.out);
   }
-  std::cout << o.out << ": " << records << " records imported from " << o.input << "\n";
+  // The shape as written, top-k included: where the input cannot say it (per-rank counts), it is
+  // --top-k's value, and a simulation with another model's top-k is refused.
+  std::cout << o.out << ": " << records << " records imported from " << o.input << ": "
+            << trace_shape(TraceReader(o.out).metadata()) << "\n";
 }
 
 struct SynthOptions {
@@ -105,11 +118,8 @@ void run_info(const std::string& path, bool json) {
               << "\n";
     return;
   }
-  std::cout << path << ": " << m.model << ", " << m.num_ranks << " ranks (" << m.gpus_per_node
-            << " per node) x " << m.num_experts << " experts, top-" << m.top_k << "; " << m.steps
-            << " steps x " << m.microbatches << " microbatches x " << m.num_layers
-            << " layers = " << records << " records, " << assignments << " assignments (" << m.dtype
-            << ")\n"
+  std::cout << path << ": " << m.model << ", " << trace_shape(m) << " = " << records << " records, "
+            << assignments << " assignments (" << m.dtype << ")\n"
             << "source: " << m.source << "\npacking: " << m.packing.dump() << "\n\n";
   table.print(std::cout);
 }
