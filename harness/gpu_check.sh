@@ -2,8 +2,9 @@
 # The GPU check, for one GPU and under 5 minutes: builds with --config=cuda, runs the GPU tests
 # (CUDA plans bit-identical to the host's on the golden corpus; the device plan hash), measures
 # the device TopoEP solve latency and one expert's GEMM timings at DeepSeek-V3's dimensions with
-# cuBLAS, fits the topology's grouped-GEMM efficiency curve from them, and runs the harness's
-# cuda mode (NCCL + cuBLAS) end to end on one rank.
+# cuBLAS, fits the topology's grouped-GEMM efficiency curve from them, runs the solver report on
+# both backends (tools/solver_report: host and CUDA plans validated and compared), and runs the
+# harness's cuda mode (NCCL + cuBLAS) end to end on one rank.
 # Usage: harness/gpu_check.sh [OUT_DIR (gpu-check)] [BASE_TOPOLOGY (h200-8x8)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 failed=()
 bazel test --config=cuda --test_output=errors //tests:topoep_cuda_test //tests:device_plan_hash_test ||
   failed+=("the GPU tests (topoep_cuda_test, device_plan_hash_test)")
-bazel build --config=cuda //harness:gpu_microbench //harness:topoep-harness //tools/cli:topoep
+bazel build --config=cuda //harness:gpu_microbench //harness:topoep-harness //tools/cli:topoep \
+  //bench:topoep_solver_bench
 mkdir -p "$out"
 bazel-bin/harness/gpu_microbench --out "$out"
 bazel-bin/tools/cli/topoep calibrate --measurements "$out" --topology "$topology" \
@@ -25,6 +27,12 @@ echo "device solve latency (us per layer):"
 column -s, -t <"$out/solve_latency.csv"
 echo "one layer's device solve by phase (us):"
 column -s, -t <"$out/solve_phases.csv"
+
+# The solver report on both backends: 16 skewed layers solved on the host (1, 2, 8 threads) and
+# on the GPU, every plan validated, and the verdict that all are bit-identical.
+TOPOEP_BIN=bazel-bin/tools/cli/topoep TOPOEP_SOLVER_BENCH=bazel-bin/bench/topoep_solver_bench \
+  tools/solver_report "$out/solver-report" --quick ||
+  failed+=("the solver report (host and CUDA plans of 16 layers)")
 
 # The cuda mode on one rank: DeepSeek-V3's expert sizes, every expert on this GPU (S = 0), a
 # few records; the outputs must match the static plan's within bf16 tolerance.
