@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "common/atomic_file.h"
-#include "common/preset_source.h"
 #include "harness/cuda/device_planner.h"
 #include "sim/per_layer_schema.h"
+#include "sim/replay.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
@@ -68,17 +68,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
                                   " MPI ranks, the trace has " + std::to_string(m.num_ranks) +
                                   ", the topology " + std::to_string(config.topology.num_gpus()));
   }
-  const std::string model = quoted_with_origin(config.model.name, config.model.origin);
-  if (m.num_experts != config.model.num_experts) {
-    throw InputError("model.num_experts",
-                     model + " has " + std::to_string(config.model.num_experts) +
-                         " experts but the trace has " + std::to_string(m.num_experts));
-  }
-  if (m.top_k != config.model.top_k) {
-    throw InputError("model.top_k", model + " routes each token to " +
-                                        std::to_string(config.model.top_k) +
-                                        " experts but the trace to " + std::to_string(m.top_k));
-  }
+  check_model_fits_trace(config.model, m);
   const TopologyView view = config.topology.view();
   const std::int64_t tokens_per_rank = m.tokens_per_rank > 0 ? m.tokens_per_rank : 1;
   const PlannerContext context{

@@ -236,6 +236,20 @@ class Replay {
 
 }  // namespace
 
+void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata) {
+  const std::string named = quoted_with_origin(model.name, model.origin);
+  if (metadata.num_experts != model.num_experts) {
+    throw InputError("model.num_experts", named + " has " + std::to_string(model.num_experts) +
+                                              " experts but the trace has " +
+                                              std::to_string(metadata.num_experts));
+  }
+  if (metadata.top_k != model.top_k) {
+    throw InputError("model.top_k", named + " routes each token to " + std::to_string(model.top_k) +
+                                        " experts but the trace to " +
+                                        std::to_string(metadata.top_k));
+  }
+}
+
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   check_sim_options(config.options);
   if (config.planners.empty()) throw InputError("planners", "name at least one planner");
@@ -261,18 +275,7 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                      " has " + std::to_string(gpus) + " GPUs but the trace has " +
                                      std::to_string(metadata.num_ranks) + " ranks");
   }
-  if (metadata.num_experts != config.model.num_experts) {
-    throw InputError("model.num_experts",
-                     quoted_with_origin(config.model.name, config.model.origin) + " has " +
-                         std::to_string(config.model.num_experts) + " experts but the trace has " +
-                         std::to_string(metadata.num_experts));
-  }
-  if (metadata.top_k != config.model.top_k) {
-    throw InputError("model.top_k",
-                     quoted_with_origin(config.model.name, config.model.origin) +
-                         " routes each token to " + std::to_string(config.model.top_k) +
-                         " experts but the trace to " + std::to_string(metadata.top_k));
-  }
+  check_model_fits_trace(config.model, metadata);
   if (metadata.num_experts % gpus != 0) {
     throw InputError("num_experts", std::to_string(metadata.num_experts) +
                                         " experts do not divide evenly over " +

@@ -77,6 +77,11 @@ class ReplayObserver {
 // ranks = the topology's GPUs, experts and top-k = the model's (InputError naming the field).
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata);
 
+// The model's experts and top-k against the trace's: InputError "model.num_experts" or
+// "model.top_k" naming the model (and its file) and both values. Part of check_sim_config();
+// the harness checks its model with it too.
+void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata);
+
 // Replays the trace at `path`. Throws FileInputError for a bad trace, InputError for a config
 // that does not fit it. Returns the number of records replayed.
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,
