@@ -7,15 +7,13 @@
 
 namespace topoep {
 
-void check_priced_plan(const std::string& planner, const TraceRecord& record,
-                       const PlannerDecision& decision, const LayerCost& cost) {
+void check_priced_plan(const std::string& where, const RoutingCounts& counts,
+                       const PlannerDecision& decision, const std::vector<TokenCount>& loads) {
   const std::optional<PlanViolation> violation =
-      find_plan_violation(record.counts, decision.placement, decision.plan, &cost.loads);
+      find_plan_violation(counts, decision.placement, decision.plan, &loads);
   if (!violation) return;
-  throw std::runtime_error(
-      "plan check: planner '" + planner + "', step " + std::to_string(record.step) +
-      " microbatch " + std::to_string(record.microbatch) + " layer " +
-      std::to_string(record.layer) + ": " + to_string(violation->kind) + ": " + violation->message);
+  throw std::runtime_error("plan check: " + where + ": " + to_string(violation->kind) + ": " +
+                           violation->message);
 }
 
 }  // namespace topoep

@@ -210,7 +210,13 @@ class Replay {
           state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
       LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
       overrule_if_slower(*state.planner, record.counts, level, decision, cost);
-      if (config_.check_plans) check_priced_plan(config_.planners[p], record, decision, cost);
+      if (config_.check_plans) {
+        check_priced_plan("planner '" + config_.planners[p] + "', step " +
+                              std::to_string(record.step) + " microbatch " +
+                              std::to_string(record.microbatch) + " layer " +
+                              std::to_string(record.layer),
+                          record.counts, decision, cost.loads);
+      }
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {
         const GradientReduction reduction = reduce_replica_gradients(

@@ -5,16 +5,14 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "common/preset_source.h"
 #include "models/model_json.h"
+#include "sim/plan_check.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
-#include "solver/plan_validator.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
@@ -44,17 +42,6 @@ struct SolveOptions {
   bool json = false;
   bool check = false;
 };
-
-// --check: a plan, and the loads it is reported with, through the plan validator. An invalid
-// plan is the planner's bug, not the user's input: a runtime error (exit 1).
-void check_plan(std::size_t layer, const RoutingCounts& counts, const PlannerDecision& decision,
-                const PlanCost& cost) {
-  const std::optional<PlanViolation> violation =
-      find_plan_violation(counts, decision.placement, decision.plan, &cost.loads);
-  if (!violation) return;
-  throw std::runtime_error("plan check: layer " + std::to_string(layer) + ": " +
-                           to_string(violation->kind) + ": " + violation->message);
-}
 
 // One decision per layer (each layer is its own planner: planners keep per-layer state), all
 // as record (step 0, microbatch 0). TopoEP goes through the batched solver so that --threads
@@ -166,7 +153,7 @@ void run_solve(const SolveOptions& options) {
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
         predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
-    if (options.check) check_plan(l, layers[l], d, after);
+    if (options.check) check_priced_plan("layer " + std::to_string(l), layers[l], d, after.loads);
     const Picoseconds overhead = overhead_time_ps(d.overhead);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
