@@ -1,21 +1,35 @@
 #pragma once
 // `--check` (topoep simulate, sweep and solve; SimConfig::check_plans): a plan that runs,
-// checked with the plan validator, and the per-GPU loads it was priced with against the loads
-// its routes imply.
+// checked with the plan validator, and what it was priced with (per-GPU loads, dispatch bytes
+// by link class) against a count of its routes made here, apart from the cost model's.
 
 #include <string>
 #include <vector>
 
+#include "solver/cost_params.h"
 #include "solver/planners/planner.h"
 #include "solver/routing_counts.h"
+#include "solver/topology_view.h"
 
 namespace topoep {
 
-// Throws std::runtime_error "plan check: <where>: <kind>: <the slot, route or rank involved>"
-// at the first violation (find_plan_violation(), solver/plan_validator.h); `where` names the
-// plan, e.g. "planner 'topoep', step 2 microbatch 1 layer 3". `loads` is [num_ranks] tokens. A
-// planner's bug, not the user's input: the CLI exits 1.
-void check_priced_plan(const std::string& where, const RoutingCounts& counts,
-                       const PlannerDecision& decision, const std::vector<TokenCount>& loads);
+// A plan and the figures it was priced with.
+struct PricedPlan {
+  const RoutingCounts& counts;
+  const PlannerDecision& decision;
+  const std::vector<TokenCount>& loads;  // [num_ranks] tokens each GPU processes
+  Bytes nvlink_dispatch_bytes = 0;       // summed over GPUs
+  Bytes ib_dispatch_bytes = 0;
+};
+
+// Throws std::runtime_error "plan check: <where>: <what is wrong>" at the first violation:
+// of the plan's invariants (find_plan_violation(), solver/plan_validator.h: its kind and the
+// slot, route or rank involved), of the loads, then of the dispatch bytes, which must equal the
+// routes' tokens between GPUs of one node (NVLink) and of two nodes (IB) times
+// `dispatch_bytes_per_token`. `where` names the plan, e.g. "planner 'topoep', step 2
+// microbatch 1 layer 3". A planner's or the cost model's bug, not the user's input: the CLI
+// exits 1.
+void check_priced_plan(const std::string& where, const PricedPlan& priced,
+                       const TopologyView& topology, Bytes dispatch_bytes_per_token);
 
 }  // namespace topoep

@@ -215,7 +215,9 @@ class Replay {
                               std::to_string(record.step) + " microbatch " +
                               std::to_string(record.microbatch) + " layer " +
                               std::to_string(record.layer),
-                          record.counts, decision, cost.loads);
+                          PricedPlan{record.counts, decision, cost.loads,
+                                     cost.nvlink_dispatch_bytes, cost.ib_dispatch_bytes},
+                          config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token);
       }
       note_replicas(decision, state.step_replicas);
       if (mb == microbatches - 1) {

@@ -30,8 +30,9 @@ struct SimConfig {
   // as much work per record as pricing it: a sweep, which reports totals only, turns it off.
   bool plan_hashes = true;
   // Check every plan a planner runs with the plan validator (solver/plan_validator.h), and the
-  // loads the cost model priced against the loads the routes imply; the replay stops at the
-  // first violation with a std::runtime_error naming the planner, the record and what is wrong.
+  // loads and dispatch bytes the cost model priced it with against a count of its routes
+  // (sim/plan_check.h); the replay stops at the first violation with a std::runtime_error
+  // naming the planner, the record and what is wrong.
   // It costs about what pricing the plan does (`topoep simulate --check`, sim/README.md).
   bool check_plans = false;
 };

@@ -67,7 +67,7 @@ void run_simulate(const SimulateOptions& options) {
     const auto planning = std::count_if(names.begin(), names.end(),
                                         [](const std::string& name) { return name != "ideal"; });
     std::cout << "\n--check: all " << result.records * planning
-              << " plans valid, and priced with the loads their routes imply\n";
+              << " plans valid, and priced with the loads and dispatch bytes their routes imply\n";
   }
   if (!options.out.empty()) {
     std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv"
@@ -102,9 +102,10 @@ void add_simulate_command(CLI::App& app) {
                      "Also write rank_loads.csv (tokens per GPU of every record) to --out");
   simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
       ->capture_default_str();
-  simulate->add_flag("--check", o->check,
-                     "Validate every plan that runs (and the loads it was priced with); stop at "
-                     "the first invalid one");
+  simulate->add_flag(
+      "--check", o->check,
+      "Validate every plan that runs (and the loads and bytes it was priced with); stop at "
+      "the first invalid one");
   simulate
       ->add_option("--weight-overlap", o->sim.weight_overlap_fraction,
                    "Fraction of the dense compute that hides replica weight transfers")

@@ -153,7 +153,12 @@ void run_solve(const SolveOptions& options) {
                           static_plan(layers[l], problem.placement), {}, problem.cost);
     const PlanCost after =
         predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
-    if (options.check) check_priced_plan("layer " + std::to_string(l), layers[l], d, after.loads);
+    if (options.check) {
+      check_priced_plan("layer " + std::to_string(l),
+                        PricedPlan{layers[l], d, after.loads, after.nvlink_dispatch_bytes,
+                                   after.ib_dispatch_bytes},
+                        problem.topology, problem.cost.dispatch_bytes_per_token);
+    }
     const Picoseconds overhead = overhead_time_ps(d.overhead);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
@@ -199,8 +204,9 @@ void run_solve(const SolveOptions& options) {
             << "\n\n";
   table.print(std::cout);
   if (options.check) {
-    std::cout << "\n--check: all " << layers.size()
-              << " plans valid, and reported with the loads their routes imply\n";
+    std::cout
+        << "\n--check: all " << layers.size()
+        << " plans valid, and reported with the loads and dispatch bytes their routes imply\n";
   }
 }
 
@@ -238,9 +244,10 @@ void add_solve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"host", "cuda"}));
   solve->add_flag("--json", options->json, "Print the plans as JSON");
-  solve->add_flag("--check", options->check,
-                  "Validate every plan (and the loads it is reported with); stop at the first "
-                  "invalid one");
+  solve->add_flag(
+      "--check", options->check,
+      "Validate every plan (and the loads and bytes it is reported with); stop at the first "
+      "invalid one");
   solve->callback([options] { run_solve(*options); });
 }
 
