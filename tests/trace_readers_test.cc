@@ -10,6 +10,7 @@
 #include "traces/counts_json.h"
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
+#include "traces/token_files.h"
 #include "traces/token_packing.h"
 
 namespace topoep {
@@ -86,6 +87,57 @@ TEST(EsftImport, NamesTheBadLine) {
   EXPECT_EQ(file_error_field([] { read_esft_layer("/nonexistent/esft.txt", 8, 2); },
                              "/nonexistent/esft.txt"),
             "");
+}
+
+// A .npy of `tokens` x 2 int32 expert ids declaring `shape` in its header.
+std::string write_npy(const std::string& name, const std::string& shape, int tokens) {
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(128 - 10 - header.size() - 1, ' ');  // a 128-byte aligned preamble
+  header += "\n";
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream npy(path, std::ios::binary);
+  npy.write("\x93NUMPY\x01\x00", 8);
+  const char length[2] = {static_cast<char>(header.size()), 0};
+  npy.write(length, 2);
+  npy << header;
+  for (int i = 0; i < 2 * tokens; ++i) npy.write(reinterpret_cast<const char*>(&i), 4);
+  return path;
+}
+
+TEST(TopKNpy, ReadsTheDeclaredShape) {
+  const std::string path = write_npy("ok.npy", "(3, 2)", 3);
+  EXPECT_EQ(read_topk_npy(path, 8, 2).experts, (std::vector<ExpertId>{0, 1, 2, 3, 4, 5}));
+}
+
+// A header may declare more rows than the file holds: a clear error naming the shape, before
+// anything is allocated (it used to allocate the declared size: std::bad_alloc).
+TEST(TopKNpy, AShapeBeyondTheFileNamesTheShape) {
+  const std::string huge = write_npy("huge.npy", "(99999999999, 2)", 3);
+  EXPECT_EQ(file_error_field([&] { read_topk_npy(huge, 8, 2); }, huge), "shape");
+  const std::string short_by_one = write_npy("short.npy", "(4, 2)", 3);
+  EXPECT_EQ(file_error_field([&] { read_topk_npy(short_by_one, 8, 2); }, short_by_one), "shape");
+}
+
+// The header's length, also the file's word, is bounded before it is allocated (a fuzzer's
+// 4 GiB header length ran out of memory); unknown format versions are refused.
+TEST(TopKNpy, AHugeHeaderLengthOrAnUnknownVersionIsRefused) {
+  const std::string huge = ::testing::TempDir() + "/huge_header.npy";
+  std::ofstream(huge, std::ios::binary).write("\x93NUMPY\x02\x00\x00\x76\xff\xff{}", 14);
+  const std::string version = ::testing::TempDir() + "/version.npy";
+  std::ofstream(version, std::ios::binary).write("\x93NUMPY\x30\x00\x10\x00{}", 12);
+  const auto message = [](const std::string& path) -> std::string {
+    try {
+      read_topk_npy(path, 8, 2);
+    } catch (const FileInputError& error) {
+      EXPECT_EQ(error.file(), path);
+      return error.what();
+    }
+    return "<no error>";
+  };
+  EXPECT_NE(message(huge).find("declares a 4294931968-byte header"), std::string::npos)
+      << message(huge);
+  EXPECT_NE(message(version).find("has .npy format version 48"), std::string::npos)
+      << message(version);
 }
 
 TEST(TokenPacking, PacksContiguousTokensOntoRanksAndDropsThePartialMicrobatch) {

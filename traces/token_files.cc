@@ -133,6 +133,10 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
     throw FileInputError(path, "", "is not a .npy file (bad magic)");
   }
   const int major = static_cast<unsigned char>(magic[6]);
+  if (major < 1 || major > 3) {
+    throw FileInputError(
+        path, "", "has .npy format version " + std::to_string(major) + " (1 to 3 are known)");
+  }
   std::uint32_t header_length = 0;
   unsigned char length_bytes[4] = {0, 0, 0, 0};
   if (!in.read(reinterpret_cast<char*>(length_bytes), major == 1 ? 2 : 4)) {
@@ -140,10 +144,14 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   }
   for (int i = (major == 1 ? 1 : 3); i >= 0; --i)
     header_length = header_length << 8 | length_bytes[i];
-  std::string header(header_length, '\0');
-  if (header_length > (1u << 20) || !in.read(header.data(), header_length)) {
-    throw FileInputError(path, "", "truncated header");
+  // Bounded before it is allocated: the length is the file's word.
+  if (header_length > (1u << 20)) {
+    throw FileInputError(
+        path, "",
+        "declares a " + std::to_string(header_length) + "-byte header (at most 1 MiB is read)");
   }
+  std::string header(header_length, '\0');
+  if (!in.read(header.data(), header_length)) throw FileInputError(path, "", "truncated header");
   auto value_of = [&](const std::string& key) {
     const std::size_t at = header.find("'" + key + "'");
     if (at == std::string::npos) throw FileInputError(path, key, "is missing from the header");
@@ -171,6 +179,19 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   const int width = type[2] - '0';
   if (width != 1 && width != 2 && width != 4 && width != 8)
     throw FileInputError(path, "descr", "unsupported width");
+  // The shape is the file's word: held to the bytes the file has before anything is allocated
+  // (columns = top-k >= 1, so the division is safe and the product below cannot overflow).
+  const std::streampos data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const long long available = static_cast<long long>(in.tellg() - data_start);
+  in.seekg(data_start);
+  if (tokens > available / (columns * width)) {
+    throw FileInputError(path, "shape",
+                         "declares " + std::to_string(tokens) + " rows of " +
+                             std::to_string(columns) + " x " + std::to_string(width) +
+                             " bytes, the file holds " + std::to_string(available) +
+                             " bytes of data");
+  }
   std::vector<unsigned char> data(static_cast<std::size_t>(tokens * columns * width));
   if (!in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()))) {
     throw FileInputError(path, "", "the data is truncated");
