@@ -195,6 +195,22 @@ TEST(TraceFormat, NamesAWrongHeaderLength) {
       << reader_error(path);
 }
 
+// Extents whose product overflows 64 bits are refused, not multiplied (undefined behaviour).
+TEST(TraceFormat, NamesATensorShapeTooLargeToMultiply) {
+  const std::string path = damaged("shape.trace", [](const std::string& p) {
+    const std::string header =
+        R"({"counts":{"dtype":"U16","shape":[4294967296,4294967296],"data_offsets":[0,0]}})";
+    std::ofstream file(p + "/chunk-000000.safetensors", std::ios::binary | std::ios::trunc);
+    const std::uint64_t length = header.size();
+    for (int b = 0; b < 8; ++b) file.put(static_cast<char>(length >> (8 * b) & 0xff));
+    file << header;
+  });
+  EXPECT_NE(reader_error(path).find("chunk-000000.safetensors: field 'counts': bad tensor entry: "
+                                    "shape has more than 2^40 elements"),
+            std::string::npos)
+      << reader_error(path);
+}
+
 TEST(TraceFormat, NamesBadIndexJson) {
   const std::string path = damaged("json.trace", [](const std::string& p) {
     std::ofstream(p + "/index.json") << "{\"format\": \"topoep-trace\", ";

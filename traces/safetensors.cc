@@ -71,6 +71,10 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
       std::int64_t elements = 1;
       for (const std::int64_t extent : info.shape) {
         if (extent < 0) throw std::invalid_argument("negative extent");
+        // No product of extents larger than the file is meaningful; none may overflow.
+        if (extent > 0 && elements > (std::int64_t{1} << 40) / extent) {
+          throw std::invalid_argument("shape has more than 2^40 elements");
+        }
         elements *= extent;
       }
       if (info.begin < 0 || info.end < info.begin ||
