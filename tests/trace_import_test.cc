@@ -221,6 +221,12 @@ TEST(TraceImport, JsonLinesErrorsNameTheLine) {
   EXPECT_EQ(import_error(
                 "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": -1, \"counts\": [1]}\n"),
             "line 1 rank");
+  EXPECT_EQ(import_error("{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 2000000000, "
+                         "\"counts\": [1]}\n"),
+            "line 1 rank");  // keys are bounded by 2^30
+  EXPECT_EQ(import_error("{\"step\": 0, \"layer\": 0, \"rank\": 0, \"counts\": [1]}\n"),
+            "line 1 microbatch");
+  EXPECT_EQ(import_error("[0, 0, 0, 0]\n"), "line 1");
   EXPECT_EQ(
       import_error(
           "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, \"counts\": [1, -2]}\n"),

@@ -208,12 +208,15 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
     } catch (const nlohmann::json::exception& error) {
       throw FileInputError(path, where, std::string("invalid JSON: ") + error.what());
     }
+    if (!value.is_object()) throw FileInputError(path, where, "must be a JSON object");
     int key[4];
     const char* names[4] = {"step", "microbatch", "layer", "rank"};
     for (int i = 0; i < 4; ++i) {
-      if (!value.contains(names[i]) || !value[names[i]].is_number_integer() ||
-          value[names[i]].get<long long>() < 0 || value[names[i]].get<long long>() > (1 << 30)) {
-        throw FileInputError(path, where + " " + names[i], "must be a non-negative integer");
+      if (!value.contains(names[i]))
+        throw FileInputError(path, where + " " + names[i], "is missing");
+      if (!value[names[i]].is_number_integer() || value[names[i]].get<long long>() < 0 ||
+          value[names[i]].get<long long>() > (1 << 30)) {
+        throw FileInputError(path, where + " " + names[i], "must be an integer from 0 to 2^30");
       }
       key[i] = value[names[i]].get<int>();
     }
