@@ -1,5 +1,6 @@
-// libFuzzer target: the JSON loaders (topology, model, solve counts, trace metadata) on the
-// fuzzer's bytes. Each must accept the input or throw FileInputError / InputError naming it.
+// libFuzzer target: the JSON loaders (topology, model, solve counts, trace metadata, sweep
+// grid) on the fuzzer's bytes. Each must accept the input or throw FileInputError / InputError
+// naming it.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "common/file_input_error.h"
 #include "models/model_json.h"
+#include "sim/sweep_grid.h"
 #include "solver/input_error.h"
 #include "topologies/topology_json.h"
 #include "traces/counts_json.h"
@@ -28,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   guarded([&] { topoep::parse_topology(text, "fuzz"); });
   guarded([&] { topoep::parse_model(text, "fuzz"); });
   guarded([&] { topoep::read_counts_json(path); });
+  guarded([&] { topoep::load_sweep_grid(path); });
   guarded([&] {
     const nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
     if (!value.is_discarded()) topoep::trace_metadata_from_json(value, "fuzz");
