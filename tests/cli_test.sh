@@ -199,6 +199,10 @@ PY
   --top-k 8 --gpus-per-node 4 >"$work/out" 2>&1
 expect "trace import jsonl exits 0" 0 $?
 expect_text "trace import prints the shape it wrote" "$work/out" "2 records imported from $work/rec.jsonl: 8 ranks (4 per node) x 16 experts, top-8; 2 steps x 1 microbatches x 1 layers"
+"$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec0.trace" \
+  --top-k 0 >"$work/out" 2>&1
+expect "trace import refuses top-k 0 (exit 2)" 2 $?
+expect_text "the option is named" "$work/out" "--top-k"
 head -c 40 "$work/rec.jsonl" >"$work/torn.jsonl"
 "$topoep" trace import --format jsonl --input "$work/torn.jsonl" --out "$work/torn.trace" >"$work/out" 2>&1
 expect "trace import refuses a torn line (exit 2)" 2 $?

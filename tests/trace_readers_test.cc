@@ -116,6 +116,9 @@ TEST(TopKNpy, AShapeBeyondTheFileNamesTheShape) {
   EXPECT_EQ(file_error_field([&] { read_topk_npy(huge, 8, 2); }, huge), "shape");
   const std::string short_by_one = write_npy("short.npy", "(4, 2)", 3);
   EXPECT_EQ(file_error_field([&] { read_topk_npy(short_by_one, 8, 2); }, short_by_one), "shape");
+  // No columns: refused before the size check divides by them (top-k 0 used to crash).
+  const std::string empty_rows = write_npy("no_columns.npy", "(4, 0)", 0);
+  EXPECT_EQ(file_error_field([&] { read_topk_npy(empty_rows, 8, 0); }, empty_rows), "shape");
 }
 
 // The header's length, also the file's word, is bounded before it is allocated (a fuzzer's

@@ -168,6 +168,7 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   if (std::sscanf(shape_text.c_str(), " (%lld, %lld)", &tokens, &columns) != 2 || tokens < 0) {
     throw FileInputError(path, "shape", "must be two-dimensional [tokens, top_k]");
   }
+  if (columns < 1) throw FileInputError(path, "shape", "must have at least one column");
   if (columns != top_k) {
     throw FileInputError(
         path, "shape",
@@ -180,7 +181,7 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   if (width != 1 && width != 2 && width != 4 && width != 8)
     throw FileInputError(path, "descr", "unsupported width");
   // The shape is the file's word: held to the bytes the file has before anything is allocated
-  // (columns = top-k >= 1, so the division is safe and the product below cannot overflow).
+  // (columns >= 1, so the division is safe and the product below cannot overflow).
   const std::streampos data_start = in.tellg();
   in.seekg(0, std::ios::end);
   const long long available = static_cast<long long>(in.tellg() - data_start);

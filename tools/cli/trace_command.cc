@@ -202,7 +202,9 @@ void add_trace_command(CLI::App& app) {
   import_command->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
   import_command->add_option("--experts", io.experts, "Experts (per-token formats)")
       ->capture_default_str();
-  import_command->add_option("--top-k", io.top_k)->capture_default_str();
+  import_command->add_option("--top-k", io.top_k)
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")
       ->capture_default_str();
   import_command->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
