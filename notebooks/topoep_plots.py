@@ -25,13 +25,6 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static"]
-# A sweep's parameter columns (sim/README.md, "Sweeps"), for saying what a plot averages over.
-SWEEP_AXES = ["trace", "topology", "model", "nodes", "gpus_per_node", "nvlink_gb_per_s",
-              "ib_gb_per_s", "nvlink_latency_us", "ib_latency_us", "slots",
-              "weight_overlap_fraction", "activation_grad_bytes", "optimizer_bytes_per_param",
-              "topoep_solve_us", "host_roundtrip_us", "eplb_cpu_us_per_layer",
-              "eplb_period_steps", "eplb_window_steps", "topoep_replica_uses",
-              "topoep_ib_load_slack", "ib_nvlink_ratio"]
 
 
 # --- replay ---------------------------------------------------------------------------------
@@ -130,6 +123,13 @@ def load_sweep(directory):
     return results
 
 
+def sweep_parameters(results):
+    """A sweep's parameter columns: those between `point` and `planner` in results.csv (the
+    metrics follow `planner`), and the derived IB/NVLink ratio."""
+    columns = list(results.columns)
+    return columns[columns.index("point") + 1:columns.index("planner")] + ["ib_nvlink_ratio"]
+
+
 def speedups(results, planner="topoep"):
     """Per point, `planner`'s step-time speedup over each other planner (columns)."""
     times = results.pivot_table(index="point", columns="planner", values="step_time_us")
@@ -151,7 +151,7 @@ def plot_gain_vs(results, x, planner="topoep", ax=None):
     ax.set_xlabel(x)
     if pd.api.types.is_integer_dtype(gains[x]):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    others = [c for c in SWEEP_AXES if c != x and c in gains.columns and gains[c].nunique() > 1]
+    others = [c for c in sweep_parameters(results) if c != x and gains[c].nunique() > 1]
     ax.set_ylabel(f"{planner} speedup (x)" +
                   (f"\ngeomean over {', '.join(others)}" if others else ""))
     ax.legend(title="over")
