@@ -45,7 +45,14 @@ class GridReader {
       } else if (contains(sweep_parameter_columns(), key)) {
         if (!value.is_array() || value.empty()) fail(key, "must be a non-empty list of values");
         for (std::size_t i = 0; i < value.size(); ++i) {
-          check_value(key, value[i], key + "[" + std::to_string(i) + "]");
+          const std::string where = key + "[" + std::to_string(i) + "]";
+          check_value(key, value[i], where);
+          for (std::size_t j = 0; j < i; ++j) {
+            if (value[j] == value[i]) {
+              fail(where, "repeats " + key + "[" + std::to_string(j) +
+                              "]: list each value once (equal points are one point)");
+            }
+          }
         }
         axes.push_back(key);
       } else {
@@ -56,6 +63,14 @@ class GridReader {
                            std::all_of(listed.begin(), listed.end(),
                                        [](const nlohmann::json& p) { return p.contains("trace"); });
     if (!has_trace) fail("trace", "is required: trace directories or {\"synthetic\": {...}}");
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      for (const std::string& axis : axes) {
+        if (listed[i].contains(axis)) {
+          fail("points[" + std::to_string(i) + "]." + axis,
+               "is also an axis of the grid: a listed point sets only keys that are not axes");
+        }
+      }
+    }
     // Axes in the documented order, the last varying fastest.
     std::sort(axes.begin(), axes.end(), [](const std::string& a, const std::string& b) {
       const auto& order = sweep_parameter_columns();
@@ -75,6 +90,15 @@ class GridReader {
           break;
         }
         digit[a] = 0;
+      }
+    }
+    // Shards, resumes and merges match results by point key: each key must name one point.
+    std::map<std::string, int> first_with_key;
+    for (const SweepPoint& point : grid.points) {
+      const auto [it, added] = first_with_key.emplace(point.key, point.index);
+      if (!added) {
+        fail("points", "point " + std::to_string(point.index) + " repeats point " +
+                           std::to_string(it->second) + " " + point.key + ": list each point once");
       }
     }
     return grid;
@@ -172,7 +196,8 @@ class GridReader {
     if (r.has("steps")) spec.steps = static_cast<int>(r.int_field("steps", 1, 1000000));
     if (r.has("microbatches"))
       spec.microbatches = static_cast<int>(r.int_field("microbatches", 1, 100000));
-    if (r.has("layers")) spec.num_layers = static_cast<int>(r.int_field("layers", 1, 100000));
+    if (r.has("layers"))
+      spec.num_layers = static_cast<int>(r.int_field("layers", 1, TraceLimits::kLayers));
     if (r.has("tokens_per_rank")) {
       spec.tokens_per_rank = static_cast<int>(r.int_field("tokens_per_rank", 1, 1 << 24));
     }

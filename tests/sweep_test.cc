@@ -111,6 +111,24 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "topoep_replica_uses[0]");
 }
 
+// Results are matched by point key (shards, resumes, merges): a grid naming one point twice, or
+// a listed point setting an axis (which one would win?), fails before anything runs.
+TEST(SweepGrid, RefusesAGridThatNamesAPointTwice) {
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": [1, 2, 1]})"),
+            "slots[2]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "ib_gb_per_s": [25, 25.0]})"),
+            "ib_gb_per_s[1]");
+  EXPECT_EQ(field_of_grid_error(
+                R"({"trace": [{"synthetic": {}}], "points": [{"slots": 2}, {"slots": 2}]})"),
+            "points");
+  EXPECT_EQ(field_of_grid_error(
+                R"({"trace": [{"synthetic": {}}], "slots": [1], "points": [{"slots": 2}]})"),
+            "points[0].slots");
+  // A synthetic trace the trace format could not hold is refused here, not at its point's run.
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 65537}}]})"),
+            "trace.synthetic.layers");
+}
+
 // TopoEP's planner options are axes too: each point's planners get them.
 TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
   const SweepGrid grid = load_sweep_grid(write_grid("topoep_options.json", R"({

@@ -157,6 +157,33 @@ TEST(TraceFormat, RefusesToOverwriteAnExistingTrace) {
   EXPECT_THROW(TraceWriter(path, small_metadata()), FileInputError);
 }
 
+// A trace written must read back: metadata the reader would refuse is refused before anything
+// is written, naming the field.
+TEST(TraceFormat, WriterRefusesMetadataTheReaderWouldRefuse) {
+  auto writer_error = [](const std::function<void(TraceMetadata&)>& change) {
+    const std::string path = fresh_path("refused.trace");
+    TraceMetadata m = small_metadata();
+    change(m);
+    try {
+      TraceWriter writer(path, m);
+    } catch (const InputError& error) {
+      EXPECT_FALSE(fs::exists(path));
+      return std::string(error.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(writer_error([](TraceMetadata& m) { m.num_layers = TraceLimits::kLayers + 1; }),
+            "metadata.num_layers: must be from 1 to 65536, got 65537");
+  EXPECT_EQ(writer_error([](TraceMetadata& m) { m.gpus_per_node = 3; }),
+            "metadata.gpus_per_node: 3 does not divide 8 ranks");
+  EXPECT_EQ(writer_error([](TraceMetadata& m) { m.top_k = 17; }),
+            "metadata.top_k: must be from 1 to 16, got 17");
+  EXPECT_EQ(writer_error([](TraceMetadata& m) { m.dtype = "F32"; }),
+            "metadata.dtype: must be \"U16\" or \"I32\", got \"F32\"");
+  EXPECT_EQ(writer_error([](TraceMetadata& m) { m.steps = 0; }),
+            "metadata.steps: must be from 1 to 1073741824, got 0");
+}
+
 // Damage a copy of a good trace, then expect the reader to name the file (and field).
 std::string damaged(const std::string& name,
                     const std::function<void(const std::string&)>& damage) {

@@ -101,6 +101,32 @@ double zipf_exponent_for(int num_experts, double hot_ratio) {
   return (low + high) / 2;
 }
 
+namespace {
+
+TraceMetadata synthetic_trace_metadata(const SyntheticTraceSpec& spec) {
+  TraceMetadata m;
+  m.model = "synthetic";
+  m.num_experts = spec.num_experts;
+  m.top_k = spec.top_k;
+  m.num_ranks = spec.num_ranks;
+  m.gpus_per_node = spec.gpus_per_node;
+  m.num_layers = spec.num_layers;
+  m.microbatches = spec.microbatches;
+  m.steps = spec.steps;
+  m.tokens_per_rank = spec.tokens_per_rank;
+  m.source = "topoep synthetic trace generator";
+  m.packing = {{"generator", "synthetic_trace"},
+               {"popularity", spec.popularity == Popularity::kZipf ? "zipf" : "lognormal"},
+               {"hot_ratio", spec.hot_ratio},
+               {"drift_per_step", spec.drift_per_step},
+               {"layer_correlation", spec.layer_correlation},
+               {"rank_variation", spec.rank_variation},
+               {"seed", spec.seed}};
+  return m;
+}
+
+}  // namespace
+
 void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
   auto require = [](bool ok, const char* field, const char* message) {
     if (!ok) throw InputError(field, message);
@@ -116,6 +142,7 @@ void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
   require(s.layer_correlation >= 0 && s.layer_correlation <= 1, "layer_correlation",
           "must be in [0, 1]");
   require(s.rank_variation >= 0 && s.rank_variation <= 4, "rank_variation", "must be in [0, 4]");
+  check_trace_metadata(synthetic_trace_metadata(s));  // what the trace writer will be given
 }
 
 std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out) {
@@ -135,25 +162,7 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
     swap_fraction(order[l], 1.0 - spec.layer_correlation, random);
   }
 
-  TraceMetadata m;
-  m.model = "synthetic";
-  m.num_experts = E;
-  m.top_k = spec.top_k;
-  m.num_ranks = R;
-  m.gpus_per_node = spec.gpus_per_node;
-  m.num_layers = spec.num_layers;
-  m.microbatches = spec.microbatches;
-  m.steps = spec.steps;
-  m.tokens_per_rank = spec.tokens_per_rank;
-  m.source = "topoep synthetic trace generator";
-  m.packing = {{"generator", "synthetic_trace"},
-               {"popularity", spec.popularity == Popularity::kZipf ? "zipf" : "lognormal"},
-               {"hot_ratio", spec.hot_ratio},
-               {"drift_per_step", spec.drift_per_step},
-               {"layer_correlation", spec.layer_correlation},
-               {"rank_variation", spec.rank_variation},
-               {"seed", spec.seed}};
-  TraceWriter writer(out, m);
+  TraceWriter writer(out, synthetic_trace_metadata(spec));
   std::vector<std::uint64_t> cumulative(E);
   std::vector<TokenCount> values(static_cast<std::size_t>(R) * E);
   for (int step = 0; step < spec.steps; ++step) {
@@ -185,7 +194,7 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
     }
   }
   writer.finish();
-  return m.num_records();
+  return writer.metadata().num_records();
 }
 
 }  // namespace topoep

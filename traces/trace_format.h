@@ -45,6 +45,23 @@ struct TraceRecord {
   RoutingCounts counts;
 };
 
+// The largest sizes a trace may declare. The reader refuses more, so the writer does too: a
+// trace written is a trace that reads back.
+struct TraceLimits {
+  static constexpr int kExperts = 1 << 20;
+  static constexpr int kRanks = 1 << 20;
+  static constexpr int kLayers = 1 << 16;
+  static constexpr int kMicrobatches = 1 << 20;
+  static constexpr int kSteps = 1 << 30;
+  static constexpr std::int64_t kTokensPerRank = 1LL << 40;
+  static constexpr int kRecordsPerChunk = 1 << 30;
+};
+
+// Throws InputError("metadata.FIELD", ...) naming the first size out of TraceLimits' ranges,
+// a gpus_per_node that does not divide the ranks, or a dtype other than "U16" or "I32" (an
+// empty dtype and records_per_chunk 0 pass: the writer chooses them).
+void check_trace_metadata(const TraceMetadata& metadata);
+
 nlohmann::json trace_metadata_to_json(const TraceMetadata& metadata);
 // Throws FileInputError(origin, "metadata.FIELD", ...) for a missing, unknown or bad field.
 TraceMetadata trace_metadata_from_json(const nlohmann::json& value, const std::string& origin);

@@ -28,17 +28,9 @@ std::string chunk_name(std::size_t index) {
 TraceWriter::TraceWriter(std::string path, TraceMetadata metadata)
     : path_(std::move(path)), metadata_(std::move(metadata)) {
   TraceMetadata& m = metadata_;
-  if (m.num_experts < 1 || m.num_ranks < 1 || m.top_k < 1 || m.top_k > m.num_experts ||
-      m.gpus_per_node < 1 || m.num_ranks % m.gpus_per_node != 0 || m.num_layers < 1 ||
-      m.microbatches < 1 || m.steps < 1 || m.tokens_per_rank < 0) {
-    throw InputError("metadata",
-                     "sizes must be positive, top_k <= experts and gpus_per_node "
-                     "must divide num_ranks");
-  }
+  check_trace_metadata(m);
   if (m.dtype.empty())
     m.dtype = (m.tokens_per_rank > 0 && m.tokens_per_rank * m.top_k <= 65535) ? "U16" : "I32";
-  if (m.dtype != "U16" && m.dtype != "I32")
-    throw InputError("metadata.dtype", "must be U16 or I32");
   if (m.records_per_chunk <= 0) {
     // About 16 MiB of counts per chunk, at least one record.
     const std::int64_t record_bytes =
