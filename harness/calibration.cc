@@ -9,6 +9,7 @@
 
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
+#include "topologies/topology_json.h"
 
 namespace topoep {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 struct Csv {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  std::vector<int> lines;  // each row's line number in the file, for messages
   int column(const std::string& name, const std::string& path) const {
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end()) throw FileInputError(path, name, "column missing");
@@ -41,6 +43,7 @@ Csv read_csv(const std::string& path) {
   for (int n = 2; std::getline(text, line); ++n) {
     if (line.empty()) continue;
     csv.rows.push_back(split(line));
+    csv.lines.push_back(n);
     if (csv.rows.back().size() != csv.header.size()) {
       throw FileInputError(path + ":" + std::to_string(n), "",
                            "has " + std::to_string(csv.rows.back().size()) +
@@ -58,6 +61,16 @@ double number(const std::string& text, const std::string& path, const std::strin
   } catch (const std::exception&) {
   }
   throw FileInputError(path, column, "'" + text + "' is not a number");
+}
+
+// A measurement: a finite number above zero (a size, a FLOP count or a time).
+double positive(const Csv& csv, std::size_t row, int column, const std::string& path) {
+  const std::string& name = csv.header[column];
+  const std::string where = path + ":" + std::to_string(csv.lines[row]);
+  const double value = number(csv.rows[row][column], where, name);
+  if (!(value > 0))
+    throw FileInputError(where, name, "must be above 0, got " + csv.rows[row][column]);
+  return value;
 }
 
 double median(std::vector<double> values) {
@@ -97,7 +110,7 @@ GemmEfficiencyCurve fit_gemm_curve(const std::vector<std::vector<double>>& sampl
   GemmEfficiencyCurve curve;
   for (const auto& [tokens, efficiencies] : by_tokens) {
     curve.tokens_per_expert.push_back(tokens);
-    curve.efficiency.push_back(std::clamp(median(efficiencies), 1e-9, 1.0));
+    curve.efficiency.push_back(std::max(median(efficiencies), 1e-9));
   }
   return curve;
 }
@@ -111,17 +124,19 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
   }
   // One GPU measures no links: a missing file keeps the base's figures.
   const Csv links = std::filesystem::exists(links_path) ? read_csv(links_path)
-                                                        : Csv{{"link", "bytes", "time_us"}, {}};
+                                                        : Csv{{"link", "bytes", "time_us"}, {}, {}};
   const int link_col = links.column("link", links_path),
             bytes_col = links.column("bytes", links_path),
             time_col = links.column("time_us", links_path);
   std::map<std::string, std::vector<std::pair<double, double>>> by_link;
-  for (const auto& row : links.rows) {
-    if (row[link_col] != "nvlink" && row[link_col] != "ib") {
-      throw FileInputError(links_path, "link", "'" + row[link_col] + "' is not nvlink or ib");
+  for (std::size_t i = 0; i < links.rows.size(); ++i) {
+    const std::string& link = links.rows[i][link_col];
+    if (link != "nvlink" && link != "ib") {
+      throw FileInputError(links_path + ":" + std::to_string(links.lines[i]), "link",
+                           "'" + link + "' is not nvlink or ib");
     }
-    by_link[row[link_col]].push_back({number(row[bytes_col], links_path, "bytes"),
-                                      number(row[time_col], links_path, "time_us")});
+    by_link[link].push_back(
+        {positive(links, i, bytes_col, links_path), positive(links, i, time_col, links_path)});
   }
   for (const auto& [name, samples] : by_link) {
     if (samples.size() < 2) throw FileInputError(links_path, name, "needs at least two samples");
@@ -130,6 +145,14 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
       throw FileInputError(links_path, name, "time does not grow with bytes: no bandwidth to fit");
     }
     LinkSpec& link = name == "nvlink" ? t.scale_up : t.scale_out;
+    // Achieved above the spec means the base describes other hardware than was measured.
+    if (fit.bandwidth_gb_per_s > link.spec_gb_per_s) {
+      throw FileInputError(links_path, name,
+                           "the fitted bandwidth, " + std::to_string(fit.bandwidth_gb_per_s) +
+                               " GB/s, exceeds the spec of '" + base.name + "' (" +
+                               std::to_string(link.spec_gb_per_s) + " GB/s, " + link.name +
+                               "): calibrate from the measured cluster's topology (--topology)");
+    }
     link.bandwidth_gb_per_s = fit.bandwidth_gb_per_s;
     link.latency_us = fit.latency_us;
     std::ostringstream source;
@@ -139,22 +162,41 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
     link.source = source.str();
   }
   const Csv gemms = std::filesystem::exists(gemm_path) ? read_csv(gemm_path)
-                                                       : Csv{{"tokens", "flop", "time_us"}, {}};
+                                                       : Csv{{"tokens", "flop", "time_us"}, {}, {}};
   const int tokens_col = gemms.column("tokens", gemm_path),
             flop_col = gemms.column("flop", gemm_path),
             gemm_time_col = gemms.column("time_us", gemm_path);
   std::vector<std::vector<double>> samples;
-  for (const auto& row : gemms.rows) {
-    samples.push_back({number(row[tokens_col], gemm_path, "tokens"),
-                       number(row[flop_col], gemm_path, "flop"),
-                       number(row[gemm_time_col], gemm_path, "time_us")});
+  for (std::size_t i = 0; i < gemms.rows.size(); ++i) {
+    samples.push_back({positive(gemms, i, tokens_col, gemm_path),
+                       positive(gemms, i, flop_col, gemm_path),
+                       positive(gemms, i, gemm_time_col, gemm_path)});
   }
   if (!samples.empty()) {
     const std::string before = t.gemm_efficiency.source;
     t.gemm_efficiency = fit_gemm_curve(samples, t.gpu.peak_tflops_bf16);
+    for (std::size_t i = 0; i < t.gemm_efficiency.efficiency.size(); ++i) {
+      const double efficiency = t.gemm_efficiency.efficiency[i];
+      if (efficiency > 1) {
+        throw FileInputError(gemm_path, "time_us",
+                             "at " + std::to_string(t.gemm_efficiency.tokens_per_expert[i]) +
+                                 " tokens the median timing runs at " +
+                                 std::to_string(efficiency * t.gpu.peak_tflops_bf16) +
+                                 " TFLOP/s, above the bf16 peak of '" + base.name + "' (" +
+                                 std::to_string(t.gpu.peak_tflops_bf16) + " TFLOP/s, " +
+                                 t.gpu.name +
+                                 "): calibrate from the measured GPU's topology (--topology)");
+      }
+    }
     t.gemm_efficiency.source =
         "calibrated by topoep calibrate from " + gemm_path + " (" + std::to_string(samples.size()) +
         " timings, median per token count, against the bf16 peak). Before: " + before;
+  }
+  // What calibrate writes must load: held to the topology file's own checks.
+  try {
+    parse_topology(topology_to_json(t).dump(), "calibrated topology");
+  } catch (const FileInputError& error) {
+    throw FileInputError(dir, "", std::string("the fitted topology is not valid: ") + error.what());
   }
   return t;
 }

@@ -65,9 +65,20 @@ TEST(Calibration, RecoversLinkLatencyAndBandwidthFromNoisyTransfers) {
   EXPECT_NEAR(fit.latency_us, 4.2, 0.5);
 }
 
+// A base that passes the topology file's checks: 1000 TFLOP/s bf16, NVLink spec 400 GB/s and
+// IB spec 50 GB/s (above what the tests below measure).
+Topology calibration_base() {
+  Topology base = round_topology(2, 2);
+  base.scale_up.spec_gb_per_s = 400;
+  base.scale_out.spec_gb_per_s = 50;
+  base.gpu.name = "test GPU";
+  base.gpu.hbm_capacity_gb = 80;
+  return base;
+}
+
 TEST(Calibration, RecoversTheGemmEfficiencyCurveAndWritesAValidTopology) {
   const std::string dir = temp_dir("calibration");
-  Topology base = round_topology(2, 2);  // 1000 TFLOP/s bf16
+  const Topology base = calibration_base();
   std::ofstream links(dir + "/link_samples.csv");
   links << "link,bytes,time_us\n";
   for (double bytes = 1e3; bytes <= 1e8; bytes *= 10) {
@@ -105,9 +116,43 @@ TEST(Calibration, BadMeasurementsNameTheFileAndColumn) {
     calibrate_topology(round_topology(2, 2), dir);
     FAIL() << "no error";
   } catch (const FileInputError& error) {
-    EXPECT_EQ(error.file(), dir + "/link_samples.csv");
+    EXPECT_EQ(error.file(), dir + "/link_samples.csv:2");
     EXPECT_EQ(error.field(), "time_us");
   }
+}
+
+std::string calibration_error(const std::string& dir, const std::string& links,
+                              const std::string& gemms) {
+  std::ofstream(dir + "/link_samples.csv") << "link,bytes,time_us\n" << links;
+  std::ofstream(dir + "/gemm_samples.csv") << "tokens,flop,time_us\n" << gemms;
+  try {
+    calibrate_topology(calibration_base(), dir);
+  } catch (const FileInputError& error) {
+    return error.what();
+  }
+  return "<no error>";
+}
+
+// calibrate writes what it returns: a value it cannot fit from, or a fit that the base's
+// hardware could not reach, is an error, never a topology file that does not load.
+TEST(Calibration, RefusesMeasurementsItCannotTurnIntoAValidTopology) {
+  const std::string dir = temp_dir("calibration_refused");
+  const std::string links = "nvlink,1000,4\nnvlink,100000,5\nib,1000,10\nib,100000,14\n";
+  const std::string gemms = "1,1e9,10\n2,2e9,10\n";
+  EXPECT_EQ(calibration_error(dir, links, gemms), "<no error>");
+  EXPECT_EQ(calibration_error(dir, "nvlink,1000,4\nnvlink,-2000,5\n", gemms),
+            dir + "/link_samples.csv:3: field 'bytes': must be above 0, got -2000");
+  EXPECT_EQ(calibration_error(dir, links, "1,1e9,10\n2,2e9,0\n"),
+            dir + "/gemm_samples.csv:3: field 'time_us': must be above 0, got 0");
+  EXPECT_EQ(calibration_error(dir, links, "-4,1e9,10\n"),
+            dir + "/gemm_samples.csv:2: field 'tokens': must be above 0, got -4");
+  // 1e11 bytes in 10 us is 10,000 GB/s: not the base's NVLink.
+  const std::string too_fast = calibration_error(dir, "nvlink,1e3,4\nnvlink,1e11,10\n", gemms);
+  EXPECT_NE(too_fast.find("field 'nvlink': the fitted bandwidth"), std::string::npos) << too_fast;
+  EXPECT_NE(too_fast.find("exceeds the spec"), std::string::npos) << too_fast;
+  // 1e15 FLOP in 1 us is 1e9 TFLOP/s: above the base GPU's peak.
+  const std::string beyond_peak = calibration_error(dir, links, "8,1e15,1\n");
+  EXPECT_NE(beyond_peak.find("above the bf16 peak"), std::string::npos) << beyond_peak;
 }
 
 const char kCompareHeader[] =
