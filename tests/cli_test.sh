@@ -157,6 +157,11 @@ echo '{"weight": [[1, 2], [3]]}' >"$work/ragged.json"
 expect "eplb rejects ragged weights" 2 $?
 expect_text "ragged weights named" "$work/out" "ragged.json: field 'weight[1]'"
 
+echo '{"weight": [[1, 1e39]]}' >"$work/huge.json"
+"$topoep" eplb --weights "$work/huge.json" --replicas 2 --groups 1 --nodes 1 --gpus 1 >"$work/out" 2>&1
+expect "eplb rejects a load float32 cannot hold" 2 $?
+expect_text "the load beyond float32 is named with its file" "$work/out" "huge.json: field 'weight[0][1]'"
+
 rm -rf "$work/t.trace"
 "$topoep" trace synth --out "$work/t.trace" --ranks 16 --experts 32 --top-k 4 >"$work/out" 2>&1
 expect "trace synth exits 0" 0 $?

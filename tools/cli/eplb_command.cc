@@ -36,9 +36,11 @@ EplbWeights read_weights(const std::string& path) {
     }
     for (std::size_t e = 0; e < rows[layer].size(); ++e) {
       const nlohmann::json& value = rows[layer][e];
-      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-        throw FileInputError(path, field + "[" + std::to_string(e) + "]",
-                             "must be a finite non-negative number, got " + value.dump());
+      // EPLB computes in float32 (as the reference's weight.float()): the load must fit it.
+      if (!value.is_number() || !std::isfinite(value.get<float>()) || value.get<double>() < 0) {
+        throw FileInputError(
+            path, field + "[" + std::to_string(e) + "]",
+            "must be a non-negative number that float32 holds, got " + value.dump());
       }
       weights.values.push_back(value.get<float>());
     }
