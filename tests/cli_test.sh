@@ -244,10 +244,15 @@ expect_text "a model file is named with its path" "$work/out" "model.top_k: 'sma
   --threads 2 --out "$work/sim" --timeline "$work/sim/timeline.json" >"$work/out" 2>&1
 expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
+expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --slots 2 --check >"$work/out" 2>&1
 expect "simulate --check exits 0" 0 $?
 expect_text "simulate --check finds every plan of the five planners valid" "$work/out" "--check: all 60 plans valid"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners eplb,static --eplb-period 1 >"$work/out" 2>&1
+expect "simulate with a one-step EPLB period exits 0" 0 $?
+expect_no_text "no note when eplb replans within the trace" "$work/out" "Note: eplb"
 python3 - "$work/sim" <<'PY'
 import csv, json, sys
 d = sys.argv[1]

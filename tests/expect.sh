@@ -20,3 +20,13 @@ expect_text() {  # expect_text NAME FILE TEXT
     echo "ok: $1"
   fi
 }
+
+expect_no_text() {  # expect_no_text NAME FILE TEXT
+  if grep -qF -- "$3" "$2"; then
+    echo "FAIL: $1: '$3' in output:"
+    cat "$2"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}

@@ -1,5 +1,7 @@
 #include "tools/cli/simulation_table.h"
 
+#include <algorithm>
+
 #include "tools/cli/table.h"
 
 namespace topoep {
@@ -42,6 +44,18 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
     separator = ", ";
   }
   out << "\n";
+}
+
+void print_planner_notes(const std::vector<std::string>& planners, int steps,
+                         const PlannerOptions& options, std::ostream& out) {
+  if (std::find(planners.begin(), planners.end(), "eplb") == planners.end()) return;
+  // Its first replan is at step K (eplb_planner.cc: the steps before it are its history).
+  if (steps > options.eplb_period_steps) return;
+  out << "\nNote: eplb replans every " << options.eplb_period_steps << " steps, the first at step "
+      << options.eplb_period_steps << "; this trace's " << steps
+      << (steps == 1 ? " step ends" : " steps end")
+      << " before it, so eplb ran the home layout throughout (as static does).\n"
+      << "A shorter period (simulate --eplb-period K) lets it replan within the trace.\n";
 }
 
 }  // namespace topoep
