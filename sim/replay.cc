@@ -96,18 +96,55 @@ class Replay {
 
   const CostModel& cost() const { return cost_; }
 
-  StepResult run_step(std::vector<TraceRecord>& records) {
-    StepResult result;
-    result.step = records.front().step;
-    result.records.resize(records.size());
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      result.records[i].step = records[i].step;
-      result.records[i].microbatch = records[i].microbatch;
-      result.records[i].layer = records[i].layer;
-      result.records[i].planners.resize(config_.planners.size());
-      if (records[i].layer == 0) result.tokens += records[i].counts.total() / metadata_.top_k;
+  // Opens a step: its records' results are filled microbatch by microbatch.
+  void start_step(int step) {
+    step_ = StepResult{};
+    step_.step = step;
+    const std::size_t records =
+        static_cast<std::size_t>(metadata_.microbatches) * metadata_.num_layers;
+    step_.records.resize(records);
+    for (RecordResult& record : step_.records) record.planners.resize(config_.planners.size());
+  }
+
+  // Plans and prices one microbatch's records (its layers in order) on config_.threads threads:
+  // one task per (layer, planner). A planner instance serves one layer and sees its records in
+  // microbatch order, whatever the thread count.
+  void run_microbatch(const std::vector<TraceRecord>& records) {
+    const int num_layers = metadata_.num_layers;
+    const int planners = static_cast<int>(planned_.size());
+    const int tasks = num_layers * planners;
+    const bool detail = step_.step == config_.detail_step;
+    for (const TraceRecord& record : records) {
+      RecordResult& result = step_.records[result_index(record)];
+      result.step = record.step;
+      result.microbatch = record.microbatch;
+      result.layer = record.layer;
+      if (record.layer == 0) step_.tokens += record.counts.total() / metadata_.top_k;
     }
-    plan_all(records, result);
+    std::atomic<int> next{0};
+    std::vector<std::exception_ptr> errors(tasks);
+    auto work = [&] {
+      for (int task = next++; task < tasks; task = next++) {
+        try {
+          run_task(records[task / planners], task % planners, detail);
+        } catch (...) {
+          errors[task] = std::current_exception();
+        }
+      }
+    };
+    const int workers = std::max(1, std::min(config_.threads, tasks));
+    std::vector<std::thread> threads;
+    for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (std::thread& thread : threads) thread.join();
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);  // the first task's, whatever the thread count
+    }
+  }
+
+  // Closes the step: the ideal bound of each record and every planner's totals.
+  StepResult finish_step() {
+    StepResult& result = step_;
     if (ideal_index_ >= 0) {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
@@ -137,35 +174,13 @@ class Replay {
       totals.step_time += optimizer_ps_;
       totals.tokens_per_s = static_cast<double>(result.tokens) * 1e12 / totals.step_time;
     }
-    return result;
+    return std::move(step_);
   }
 
  private:
-  // One task per (layer, planner): its records in microbatch order, on one thread.
-  void plan_all(const std::vector<TraceRecord>& records, StepResult& result) {
-    const int num_layers = metadata_.num_layers;
-    const int planners = static_cast<int>(planned_.size());
-    const int tasks = num_layers * planners;
-    const bool detail = result.step == config_.detail_step;
-    std::atomic<int> next{0};
-    std::vector<std::exception_ptr> errors(tasks);
-    auto work = [&] {
-      for (int task = next++; task < tasks; task = next++) {
-        try {
-          run_task(task / planners, task % planners, records, detail, result);
-        } catch (...) {
-          errors[task] = std::current_exception();
-        }
-      }
-    };
-    const int workers = std::max(1, std::min(config_.threads, tasks));
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(work);
-    work();
-    for (std::thread& thread : threads) thread.join();
-    for (const std::exception_ptr& error : errors) {
-      if (error) std::rethrow_exception(error);  // the first task's, whatever the thread count
-    }
+  // Results are kept in (microbatch, layer) order.
+  std::size_t result_index(const TraceRecord& record) const {
+    return static_cast<std::size_t>(record.microbatch) * metadata_.num_layers + record.layer;
   }
 
   // What CostModel::price() needs the busiest source rank's tokens for (the dense forward): a
@@ -195,42 +210,36 @@ class Replay {
     cost = std::move(fallback_cost);
   }
 
-  void run_task(int layer, int planner, const std::vector<TraceRecord>& records, bool detail,
-                StepResult& result) {
-    LayerPlanner& state = layers_[layer][planner];
+  void run_task(const TraceRecord& record, int planner, bool detail) {
+    LayerPlanner& state = layers_[record.layer][planner];
     const int p = planned_[planner];
-    const int microbatches = metadata_.microbatches;
     const CostModel::Detail level = detail                ? CostModel::Detail::kPerRank
                                     : config_.plan_hashes ? CostModel::Detail::kWithHash
                                                           : CostModel::Detail::kTimes;
-    for (int mb = 0; mb < microbatches; ++mb) {
-      const std::size_t index = static_cast<std::size_t>(mb) * metadata_.num_layers + layer;
-      const TraceRecord& record = records[index];
-      PlannerDecision decision =
-          state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-      LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
-      overrule_if_slower(*state.planner, record.counts, level, decision, cost);
-      if (config_.check_plans) {
-        check_priced_plan("planner '" + config_.planners[p] + "', step " +
-                              std::to_string(record.step) + " microbatch " +
-                              std::to_string(record.microbatch) + " layer " +
-                              std::to_string(record.layer),
-                          PricedPlan{record.counts, decision, cost.loads,
-                                     cost.nvlink_dispatch_bytes, cost.ib_dispatch_bytes},
-                          config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token);
-      }
-      note_replicas(decision, state.step_replicas);
-      if (mb == microbatches - 1) {
-        const GradientReduction reduction = reduce_replica_gradients(
-            std::move(state.step_replicas), config_.topology.view(),
-            cost_.solver_params().replica_weight_bytes, cost_.solver_params());
-        state.step_replicas.clear();
-        cost.grad_reduce = reduction.time_ps;
-        cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
-        cost.grad_reduce_ib_bytes = reduction.ib_bytes;
-      }
-      result.records[index].planners[p] = std::move(cost);
+    PlannerDecision decision =
+        state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
+    LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
+    overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    if (config_.check_plans) {
+      check_priced_plan("planner '" + config_.planners[p] + "', step " +
+                            std::to_string(record.step) + " microbatch " +
+                            std::to_string(record.microbatch) + " layer " +
+                            std::to_string(record.layer),
+                        PricedPlan{record.counts, decision, cost.loads, cost.nvlink_dispatch_bytes,
+                                   cost.ib_dispatch_bytes},
+                        config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token);
     }
+    note_replicas(decision, state.step_replicas);
+    if (record.microbatch == metadata_.microbatches - 1) {
+      const GradientReduction reduction = reduce_replica_gradients(
+          std::move(state.step_replicas), config_.topology.view(),
+          cost_.solver_params().replica_weight_bytes, cost_.solver_params());
+      state.step_replicas.clear();
+      cost.grad_reduce = reduction.time_ps;
+      cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
+      cost.grad_reduce_ib_bytes = reduction.ib_bytes;
+    }
+    step_.records[result_index(record)].planners[p] = std::move(cost);
   }
 
   const SimConfig& config_;
@@ -240,6 +249,7 @@ class Replay {
   int ideal_index_ = -1;
   std::vector<std::vector<LayerPlanner>> layers_;  // [layer][planned_ index]
   Picoseconds optimizer_ps_ = 0;
+  StepResult step_;  // the step being replayed
 };
 
 }  // namespace
@@ -347,27 +357,31 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
 
   ProgressBar progress("records", metadata.num_records());
   std::int64_t done = 0;
-  std::vector<TraceRecord> step;
+  // One microbatch of counts in memory at a time (its layers), besides the reader's chunk.
+  std::vector<TraceRecord> microbatch;
   while (more) {
-    step.clear();
-    const int current = record.step;
-    while (more && record.step == current) {
-      if (!declared) {
-        try {
-          check_cost_range(cost.solver_params(), record.counts, replicas);
-          cost.dense_forward_ps(busiest_rank_tokens(record.counts, metadata.top_k));
-        } catch (const InputError& error) {
-          throw located(error, "record " +
-                                   std::to_string(done + static_cast<std::int64_t>(step.size())) +
-                                   " counts");
+    const int step = record.step;
+    replay->start_step(step);
+    while (more && record.step == step) {
+      microbatch.clear();
+      const int current = record.microbatch;
+      while (more && record.step == step && record.microbatch == current) {
+        if (!declared) {
+          try {
+            check_cost_range(cost.solver_params(), record.counts, replicas);
+            cost.dense_forward_ps(busiest_rank_tokens(record.counts, metadata.top_k));
+          } catch (const InputError& error) {
+            throw located(error, "record " + std::to_string(done) + " counts");
+          }
         }
+        microbatch.push_back(std::move(record));
+        more = reader.next(record);
+        ++done;
       }
-      step.push_back(std::move(record));
-      more = reader.next(record);
+      replay->run_microbatch(microbatch);
+      progress.update(done);
     }
-    observer.on_step(replay->run_step(step));
-    done += static_cast<std::int64_t>(step.size());
-    progress.update(done);
+    observer.on_step(replay->finish_step());
   }
   return done;
 }

@@ -1,10 +1,12 @@
 #pragma once
-// Streams a trace through a set of planners and the cost model, one step at a time.
+// Streams a trace through a set of planners and the cost model, one microbatch at a time.
 //
-// Records are read in trace order; the records of one step (microbatches x layers) are held in
+// Records are read in trace order; the records of one microbatch (its layers) are held in
 // memory, planned and priced on `threads` threads (one task per layer and planner: a planner
-// instance serves one layer and sees its records in microbatch order), then handed to the
-// observer in (microbatch, layer) order. Results are identical for any thread count.
+// instance serves one layer and sees its records in microbatch order), then dropped. A step's
+// results are handed to the observer at its end, in (microbatch, layer) order. Memory is one
+// microbatch of counts and the reader's chunk, plus the step's results (per record and
+// planner, per-rank loads: no counts). Results are identical for any thread count.
 
 #include <cstdint>
 #include <string>
