@@ -100,6 +100,12 @@ class OutputObserver : public ReplayObserver {
          {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline.get()}) {
       if (file != nullptr) file->commit();
     }
+    // The directory holds one run: an earlier run's rank_loads.csv beside this run's tables
+    // would be read (by the notebooks and tools/plot) as this run's.
+    if (per_layer_ && !rank_loads_) {
+      std::error_code ignored;
+      result_.removed_stale_rank_loads = fs::remove(request_.out_dir + "/rank_loads.csv", ignored);
+    }
   }
 
  private:
@@ -113,7 +119,7 @@ class OutputObserver : public ReplayObserver {
 
 SimulationResult run_simulation(const SimulationRequest& request) {
   SimulationResult result{TraceMetadata{}, nlohmann::json::object(),
-                          RunSummary(request.config.planners), 0};
+                          RunSummary(request.config.planners), 0, false};
   SimConfig config = request.config;
   if (!request.timeline.empty()) {
     if (request.timeline_step < 0) throw InputError("timeline_step", "must not be negative");

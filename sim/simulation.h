@@ -26,6 +26,8 @@ struct SimulationResult {
   nlohmann::json run;  // what summary.json records about the run
   RunSummary summary;
   std::int64_t records = 0;
+  // out_dir held an earlier run's rank_loads.csv that this run (without rank_loads) removed
+  bool removed_stale_rank_loads = false;
 };
 
 // Throws FileInputError (trace, outputs) or InputError (configuration) before writing anything.

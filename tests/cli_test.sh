@@ -245,6 +245,16 @@ expect_text "a model file is named with its path" "$work/out" "model.top_k: 'sma
 expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
 expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
+# A results directory holds one run: no earlier run's rank_loads.csv beside this run's tables.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners static --out "$work/rerun" --rank-loads >"$work/out" 2>&1
+expect "simulate --rank-loads exits 0" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners static --out "$work/rerun" >"$work/out" 2>&1
+expect "simulate into the same directory without --rank-loads exits 0" 0 $?
+expect_text "the earlier run's rank_loads.csv is removed, and said so" "$work/out" "Removed $work/rerun/rank_loads.csv"
+[[ ! -e "$work/rerun/rank_loads.csv" ]]
+expect "no rank_loads.csv is left from the earlier run" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --slots 2 --check >"$work/out" 2>&1
 expect "simulate --check exits 0" 0 $?

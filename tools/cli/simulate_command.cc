@@ -73,6 +73,10 @@ void run_simulate(const SimulateOptions& options) {
   if (!options.out.empty()) {
     std::cout << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv"
               << (options.rank_loads ? ", rank_loads.csv" : "") << "\n";
+    if (result.removed_stale_rank_loads) {
+      std::cout << "Removed " << options.out
+                << "/rank_loads.csv, an earlier run's (this run has none: --rank-loads)\n";
+    }
   }
   if (!options.timeline.empty()) {
     std::cout << "Wrote " << options.timeline << " (step " << options.timeline_step
