@@ -245,6 +245,10 @@ expect_text "a model file is named with its path" "$work/out" "model.top_k: 'sma
 expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
 expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners static --timeline-step 1 >"$work/out" 2>&1
+expect "--timeline-step without --timeline is refused" 2 $?
+expect_text "what it needs is named" "$work/out" "--timeline-step requires --timeline"
 # A results directory holds one run: no earlier run's rank_loads.csv beside this run's tables.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners static --out "$work/rerun" --rank-loads >"$work/out" 2>&1

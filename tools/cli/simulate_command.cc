@@ -102,10 +102,12 @@ void add_simulate_command(CLI::App& app) {
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
-  simulate->add_option("--timeline", o->timeline, "Write one step as Chrome trace JSON here");
+  CLI::Option* timeline =
+      simulate->add_option("--timeline", o->timeline, "Write one step as Chrome trace JSON here");
   simulate->add_flag("--rank-loads", o->rank_loads,
                      "Also write rank_loads.csv (tokens per GPU of every record) to --out");
   simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
+      ->needs(timeline)
       ->capture_default_str();
   simulate->add_flag(
       "--check", o->check,
