@@ -208,6 +208,12 @@ expect_text "trace import prints the shape it wrote" "$work/out" "2 records impo
   --top-k 0 >"$work/out" 2>&1
 expect "trace import refuses top-k 0 (exit 2)" 2 $?
 expect_text "the option is named" "$work/out" "--top-k"
+"$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec64.trace" \
+  --ranks 64 >"$work/out" 2>&1
+expect "trace import refuses an option its format does not use (exit 2)" 2 $?
+expect_text "the option and the formats it applies to are named" "$work/out" "--ranks: does not apply to --format jsonl (only to esft, flame-csv, topk-csv, topk-npy, sglang-stats)"
+[[ ! -e "$work/rec64.trace" ]]
+expect "nothing is written" 0 $?
 head -c 40 "$work/rec.jsonl" >"$work/torn.jsonl"
 "$topoep" trace import --format jsonl --input "$work/torn.jsonl" --out "$work/torn.trace" >"$work/out" 2>&1
 expect "trace import refuses a torn line (exit 2)" 2 $?

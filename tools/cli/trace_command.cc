@@ -178,43 +178,78 @@ void add_trace_command(CLI::App& app) {
       ->add_option("--input", io.input,
                    "esft, flame-csv, topk-csv, topk-npy: a directory; sglang-stats, jsonl: a file")
       ->required();
-  import_command
-      ->add_option("--packing", io.packing, "contiguous, round-robin or random (per-token formats)")
+  // Which formats each shaping option applies to: given for another format, it is refused
+  // rather than ignored (the trace would not have the shape the user asked for).
+  const std::vector<std::string> per_token = {"esft", "flame-csv", "topk-csv", "topk-npy"};
+  const std::vector<std::string> packed = {"esft", "flame-csv", "topk-csv", "topk-npy",
+                                           "sglang-stats"};
+  auto applicable =
+      std::make_shared<std::vector<std::pair<CLI::Option*, std::vector<std::string>>>>();
+  auto only_for = [&](CLI::Option* option, const std::vector<std::string>& formats) {
+    applicable->push_back({option, formats});
+    return option;
+  };
+  only_for(import_command->add_option("--packing", io.packing,
+                                      "contiguous, round-robin or random (per-token formats)"),
+           per_token)
       ->capture_default_str();
-  import_command
-      ->add_option("--unit-tokens", io.unit_tokens,
-                   "Pack units of this many tokens (0: whole sequences where known, else 1)")
+  only_for(import_command->add_option(
+               "--unit-tokens", io.unit_tokens,
+               "Pack units of this many tokens (0: whole sequences where known, else 1)"),
+           per_token)
       ->capture_default_str();
-  import_command
-      ->add_option("--bootstrap", io.bootstrap, "Resample this many units with replacement first")
+  only_for(import_command->add_option("--bootstrap", io.bootstrap,
+                                      "Resample this many units with replacement first"),
+           per_token)
       ->capture_default_str();
   import_command->add_option("--out", io.out, "Trace directory to create")->required();
-  import_command
-      ->add_option("--ranks", io.shape.num_ranks, "Ranks to pack onto (esft, sglang-stats)")
+  only_for(import_command->add_option("--ranks", io.shape.num_ranks,
+                                      "Ranks to pack onto (all formats but jsonl)"),
+           packed)
       ->capture_default_str();
   import_command->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
-  import_command
-      ->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
-                   "Per microbatch (esft, sglang-stats)")
+  only_for(import_command->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
+                                      "Per microbatch (all formats but jsonl)"),
+           packed)
       ->capture_default_str();
-  import_command->add_option("--microbatches-per-step", io.shape.microbatches_per_step)
+  only_for(import_command->add_option("--microbatches-per-step", io.shape.microbatches_per_step,
+                                      "All formats but jsonl"),
+           packed)
       ->capture_default_str();
-  import_command->add_option("--layers", io.layers, "MoE layers (esft)")->capture_default_str();
-  import_command->add_option("--experts", io.experts, "Experts (per-token formats)")
+  only_for(import_command->add_option("--layers", io.layers, "MoE layers (esft)"), {"esft"})
+      ->capture_default_str();
+  only_for(import_command->add_option("--experts", io.experts, "Experts (per-token formats)"),
+           per_token)
       ->capture_default_str();
   import_command->add_option("--top-k", io.top_k)
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)")
+  only_for(import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)"),
+           {"sglang-stats"})
       ->capture_default_str();
-  import_command->add_option("--seed", io.seed, "Seed of sampling, shuffling and bootstrapping")
+  only_for(import_command->add_option("--seed", io.seed,
+                                      "Seed of sampling, shuffling and bootstrapping (all formats "
+                                      "but jsonl)"),
+           packed)
       ->capture_default_str();
-  import_command
-      ->add_option(
-          "--concentration", io.concentration,
-          "sglang-stats: Dirichlet concentration of microbatch variation (0: plain multinomial)")
+  only_for(import_command->add_option("--concentration", io.concentration,
+                                      "sglang-stats: Dirichlet concentration of microbatch "
+                                      "variation (0: plain multinomial)"),
+           {"sglang-stats"})
       ->capture_default_str();
-  import_command->callback([import_options] { run_import(*import_options); });
+  import_command->callback([import_options, applicable] {
+    for (const auto& [option, formats] : *applicable) {
+      if (option->count() == 0 ||
+          std::find(formats.begin(), formats.end(), import_options->format) != formats.end()) {
+        continue;
+      }
+      std::string list;
+      for (const std::string& format : formats) list += (list.empty() ? "" : ", ") + format;
+      throw InputError(option->get_name(), "does not apply to --format " + import_options->format +
+                                               " (only to " + list + ")");
+    }
+    run_import(*import_options);
+  });
 
   CLI::App* slice = trace->add_subcommand("slice", "Write a trace of a step range and some layers");
   auto slice_in = std::make_shared<std::string>();
