@@ -21,12 +21,31 @@ TopoepParams topoep_params_for(const TopoepProblem& problem) {
   return params;
 }
 
-TopoepHostSolver::TopoepHostSolver(const TopoepProblem& problem)
+namespace {
+
+// The calling thread's workspace buffer, at least `words` long and 8-byte aligned. Left
+// uninitialised: the solve writes every word it reads.
+std::uint64_t* thread_workspace(std::size_t words) {
+  thread_local std::unique_ptr<std::uint64_t[]> buffer;
+  thread_local std::size_t capacity = 0;
+  if (capacity < words) {
+    buffer.reset(new std::uint64_t[words]);
+    capacity = words;
+  }
+  return buffer.get();
+}
+
+}  // namespace
+
+TopoepHostSolver::TopoepHostSolver(const TopoepProblem& problem, TopoepWorkspaceUse use)
     : params_(topoep_params_for(problem)),
       home_rank_(problem.placement.home_rank),
-      // Left uninitialised: the solve writes every word it reads.
-      buffer_(new std::uint64_t[(topoep_workspace_bytes(params_) + 7) / 8]) {
-  bind_topoep_workspace(params_, buffer_.get(), &workspace_);
+      workspace_words_((topoep_workspace_bytes(params_) + 7) / 8) {
+  if (use == TopoepWorkspaceUse::kOwn) {
+    buffer_.reset(new std::uint64_t[workspace_words_]);  // uninitialised, as thread_workspace's
+    bind_topoep_workspace(params_, buffer_.get(), &workspace_);
+    bound_to_ = buffer_.get();
+  }
 }
 
 TopoepHostSolver::~TopoepHostSolver() = default;
@@ -49,6 +68,11 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
                            &num_moves};
   output.predicted = &last_predicted_;
   output.searched_moves = &last_searched_moves_;
+  std::uint64_t* const buffer = buffer_ ? buffer_.get() : thread_workspace(workspace_words_);
+  if (buffer != bound_to_) {
+    bind_topoep_workspace(params_, buffer, &workspace_);
+    bound_to_ = buffer;
+  }
   topoep_solve_layer(params_, input, workspace_, output);
   plan->routes.resize(static_cast<std::size_t>(num_routes));
   return num_moves;

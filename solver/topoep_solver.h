@@ -46,12 +46,26 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                          const std::vector<ExpertId>& resident,
                          const std::vector<std::uint8_t>& owed_holders = {});
 
-// A host solver that keeps its workspace between layers of one problem: repeated solves allocate
-// nothing but the plan's own vectors (which keep their capacity when a plan is reused). Inputs
-// are not checked here (see check_topoep_inputs); one object serves one thread at a time.
+// Where a TopoepHostSolver's workspace lives.
+enum class TopoepWorkspaceUse {
+  // The solver's own buffer, allocated with it: one solver solving over and over.
+  kOwn,
+  // The calling thread's buffer, shared by every kThread solver on that thread and grown to the
+  // largest problem it solved: many solvers of which one runs at a time (a replay's per-layer
+  // planners), which would otherwise each hold one (2.2 MB at R = E = 256, S = 2). A solve
+  // writes every word it reads, so nothing carries from one solve to the next: the plans are
+  // the same bit for bit.
+  kThread,
+};
+
+// A host solver for one problem that keeps its workspace between solves: repeated solves
+// allocate nothing but the plan's own vectors (which keep their capacity when a plan is
+// reused). Inputs are not checked here (see check_topoep_inputs); one object serves one thread
+// at a time.
 class TopoepHostSolver {
  public:
-  explicit TopoepHostSolver(const TopoepProblem& problem);
+  explicit TopoepHostSolver(const TopoepProblem& problem,
+                            TopoepWorkspaceUse use = TopoepWorkspaceUse::kOwn);
   ~TopoepHostSolver();
   TopoepHostSolver(const TopoepHostSolver&) = delete;
   TopoepHostSolver& operator=(const TopoepHostSolver&) = delete;
@@ -75,8 +89,12 @@ class TopoepHostSolver {
  private:
   TopoepParams params_;
   std::vector<RankId> home_rank_;
-  std::unique_ptr<std::uint64_t[]> buffer_;  // 8-byte aligned backing store of the workspace
+  std::size_t workspace_words_;              // 8-byte words of workspace this problem needs
+  std::unique_ptr<std::uint64_t[]> buffer_;  // kOwn's buffer; empty for kThread
+  // The workspace as last bound, and the buffer it was bound to (carving depends only on the
+  // base and the shape: a kThread solver rebinds when it runs on another thread)
   TopoepWorkspace workspace_;
+  const std::uint64_t* bound_to_ = nullptr;
   PhaseTimes last_predicted_;
   std::int32_t last_searched_moves_ = 0;
 };

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -105,6 +106,30 @@ TEST(TopoepSolver, IsDeterministicAcrossCallsAndThreadCounts) {
       for (const Plan& plan : solve_topoep_layers(c.problem, batch, threads)) {
         EXPECT_EQ(plan_hash(plan), first) << c.name << " with " << threads << " threads";
       }
+    }
+  }
+}
+
+// Solvers that share their thread's workspace (a replay's per-layer planners) plan as solvers
+// with their own do, bit for bit, when solves of other shapes come in between: nothing carries
+// over in the shared buffer.
+TEST(TopoepSolver, SolversSharingTheThreadsWorkspacePlanAsSolversWithTheirOwn) {
+  const std::vector<CorpusCase> cases = topoep_corpus();
+  std::vector<std::unique_ptr<TopoepHostSolver>> shared;
+  for (const CorpusCase& c : cases) {
+    shared.push_back(std::make_unique<TopoepHostSolver>(c.problem, TopoepWorkspaceUse::kThread));
+  }
+  // Twice round the corpus's shapes (E from 8 to 256, R from 8 to 256), backwards then
+  // forwards, so that each solve finds the buffer written by another shape's.
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const std::size_t i = round == 0 ? cases.size() - 1 - k : k;
+      const CorpusCase& c = cases[i];
+      Plan own_plan, shared_plan;
+      TopoepHostSolver own(c.problem);
+      own.solve(c.counts, {}, &own_plan);
+      shared[i]->solve(c.counts, {}, &shared_plan);
+      EXPECT_EQ(plan_hash(shared_plan), plan_hash(own_plan)) << c.name << ", round " << round;
     }
   }
 }

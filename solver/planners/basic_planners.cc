@@ -17,7 +17,7 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
                static_cast<int>(std::lround(options.topoep_ib_load_slack * 1000))},
       microbatches_per_step_(context.microbatches_per_step),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
-      solver_(problem_),
+      solver_(problem_, TopoepWorkspaceUse::kThread),
       // Without a spare slot every plan is the static one: a deployment launches no solve.
       solve_ps_(context.placement.slots_per_rank == 0
                     ? 0

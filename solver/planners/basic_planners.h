@@ -31,7 +31,7 @@ class TopoepPlanner : public Planner {
   TopoepProblem problem_;
   int microbatches_per_step_;
   int replica_uses_max_;     // PlannerOptions::topoep_replica_uses
-  TopoepHostSolver solver_;  // its workspace, reused every record
+  TopoepHostSolver solver_;  // in its thread's workspace: a replay holds one planner per layer
   Picoseconds solve_ps_;
   // Adds the replicas of `replicas` ([R][S]) to the step's owed holders.
   void note_used(const std::vector<ExpertId>& replicas);
