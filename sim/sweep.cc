@@ -182,6 +182,50 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
   return by_key;
 }
 
+// A resumed sweep keeps the rows it finds and rewrites the results from them and the points it
+// runs: a row of a point the grid (or this shard) no longer names, or of a planner it no longer
+// compares, would be dropped from the results without a word. Refuses them instead, as it does
+// a finished results file whose points lack a planner the grid compares. (A killed sweep's
+// partial file may end in a point whose rows were not all written: that point runs again.)
+void check_resumable(const std::vector<nlohmann::json>& rows, const std::string& path,
+                     bool finished, const std::map<std::string, int>& shard_points,
+                     const std::vector<std::string>& planners) {
+  const auto names = [](const std::vector<std::string>& list) {
+    std::string text;
+    for (const std::string& name : list) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  const std::string advice = ": resume with the grid that wrote it, or use another --out";
+  std::map<std::string, std::vector<std::string>> planners_of;
+  for (const nlohmann::json& row : rows) {
+    const std::string key = row["point_key"].get<std::string>();
+    const std::string planner = row["planner"].is_string() ? row["planner"].get<std::string>() : "";
+    if (shard_points.count(key) == 0) {
+      throw FileInputError(
+          path, "",
+          "holds point " + key + ", which this grid" + " (or shard) does not name" + advice);
+    }
+    if (std::find(planners.begin(), planners.end(), planner) == planners.end()) {
+      throw FileInputError(path, "",
+                           "holds planner '" + planner + "' for point " + key +
+                               ", which this grid does not compare (" + names(planners) + ")" +
+                               advice);
+    }
+    planners_of[key].push_back(planner);
+  }
+  if (!finished) return;
+  for (auto& [key, found] : planners_of) {
+    std::sort(found.begin(), found.end());
+    std::vector<std::string> wanted = planners;
+    std::sort(wanted.begin(), wanted.end());
+    if (found != wanted) {
+      throw FileInputError(path, "",
+                           "holds point " + key + " for planners " + names(found) +
+                               ", this grid compares " + names(planners) + advice);
+    }
+  }
+}
+
 // "results-shard-I-of-N.jsonl" -> I, N.
 bool parse_shard_file_name(const std::string& name, int* index, int* count) {
   const std::string prefix = "results-shard-", middle = "-of-", suffix = ".jsonl";
@@ -239,6 +283,10 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
   report.csv_path = base + ".csv";
   const std::string partial = base + ".partial.jsonl";
 
+  std::map<std::string, int> shard_points;  // key -> index
+  for (const SweepPoint& point : grid.points) {
+    if (point.index % options.shards == options.shard) shard_points[point.key] = point.index;
+  }
   std::vector<nlohmann::json> kept;
   for (const std::string& path : {report.jsonl_path, partial}) {
     if (!fs::exists(path)) continue;
@@ -246,7 +294,9 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
       throw FileInputError(path, "",
                            "exists: pass --resume to continue that sweep, or another --out");
     }
-    const auto points = complete_points(read_rows(path, path == partial), grid.planners);
+    const std::vector<nlohmann::json> found = read_rows(path, path == partial);
+    check_resumable(found, path, path != partial, shard_points, grid.planners);
+    const auto points = complete_points(found, grid.planners);
     for (const auto& [key, rows] : points) kept.insert(kept.end(), rows.begin(), rows.end());
   }
   const auto done = complete_points(kept, grid.planners);

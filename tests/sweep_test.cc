@@ -194,6 +194,40 @@ TEST(Sweep, ResumeRunsOnlyWhatAKilledSweepLostAndRepairsATornLine) {
   EXPECT_FALSE(fs::exists(dir + "/results.partial.jsonl"));
 }
 
+// Resuming with a grid that adds points runs only those; a grid that drops a point or changes
+// the planners would drop finished rows from the results, and is refused before anything runs.
+TEST(Sweep, ResumeKeepsEveryFinishedRowOrRefuses) {
+  const char* small = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [0, 1]})";
+  const char* grown = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [0, 1, 2]})";
+  const char* shrunk = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [1, 2]})";
+  const char* more_planners = R"({"planners": ["topoep", "static", "eplb"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [0, 1, 2]})";
+  const std::string dir = temp_path("sweep_regrid");
+  run(load_sweep_grid(write_grid("small.json", small)), dir, 1);
+  SweepOptions options;
+  options.out_dir = dir;
+  options.resume = true;
+  const SweepReport report = run_sweep(load_sweep_grid(write_grid("grown.json", grown)), options);
+  EXPECT_EQ(report.points_skipped, 2);
+  EXPECT_EQ(report.points_run, 1);
+  const std::string results = read_file(report.jsonl_path);
+  EXPECT_EQ(read_file(run(load_sweep_grid(write_grid("grown.json", grown)),
+                          temp_path("sweep_regrid_fresh"), 1)),
+            results);
+  for (const char* grid : {shrunk, more_planners}) {
+    EXPECT_THROW(run_sweep(load_sweep_grid(write_grid("changed.json", grid)), options),
+                 FileInputError);
+    EXPECT_EQ(read_file(report.jsonl_path), results);  // untouched
+  }
+}
+
 TEST(Sweep, ShardArgumentsAreChecked) {
   SweepOptions options;
   parse_shard("2/5", &options);
