@@ -179,10 +179,12 @@ void add_trace_command(CLI::App& app) {
                    "esft, flame-csv, topk-csv, topk-npy: a directory; sglang-stats, jsonl: a file")
       ->required();
   // Which formats each shaping option applies to: given for another format, it is refused
-  // rather than ignored (the trace would not have the shape the user asked for).
+  // rather than ignored (the trace would not have the shape the user asked for). The per-token
+  // formats are packed into ranks; with sglang-stats, the formats the import puts onto ranks
+  // (jsonl's lines name their ranks and microbatches).
   const std::vector<std::string> per_token = {"esft", "flame-csv", "topk-csv", "topk-npy"};
-  const std::vector<std::string> packed = {"esft", "flame-csv", "topk-csv", "topk-npy",
-                                           "sglang-stats"};
+  const std::vector<std::string> onto_ranks = {"esft", "flame-csv", "topk-csv", "topk-npy",
+                                               "sglang-stats"};
   auto applicable =
       std::make_shared<std::vector<std::pair<CLI::Option*, std::vector<std::string>>>>();
   auto only_for = [&](CLI::Option* option, const std::vector<std::string>& formats) {
@@ -205,16 +207,16 @@ void add_trace_command(CLI::App& app) {
   import_command->add_option("--out", io.out, "Trace directory to create")->required();
   only_for(import_command->add_option("--ranks", io.shape.num_ranks,
                                       "Ranks to pack onto (all formats but jsonl)"),
-           packed)
+           onto_ranks)
       ->capture_default_str();
   import_command->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
   only_for(import_command->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
                                       "Per microbatch (all formats but jsonl)"),
-           packed)
+           onto_ranks)
       ->capture_default_str();
   only_for(import_command->add_option("--microbatches-per-step", io.shape.microbatches_per_step,
                                       "All formats but jsonl"),
-           packed)
+           onto_ranks)
       ->capture_default_str();
   only_for(import_command->add_option("--layers", io.layers, "MoE layers (esft)"), {"esft"})
       ->capture_default_str();
@@ -230,7 +232,7 @@ void add_trace_command(CLI::App& app) {
   only_for(import_command->add_option("--seed", io.seed,
                                       "Seed of sampling, shuffling and bootstrapping (all formats "
                                       "but jsonl)"),
-           packed)
+           onto_ranks)
       ->capture_default_str();
   only_for(import_command->add_option("--concentration", io.concentration,
                                       "sglang-stats: Dirichlet concentration of microbatch "
