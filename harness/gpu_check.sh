@@ -20,13 +20,19 @@ bazel test --config=cuda --test_output=errors //tests:topoep_cuda_test //tests:d
 bazel build --config=cuda //harness:gpu_microbench //harness:topoep-harness //tools/cli:topoep \
   //bench:topoep_solver_bench
 mkdir -p "$out"
-bazel-bin/harness/gpu_microbench --out "$out"
-bazel-bin/tools/cli/topoep calibrate --measurements "$out" --topology "$topology" \
-  --out "$out/calibrated-topology.json"
-echo "device solve latency (us per layer):"
-column -s, -t <"$out/solve_latency.csv"
-echo "one layer's device solve by phase (us):"
-column -s, -t <"$out/solve_phases.csv"
+if bazel-bin/harness/gpu_microbench --out "$out"; then
+  echo "device solve latency (us per layer):"
+  column -s, -t <"$out/solve_latency.csv"
+  echo "one layer's device solve by phase (us):"
+  column -s, -t <"$out/solve_phases.csv"
+  # calibrate refuses a curve above the base GPU's bf16 peak (a base of other hardware than
+  # this GPU): the measurements stay in $out for a rerun with the right base.
+  bazel-bin/tools/cli/topoep calibrate --measurements "$out" --topology "$topology" \
+    --out "$out/calibrated-topology.json" ||
+    failed+=("calibrate against $topology (gemm_samples.csv is in $out)")
+else
+  failed+=("gpu_microbench (device solve latency, cuBLAS GEMM curve)")
+fi
 
 # The solver report on both backends: 16 skewed layers solved on the host (1, 2, 8 threads) and
 # on the GPU, every plan validated, and the verdict that all are bit-identical.
