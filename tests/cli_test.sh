@@ -110,6 +110,9 @@ done
 "$topoep" solve --counts "$work/counts.json" --planner magic >"$work/out" 2>&1
 expect "unknown planner exits 2" 2 $?
 expect_text "unknown planner lists the planners" "$work/out" "eplb-microbatch"
+"$topoep" solve --counts "$work/counts.json" --planner eplb --ib-slack 0.05 >"$work/out" 2>&1
+expect "--ib-slack with another planner than topoep exits 2" 2 $?
+expect_text "--ib-slack says whose option it is" "$work/out" "--ib-slack: applies to the topoep planner only, not 'eplb'"
 
 "$topoep" solve --counts "$work/counts.json" --threads 2 >"$work/out" 2>&1
 expect "solve table exits 0" 0 $?

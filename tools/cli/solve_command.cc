@@ -228,12 +228,13 @@ void add_solve_command(CLI::App& app) {
   solve->add_flag("--linear-compute", options->linear_compute,
                   "Every token costs the same compute, however few its expert instance has "
                   "(no minimum from the GEMM curve's memory-bound part: token balancing)");
-  solve
-      ->add_option("--ib-slack", options->ib_slack,
-                   "TopoEP: how far above the mean load (a fraction of it) a GPU's compute may "
-                   "rise to save IB time")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+  CLI::Option* ib_slack =
+      solve
+          ->add_option("--ib-slack", options->ib_slack,
+                       "TopoEP: how far above the mean load (a fraction of it) a GPU's compute "
+                       "may rise to save IB time")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
                    "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
@@ -248,7 +249,14 @@ void add_solve_command(CLI::App& app) {
       "--check", options->check,
       "Validate every plan (and the loads and bytes it is reported with); stop at the first "
       "invalid one");
-  solve->callback([options] { run_solve(*options); });
+  solve->callback([options, ib_slack] {
+    // Another planner would ignore it: the plans would not be what was asked for.
+    if (ib_slack->count() > 0 && options->planner != "topoep") {
+      throw InputError("--ib-slack",
+                       "applies to the topoep planner only, not '" + options->planner + "'");
+    }
+    run_solve(*options);
+  });
 }
 
 }  // namespace topoep
