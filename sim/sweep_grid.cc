@@ -63,6 +63,29 @@ class GridReader {
                            std::all_of(listed.begin(), listed.end(),
                                        [](const nlohmann::json& p) { return p.contains("trace"); });
     if (!has_trace) fail("trace", "is required: trace directories or {\"synthetic\": {...}}");
+    // A planner option with none of its planners compared would only repeat points.
+    const std::vector<std::pair<const char*, std::vector<std::string>>> owners = {
+        {"topoep_solve_us", {"topoep"}},
+        {"topoep_replica_uses", {"topoep"}},
+        {"topoep_ib_load_slack", {"topoep"}},
+        {"eplb_period_steps", {"eplb"}},
+        {"eplb_window_steps", {"eplb"}},
+        {"host_roundtrip_us", {"eplb", "eplb-microbatch"}},
+        {"eplb_cpu_us_per_layer", {"eplb", "eplb-microbatch"}}};
+    for (const auto& [key, planners] : owners) {
+      const bool given = contains(axes, key) ||
+                         std::any_of(listed.begin(), listed.end(),
+                                     [&](const nlohmann::json& p) { return p.contains(key); });
+      const bool compared = std::any_of(planners.begin(), planners.end(), [&](const auto& name) {
+        return contains(grid.planners, name);
+      });
+      if (given && !compared) {
+        std::string names = planners.front();
+        for (std::size_t i = 1; i < planners.size(); ++i) names += " and " + planners[i];
+        fail(key, "applies to the " + names + (planners.size() > 1 ? " planners" : " planner") +
+                      ", which \"planners\" does not list");
+      }
+    }
     for (std::size_t i = 0; i < listed.size(); ++i) {
       for (const std::string& axis : axes) {
         if (listed[i].contains(axis)) {

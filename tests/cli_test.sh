@@ -305,6 +305,10 @@ expect_text "summary.json records the IB load slack" "$work/slack/summary.json" 
   --topoep-ib-slack 1.5 >"$work/out" 2>&1
 expect "simulate rejects an IB load slack above 1" 2 $?
 expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners eplb-microbatch,static --eplb-period 2 >"$work/out" 2>&1
+expect "simulate refuses an EPLB option without the eplb planner" 2 $?
+expect_text "the option and its planner are named" "$work/out" "--eplb-period: applies to the eplb planner, which --planners does not list"
 "$topoep" simulate --trace "$work/missing.trace" >"$work/out" 2>&1
 expect "simulate rejects a missing trace" 2 $?
 expect_text "the missing trace is named" "$work/out" "missing.trace"

@@ -111,6 +111,20 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "topoep_replica_uses[0]");
 }
 
+// A planner option swept while none of its planners is compared would only repeat points.
+TEST(SweepGrid, RefusesAPlannerOptionWithoutItsPlanner) {
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "planners": ["static", "eplb"],
+                                    "topoep_ib_load_slack": [0, 0.05]})"),
+            "topoep_ib_load_slack");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "planners": ["static"],
+                                    "points": [{"host_roundtrip_us": 5}]})"),
+            "host_roundtrip_us");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}],
+                                    "planners": ["eplb-microbatch", "static"],
+                                    "host_roundtrip_us": [5, 50]})"),
+            "no error");
+}
+
 // Results are matched by point key (shards, resumes, merges): a grid naming one point twice, or
 // a listed point setting an axis (which one would win?), fails before anything runs.
 TEST(SweepGrid, RefusesAGridThatNamesAPointTwice) {

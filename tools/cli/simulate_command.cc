@@ -8,6 +8,7 @@
 
 #include "models/model_json.h"
 #include "sim/simulation.h"
+#include "solver/input_error.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
 
@@ -138,7 +139,26 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--eplb-window", o->planner.eplb_window_steps,
                    "EPLB plans from the loads of the last W steps")
       ->capture_default_str();
-  simulate->callback([o] { run_simulate(*o); });
+  // Each planner option applies to one planner: given while --planners lacks it, the run would
+  // not be the one asked for, so it is refused.
+  std::vector<std::pair<CLI::Option*, std::string>> owned;
+  for (const char* name : {"--topoep-solve-us", "--topoep-replica-uses", "--topoep-ib-slack"}) {
+    owned.emplace_back(simulate->get_option(name), "topoep");
+  }
+  for (const char* name : {"--eplb-period", "--eplb-window"}) {
+    owned.emplace_back(simulate->get_option(name), "eplb");
+  }
+  simulate->callback([o, owned] {
+    const std::vector<std::string> planners = split_names(o->planners);
+    for (const auto& [option, planner] : owned) {
+      if (option->count() > 0 &&
+          std::find(planners.begin(), planners.end(), planner) == planners.end()) {
+        throw InputError(option->get_name(),
+                         "applies to the " + planner + " planner, which --planners does not list");
+      }
+    }
+    run_simulate(*o);
+  });
 }
 
 }  // namespace topoep
