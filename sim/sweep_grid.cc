@@ -63,29 +63,7 @@ class GridReader {
                            std::all_of(listed.begin(), listed.end(),
                                        [](const nlohmann::json& p) { return p.contains("trace"); });
     if (!has_trace) fail("trace", "is required: trace directories or {\"synthetic\": {...}}");
-    // A planner option with none of its planners compared would only repeat points.
-    const std::vector<std::pair<const char*, std::vector<std::string>>> owners = {
-        {"topoep_solve_us", {"topoep"}},
-        {"topoep_replica_uses", {"topoep"}},
-        {"topoep_ib_load_slack", {"topoep"}},
-        {"eplb_period_steps", {"eplb"}},
-        {"eplb_window_steps", {"eplb"}},
-        {"host_roundtrip_us", {"eplb", "eplb-microbatch"}},
-        {"eplb_cpu_us_per_layer", {"eplb", "eplb-microbatch"}}};
-    for (const auto& [key, planners] : owners) {
-      const bool given = contains(axes, key) ||
-                         std::any_of(listed.begin(), listed.end(),
-                                     [&](const nlohmann::json& p) { return p.contains(key); });
-      const bool compared = std::any_of(planners.begin(), planners.end(), [&](const auto& name) {
-        return contains(grid.planners, name);
-      });
-      if (given && !compared) {
-        std::string names = planners.front();
-        for (std::size_t i = 1; i < planners.size(); ++i) names += " and " + planners[i];
-        fail(key, "applies to the " + names + (planners.size() > 1 ? " planners" : " planner") +
-                      ", which \"planners\" does not list");
-      }
-    }
+    check_planner_options(axes, listed, grid.planners);
     for (std::size_t i = 0; i < listed.size(); ++i) {
       for (const std::string& axis : axes) {
         if (listed[i].contains(axis)) {
@@ -137,6 +115,36 @@ class GridReader {
     for (const std::string& key : sweep_parameter_columns())
       text += (text.empty() ? "" : ", ") + key;
     return text;
+  }
+
+  // A planner option with none of its planners compared would only repeat points.
+  void check_planner_options(const std::vector<std::string>& axes, const nlohmann::json& listed,
+                             const std::vector<std::string>& compared_planners) const {
+    const std::vector<std::pair<const char*, std::vector<std::string>>> owners = {
+        {"topoep_solve_us", {"topoep"}},
+        {"topoep_replica_uses", {"topoep"}},
+        {"topoep_ib_load_slack", {"topoep"}},
+        {"eplb_period_steps", {"eplb"}},
+        {"eplb_window_steps", {"eplb"}},
+        {"host_roundtrip_us", {"eplb", "eplb-microbatch"}},
+        {"eplb_cpu_us_per_layer", {"eplb", "eplb-microbatch"}}};
+    for (const auto& owner : owners) {
+      // Named, not bound: a lambda may not capture a structured binding before C++20 (clang).
+      const std::string key = owner.first;
+      const std::vector<std::string>& planners = owner.second;
+      const bool given = contains(axes, key) ||
+                         std::any_of(listed.begin(), listed.end(),
+                                     [&](const nlohmann::json& p) { return p.contains(key); });
+      const bool compared = std::any_of(planners.begin(), planners.end(), [&](const auto& name) {
+        return contains(compared_planners, name);
+      });
+      if (given && !compared) {
+        std::string names = planners.front();
+        for (std::size_t i = 1; i < planners.size(); ++i) names += " and " + planners[i];
+        fail(key, "applies to the " + names + (planners.size() > 1 ? " planners" : " planner") +
+                      ", which \"planners\" does not list");
+      }
+    }
   }
 
   std::vector<std::string> read_planners(const nlohmann::json& value) const {
