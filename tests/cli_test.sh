@@ -181,8 +181,11 @@ rm -rf "$work/s.trace"
 expect "trace slice exits 0" 0 $?
 "$topoep" trace info "$work/s.trace" >"$work/out" 2>&1
 expect_text "the slice has one step and two layers" "$work/out" "1 steps x 2 microbatches x 2 layers = 4 records"
-"$topoep" trace slice "$work/t.trace" --out "$work/s2.trace" --steps 5:9 >"$work/out" 2>&1
+"$topoep" trace slice "$work/t.trace" --out "$work/s2.trace" --steps 5:9 >"$work/out" 2>"$work/err"
 expect "trace slice rejects steps outside the trace" 2 $?
+[[ ! -s "$work/out" ]]
+expect "a failed slice prints nothing on stdout (no half line before the error)" 0 $?
+cat "$work/err" >>"$work/out"
 expect_text "the bad range is named" "$work/out" "steps"
 python3 - "$work/t.trace/index.json" <<'PY'
 import json, sys

@@ -268,7 +268,9 @@ void add_trace_command(CLI::App& app) {
     TraceSlice range;
     parse_step_range(*slice_steps, &range);
     range.layers = *slice_layers;
-    std::cout << *slice_out << ": " << slice_trace(*slice_in, range, *slice_out) << " records\n";
+    // Sliced first: a stream chain prints its left part before a call on its right throws.
+    const std::int64_t records = slice_trace(*slice_in, range, *slice_out);
+    std::cout << *slice_out << ": " << records << " records\n";
   });
 
   CLI::App* info = trace->add_subcommand("info", "Shape, metadata and per-layer skew of a trace");
@@ -282,7 +284,8 @@ void add_trace_command(CLI::App& app) {
   auto validate_path = std::make_shared<std::string>();
   validate->add_option("trace", *validate_path, "Trace directory")->required();
   validate->callback([validate_path] {
-    std::cout << *validate_path << ": valid, " << validate_trace(*validate_path) << " records\n";
+    const std::int64_t records = validate_trace(*validate_path);  // before printing: it may throw
+    std::cout << *validate_path << ": valid, " << records << " records\n";
   });
 }
 
