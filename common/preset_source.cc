@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/json_fields.h"
+#include "common/text_list.h"
 
 namespace topoep {
 
@@ -24,10 +25,9 @@ PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
       return PresetSource{std::string(file.text), "preset:" + preset_or_path};
     }
   }
-  std::string known;
-  for (const std::string& name : preset_names(presets)) known += (known.empty() ? "" : ", ") + name;
   throw FileInputError(preset_or_path, "",
-                       "no such file, and not a " + kind + " preset (presets: " + known + ")");
+                       "no such file, and not a " + kind +
+                           " preset (presets: " + join_names(preset_names(presets)) + ")");
 }
 
 std::string quoted_with_origin(const std::string& name, const std::string& origin) {

@@ -15,6 +15,7 @@
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
 #include "common/temp_path.h"
+#include "common/text_list.h"
 #include "sim/progress.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
@@ -190,11 +191,6 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
 void check_resumable(const std::vector<nlohmann::json>& rows, const std::string& path,
                      bool finished, const std::map<std::string, int>& shard_points,
                      const std::vector<std::string>& planners) {
-  const auto names = [](const std::vector<std::string>& list) {
-    std::string text;
-    for (const std::string& name : list) text += (text.empty() ? "" : ", ") + name;
-    return text;
-  };
   const std::string advice = ": resume with the grid that wrote it, or use another --out";
   std::map<std::string, std::vector<std::string>> planners_of;
   for (const nlohmann::json& row : rows) {
@@ -208,7 +204,7 @@ void check_resumable(const std::vector<nlohmann::json>& rows, const std::string&
     if (std::find(planners.begin(), planners.end(), planner) == planners.end()) {
       throw FileInputError(path, "",
                            "holds planner '" + planner + "' for point " + key +
-                               ", which this grid does not compare (" + names(planners) + ")" +
+                               ", which this grid does not compare (" + join_names(planners) + ")" +
                                advice);
     }
     planners_of[key].push_back(planner);
@@ -220,8 +216,8 @@ void check_resumable(const std::vector<nlohmann::json>& rows, const std::string&
     std::sort(wanted.begin(), wanted.end());
     if (found != wanted) {
       throw FileInputError(path, "",
-                           "holds point " + key + " for planners " + names(found) +
-                               ", this grid compares " + names(planners) + advice);
+                           "holds point " + key + " for planners " + join_names(found) +
+                               ", this grid compares " + join_names(planners) + advice);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/json_fields.h"
+#include "common/text_list.h"
 #include "models/model_json.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
@@ -110,12 +111,7 @@ class GridReader {
     throw FileInputError(path_, key, message);
   }
 
-  static std::string known_keys() {
-    std::string text;
-    for (const std::string& key : sweep_parameter_columns())
-      text += (text.empty() ? "" : ", ") + key;
-    return text;
-  }
+  static std::string known_keys() { return join_names(sweep_parameter_columns()); }
 
   // A planner option with none of its planners compared would only repeat points.
   void check_planner_options(const std::vector<std::string>& axes, const nlohmann::json& listed,
@@ -139,9 +135,8 @@ class GridReader {
         return contains(compared_planners, name);
       });
       if (given && !compared) {
-        std::string names = planners.front();
-        for (std::size_t i = 1; i < planners.size(); ++i) names += " and " + planners[i];
-        fail(key, "applies to the " + names + (planners.size() > 1 ? " planners" : " planner") +
+        fail(key, "applies to the " + join_names(planners, " and ") +
+                      (planners.size() > 1 ? " planners" : " planner") +
                       ", which \"planners\" does not list");
       }
     }

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <string>
 
+#include "common/text_list.h"
 #include "solver/input_error.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_trace.h"
@@ -245,10 +246,8 @@ void add_trace_command(CLI::App& app) {
           std::find(formats.begin(), formats.end(), import_options->format) != formats.end()) {
         continue;
       }
-      std::string list;
-      for (const std::string& format : formats) list += (list.empty() ? "" : ", ") + format;
       throw InputError(option->get_name(), "does not apply to --format " + import_options->format +
-                                               " (only to " + list + ")");
+                                               " (only to " + join_names(formats) + ")");
     }
     run_import(*import_options);
   });
