@@ -116,18 +116,9 @@ class GridReader {
   // A planner option with none of its planners compared would only repeat points.
   void check_planner_options(const std::vector<std::string>& axes, const nlohmann::json& listed,
                              const std::vector<std::string>& compared_planners) const {
-    const std::vector<std::pair<const char*, std::vector<std::string>>> owners = {
-        {"topoep_solve_us", {"topoep"}},
-        {"topoep_replica_uses", {"topoep"}},
-        {"topoep_ib_load_slack", {"topoep"}},
-        {"eplb_period_steps", {"eplb"}},
-        {"eplb_window_steps", {"eplb"}},
-        {"host_roundtrip_us", {"eplb", "eplb-microbatch"}},
-        {"eplb_cpu_us_per_layer", {"eplb", "eplb-microbatch"}}};
-    for (const auto& owner : owners) {
-      // Named, not bound: a lambda may not capture a structured binding before C++20 (clang).
-      const std::string key = owner.first;
-      const std::vector<std::string>& planners = owner.second;
+    for (const std::string& key : sweep_parameter_columns()) {
+      const std::vector<std::string> planners = planners_reading_option(key);
+      if (planners.empty()) continue;
       const bool given = contains(axes, key) ||
                          std::any_of(listed.begin(), listed.end(),
                                      [&](const nlohmann::json& p) { return p.contains(key); });

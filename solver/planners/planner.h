@@ -90,6 +90,11 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerCont
 
 std::vector<std::string> planner_names();
 
+// The planners that read a PlannerOptions field, named as the field (and the sweep grid's key):
+// "topoep_ib_load_slack" -> {"topoep"}; empty for a field every planner or none reads. An
+// option given while none of them runs changes nothing, and the CLI and sweeps refuse it.
+std::vector<std::string> planners_reading_option(const std::string& field);
+
 // The forward critical-path time of an overhead: host time plus the weight migration.
 // Gradient reduction is the backward pass's.
 Picoseconds overhead_time_ps(const PlannerOverhead& overhead);

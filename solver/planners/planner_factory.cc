@@ -77,6 +77,18 @@ std::vector<std::string> planner_names() {
   return {"topoep", "static", "eplb", "eplb-microbatch", "shadowing"};
 }
 
+std::vector<std::string> planners_reading_option(const std::string& field) {
+  if (field == "topoep_solve_us" || field == "topoep_replica_uses" ||
+      field == "topoep_ib_load_slack") {
+    return {"topoep"};
+  }
+  if (field == "eplb_period_steps" || field == "eplb_window_steps") return {"eplb"};
+  if (field == "host_roundtrip_us" || field == "eplb_cpu_us_per_layer" || field == "eplb_groups") {
+    return {"eplb", "eplb-microbatch"};
+  }
+  return {};
+}
+
 std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
                                       const PlannerOptions& options) {
   if (options.eplb_period_steps < 1) throw InputError("eplb_period_steps", "must be at least 1");

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
@@ -139,22 +140,26 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--eplb-window", o->planner.eplb_window_steps,
                    "EPLB plans from the loads of the last W steps")
       ->capture_default_str();
-  // Each planner option applies to one planner: given while --planners lacks it, the run would
-  // not be the one asked for, so it is refused.
-  std::vector<std::pair<CLI::Option*, std::string>> owned;
-  for (const char* name : {"--topoep-solve-us", "--topoep-replica-uses", "--topoep-ib-slack"}) {
-    owned.emplace_back(simulate->get_option(name), "topoep");
-  }
-  for (const char* name : {"--eplb-period", "--eplb-window"}) {
-    owned.emplace_back(simulate->get_option(name), "eplb");
+  // A planner option given while --planners lacks every planner that reads it would change
+  // nothing: the run would not be the one asked for, so it is refused.
+  std::vector<std::pair<CLI::Option*, std::vector<std::string>>> owned;
+  for (const auto& [flag, field] : {std::pair{"--topoep-solve-us", "topoep_solve_us"},
+                                    std::pair{"--topoep-replica-uses", "topoep_replica_uses"},
+                                    std::pair{"--topoep-ib-slack", "topoep_ib_load_slack"},
+                                    std::pair{"--eplb-period", "eplb_period_steps"},
+                                    std::pair{"--eplb-window", "eplb_window_steps"}}) {
+    owned.emplace_back(simulate->get_option(flag), planners_reading_option(field));
   }
   simulate->callback([o, owned] {
     const std::vector<std::string> planners = split_names(o->planners);
-    for (const auto& [option, planner] : owned) {
-      if (option->count() > 0 &&
-          std::find(planners.begin(), planners.end(), planner) == planners.end()) {
-        throw InputError(option->get_name(),
-                         "applies to the " + planner + " planner, which --planners does not list");
+    for (const auto& [option, readers] : owned) {
+      const bool runs = std::any_of(readers.begin(), readers.end(), [&](const std::string& name) {
+        return std::find(planners.begin(), planners.end(), name) != planners.end();
+      });
+      if (option->count() > 0 && !runs) {
+        throw InputError(option->get_name(), "applies to the " + join_names(readers, " and ") +
+                                                 (readers.size() > 1 ? " planners" : " planner") +
+                                                 ", which --planners does not list");
       }
     }
     run_simulate(*o);

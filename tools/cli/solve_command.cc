@@ -251,7 +251,9 @@ void add_solve_command(CLI::App& app) {
       "invalid one");
   solve->callback([options, ib_slack] {
     // Another planner would ignore it: the plans would not be what was asked for.
-    if (ib_slack->count() > 0 && options->planner != "topoep") {
+    const std::vector<std::string> readers = planners_reading_option("topoep_ib_load_slack");
+    if (ib_slack->count() > 0 &&
+        std::find(readers.begin(), readers.end(), options->planner) == readers.end()) {
       throw InputError("--ib-slack",
                        "applies to the topoep planner only, not '" + options->planner + "'");
     }
