@@ -19,6 +19,10 @@ struct Csv {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   std::vector<int> lines;  // each row's line number in the file, for messages
+  // "PATH:LINE" of a row, for messages.
+  std::string where(std::size_t row, const std::string& path) const {
+    return path + ":" + std::to_string(lines[row]);
+  }
   int column(const std::string& name, const std::string& path) const {
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end()) throw FileInputError(path, name, "column missing");
@@ -66,7 +70,7 @@ double number(const std::string& text, const std::string& path, const std::strin
 // A measurement: a finite number above zero (a size, a FLOP count or a time).
 double positive(const Csv& csv, std::size_t row, int column, const std::string& path) {
   const std::string& name = csv.header[column];
-  const std::string where = path + ":" + std::to_string(csv.lines[row]);
+  const std::string where = csv.where(row, path);
   const double value = number(csv.rows[row][column], where, name);
   if (!(value > 0))
     throw FileInputError(where, name, "must be above 0, got " + csv.rows[row][column]);
@@ -132,7 +136,7 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
   for (std::size_t i = 0; i < links.rows.size(); ++i) {
     const std::string& link = links.rows[i][link_col];
     if (link != "nvlink" && link != "ib") {
-      throw FileInputError(links_path + ":" + std::to_string(links.lines[i]), "link",
+      throw FileInputError(links.where(i, links_path), "link",
                            "'" + link + "' is not nvlink or ib");
     }
     by_link[link].push_back(
@@ -219,13 +223,19 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
     simulated[key_of(sim, row, sim_csv)] = &row;
     ++simulated_per_planner[planner_of(sim, row, sim_csv)];
   }
+  // Each measured row's key and simulated twin, found once for every comparison below.
+  std::vector<std::string> keys;
+  std::vector<const std::vector<std::string>*> twins;
   for (const auto& row : measured.rows) {
     const std::string key = key_of(measured, row, measured_csv);
-    if (simulated.count(key) == 0) {
+    const auto twin = simulated.find(key);
+    if (twin == simulated.end()) {
       throw FileInputError(measured_csv, "",
                            "record (step,microbatch,layer,planner) " + key + " is not in " +
                                sim_csv + ": simulate the trace and planner the harness ran");
     }
+    keys.push_back(key);
+    twins.push_back(twin->second);
     ++measured_per_planner[planner_of(measured, row, measured_csv)];
   }
   for (const auto& [planner, count] : measured_per_planner) {
@@ -243,10 +253,11 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
   };
   if (has_hash(sim) && has_hash(measured)) {
     comparison.same_plans = 0;
-    for (const auto& row : measured.rows) {
-      const auto& twin = *simulated.at(key_of(measured, row, measured_csv));
-      const std::string& hash = row[measured.column("plan_hash", measured_csv)];
-      if (!hash.empty() && hash == twin[sim.column("plan_hash", sim_csv)]) ++comparison.same_plans;
+    const int measured_col = measured.column("plan_hash", measured_csv),
+              sim_col = sim.column("plan_hash", sim_csv);
+    for (std::size_t i = 0; i < measured.rows.size(); ++i) {
+      const std::string& hash = measured.rows[i][measured_col];
+      if (!hash.empty() && hash == (*twins[i])[sim_col]) ++comparison.same_plans;
     }
   }
   for (const char* phase :
@@ -254,11 +265,14 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
     PhaseError e;
     e.phase = phase;
     double sum = 0;
-    for (const auto& row : measured.rows) {
-      const std::string key = key_of(measured, row, measured_csv);
-      const std::string& value = row[measured.column(phase, measured_csv)];
+    const int measured_col = measured.column(phase, measured_csv);
+    // Looked up at the first measured value: a phase nobody measured needs no simulated column.
+    int sim_col = -1;
+    for (std::size_t i = 0; i < measured.rows.size(); ++i) {
+      const std::string& value = measured.rows[i][measured_col];
       if (value.empty()) continue;
-      const std::string& sim_value = (*simulated.at(key))[sim.column(phase, sim_csv)];
+      if (sim_col < 0) sim_col = sim.column(phase, sim_csv);
+      const std::string& sim_value = (*twins[i])[sim_col];
       if (sim_value.empty()) continue;
       const double m = number(value, measured_csv, phase), s = number(sim_value, sim_csv, phase);
       if (m <= 0) continue;
@@ -267,7 +281,7 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
       sum += relative;
       if (relative >= e.worst_relative) {
         e.worst_relative = relative;
-        e.worst_at = key;
+        e.worst_at = keys[i];
       }
     }
     if (e.rows > 0) e.mean_relative = sum / e.rows;
