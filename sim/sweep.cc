@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -167,6 +168,13 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
   return rows;
 }
 
+// Whether a point's rows name each of the grid's planners once (in any order).
+bool one_row_per_planner(std::vector<std::string> names, std::vector<std::string> planners) {
+  std::sort(names.begin(), names.end());
+  std::sort(planners.begin(), planners.end());
+  return names == planners;
+}
+
 // Rows grouped by point key; a point counts only with one row per planner of the grid.
 std::map<std::string, std::vector<nlohmann::json>> complete_points(
     const std::vector<nlohmann::json>& rows, const std::vector<std::string>& planners) {
@@ -175,10 +183,7 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
   for (auto it = by_key.begin(); it != by_key.end();) {
     std::vector<std::string> names;
     for (const auto& row : it->second) names.push_back(row["planner"].get<std::string>());
-    std::sort(names.begin(), names.end());
-    std::vector<std::string> wanted = planners;
-    std::sort(wanted.begin(), wanted.end());
-    it = names == wanted ? std::next(it) : by_key.erase(it);
+    it = one_row_per_planner(names, planners) ? std::next(it) : by_key.erase(it);
   }
   return by_key;
 }
@@ -189,7 +194,7 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
 // a finished results file whose points lack a planner the grid compares. (A killed sweep's
 // partial file may end in a point whose rows were not all written: that point runs again.)
 void check_resumable(const std::vector<nlohmann::json>& rows, const std::string& path,
-                     bool finished, const std::map<std::string, int>& shard_points,
+                     bool finished, const std::set<std::string>& shard_points,
                      const std::vector<std::string>& planners) {
   const std::string advice = ": resume with the grid that wrote it, or use another --out";
   std::map<std::string, std::vector<std::string>> planners_of;
@@ -198,8 +203,7 @@ void check_resumable(const std::vector<nlohmann::json>& rows, const std::string&
     const std::string planner = row["planner"].is_string() ? row["planner"].get<std::string>() : "";
     if (shard_points.count(key) == 0) {
       throw FileInputError(
-          path, "",
-          "holds point " + key + ", which this grid" + " (or shard) does not name" + advice);
+          path, "", "holds point " + key + ", which this grid (or shard) does not name" + advice);
     }
     if (std::find(planners.begin(), planners.end(), planner) == planners.end()) {
       throw FileInputError(path, "",
@@ -211,10 +215,8 @@ void check_resumable(const std::vector<nlohmann::json>& rows, const std::string&
   }
   if (!finished) return;
   for (auto& [key, found] : planners_of) {
-    std::sort(found.begin(), found.end());
-    std::vector<std::string> wanted = planners;
-    std::sort(wanted.begin(), wanted.end());
-    if (found != wanted) {
+    if (!one_row_per_planner(found, planners)) {
+      std::sort(found.begin(), found.end());
       throw FileInputError(path, "",
                            "holds point " + key + " for planners " + join_names(found) +
                                ", this grid compares " + join_names(planners) + advice);
@@ -279,9 +281,9 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
   report.csv_path = base + ".csv";
   const std::string partial = base + ".partial.jsonl";
 
-  std::map<std::string, int> shard_points;  // key -> index
+  std::set<std::string> shard_points;  // the keys of this shard's points
   for (const SweepPoint& point : grid.points) {
-    if (point.index % options.shards == options.shard) shard_points[point.key] = point.index;
+    if (point.index % options.shards == options.shard) shard_points.insert(point.key);
   }
   std::vector<nlohmann::json> kept;
   for (const std::string& path : {report.jsonl_path, partial}) {
