@@ -8,6 +8,7 @@
 #include "sim/solver_cost.h"
 #include "solver/experts_by_home.h"
 #include "solver/input_error.h"
+#include "solver/instance_tally.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/static_traffic.h"
@@ -94,25 +95,14 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   const CostParams params = params_for(dense);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, tallied in
-  // the same pass over the routes as the link counters. The [R][E] tally is per thread and
-  // reused: only the instances the routes touched are priced and zeroed again (integer sums, so
-  // the order does not matter).
-  thread_local std::vector<TokenCount> instance_tokens;
-  thread_local std::vector<std::size_t> touched;
-  instance_tokens.resize(static_cast<std::size_t>(num_ranks) * num_experts, 0);
-  touched.clear();
-  PlanCost plan_cost = predict_plan_cost(
-      view, decision.placement, decision.plan, decision.resident, params, [&](const Route& route) {
-        const std::size_t instance =
-            static_cast<std::size_t>(route.dst) * num_experts + route.expert;
-        if (instance_tokens[instance] == 0) touched.push_back(instance);
-        instance_tokens[instance] += route.tokens;
-      });
+  // the same pass over the routes as the link counters, in a tally the thread reuses.
+  thread_local InstanceTally instances;
+  instances.reset(num_ranks, num_experts);
+  PlanCost plan_cost = predict_plan_cost(view, decision.placement, decision.plan, decision.resident,
+                                         params, [&](const Route& route) { instances.add(route); });
   std::vector<Picoseconds> compute(num_ranks, 0);
-  for (const std::size_t instance : touched) {
-    compute[instance / num_experts] += instance_compute_ps(instance_tokens[instance]);
-    instance_tokens[instance] = 0;
-  }
+  instances.drain(
+      [&](RankId rank, TokenCount tokens) { compute[rank] += instance_compute_ps(tokens); });
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
@@ -141,7 +131,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
   const CostParams params = params_for(dense);
   plan_cost_detail::finish_plan_cost(view, layout.placement, layout.plan, layout.resident, params,
-                                     plan_cost);
+                                     nullptr, plan_cost);
   std::vector<Picoseconds> compute(num_ranks, 0);
   for (ExpertId e = 0; e < num_experts; ++e)
     compute[home[e]] += instance_compute_ps(expert_tokens[e]);

@@ -26,22 +26,13 @@ namespace plan_cost_detail {
 namespace {
 
 // The largest per-rank sum of instance_compute_tokens() over the rank's expert instances:
-// what the compute phase waits for once small instances cost their minimum.
-TokenCount largest_compute_load(const Plan& plan, const CostParams& cost) {
-  const std::size_t num_experts = static_cast<std::size_t>(plan.num_experts);
-  std::vector<TokenCount> instance(static_cast<std::size_t>(plan.num_ranks) * num_experts, 0);
-  for (const Route& route : plan.routes) {
-    instance[static_cast<std::size_t>(route.dst) * num_experts + route.expert] += route.tokens;
-  }
-  TokenCount largest = 0;
-  for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
-    TokenCount load = 0;
-    for (std::size_t e = 0; e < num_experts; ++e) {
-      load += instance_compute_tokens(instance[rank * num_experts + e], cost.instance_min_tokens);
-    }
-    largest = std::max(largest, load);
-  }
-  return largest;
+// what the compute phase waits for once small instances cost their minimum. Drains `compute`.
+TokenCount largest_compute_load(InstanceTally& compute, int num_ranks, const CostParams& cost) {
+  std::vector<TokenCount> load(static_cast<std::size_t>(num_ranks), 0);
+  compute.drain([&](RankId rank, TokenCount tokens) {
+    load[rank] += instance_compute_tokens(tokens, cost.instance_min_tokens);
+  });
+  return *std::max_element(load.begin(), load.end());
 }
 
 }  // namespace
@@ -66,10 +57,20 @@ std::vector<int> node_of_ranks(const TopologyView& topology) {
   return node;
 }
 
+InstanceTally* compute_tally(const Plan& plan, const CostParams& cost) {
+  if (cost.instance_min_tokens <= 0) return nullptr;
+  thread_local InstanceTally tally;
+  tally.reset(plan.num_ranks, plan.num_experts);
+  return &tally;
+}
+
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
-                      PlanCost& result) {
+                      InstanceTally* compute, PlanCost& result) {
   const int num_ranks = plan.num_ranks;
+  // First, so that the thread's tally is empty again whatever follows.
+  const TokenCount compute_load =
+      compute != nullptr ? largest_compute_load(*compute, num_ranks, cost) : 0;
   std::vector<ReplicaInstance> new_replicas;  // for their gradient chains
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
@@ -105,7 +106,7 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
   token_maxima(result.counters(), num_ranks, maxima);
   weight_maxima(result.counters(), num_ranks, maxima);
   gradient_maxima(result.gradient_counts.data(), num_ranks, maxima);
-  if (cost.instance_min_tokens > 0) maxima.load = largest_compute_load(plan, cost);
+  if (compute != nullptr) maxima.load = compute_load;
   result.times = phase_times(maxima, cost);
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "solver/cost_params.h"
+#include "solver/instance_tally.h"
 #include "solver/phase_times.h"
 #include "solver/placement.h"
 #include "solver/plan.h"
@@ -32,7 +33,7 @@ struct PlanCost {
 };
 
 // With CostParams::instance_min_tokens the compute phase sums each rank's expert instances
-// (tokens per (destination, expert)) at that minimum: one more pass over the routes.
+// (tokens per (destination, expert), tallied in the same pass over the routes) at that minimum.
 // `resident` ([num_ranks][slots_per_rank] or empty) lists replicas already in place from an
 // earlier microbatch: keeping one is free, every other replica in the plan is new and moves
 // its weights from the expert's home rank; the new replicas' gradients are reduced along one
@@ -53,20 +54,22 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
 namespace plan_cost_detail {
 PlanCost empty_plan_cost(int num_ranks);
 std::vector<int> node_of_ranks(const TopologyView& topology);
-// Adds the new replicas' weights and gradient chains, the byte totals, and the phase times.
+// With an instance minimum (cost.instance_min_tokens > 0), the calling thread's tally for the
+// plan's instances, empty and sized for it: the compute phase then waits for the largest sum of
+// instance_compute_tokens() over a rank's instances, not for its tokens. Null without one.
+InstanceTally* compute_tally(const Plan& plan, const CostParams& cost);
+// Adds the new replicas' weights and gradient chains, the byte totals, and the phase times;
+// drains `compute` (compute_tally(), filled with every route) into the compute load.
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
-                      PlanCost& result);
+                      InstanceTally* compute, PlanCost& result);
 }  // namespace plan_cost_detail
 
+namespace plan_cost_detail {
+// Adds every route's tokens to the link counters, calling visit(route) on each in plan order.
 template <typename Visit>
-PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
-                           const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost, Visit&& visit) {
-  PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
-  // Node of every rank looked up, not divided out: this loop runs over every route.
-  const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
-  const RankCounters counters = result.counters();
+void add_routes(const Plan& plan, const std::vector<int>& node, const RankCounters& counters,
+                Visit&& visit) {
   // Consecutive routes between the same two ranks (a source's experts homed on one rank) are
   // summed in a register first: adding each to the counters would chain every add through the
   // same memory word. Integer sums, so the counters are the same.
@@ -87,7 +90,26 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
   if (run_tokens > 0) {
     add_route_tokens(counters, run_src, run_dst, node[run_src] == node[run_dst], run_tokens);
   }
-  plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, result);
+}
+}  // namespace plan_cost_detail
+
+template <typename Visit>
+PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
+                           const Plan& plan, const std::vector<ExpertId>& resident,
+                           const CostParams& cost, Visit&& visit) {
+  PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
+  // Node of every rank looked up, not divided out: the pass runs over every route.
+  const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
+  InstanceTally* const compute = plan_cost_detail::compute_tally(plan, cost);
+  if (compute != nullptr) {
+    plan_cost_detail::add_routes(plan, node, result.counters(), [&](const Route& route) {
+      visit(route);
+      compute->add(route);
+    });
+  } else {
+    plan_cost_detail::add_routes(plan, node, result.counters(), visit);
+  }
+  plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, compute, result);
   return result;
 }
 
