@@ -5,6 +5,7 @@
 
 #include "solver/plan_cost.h"
 #include "solver/planners/instance_layout.h"
+#include "solver/static_plan.h"
 
 namespace topoep {
 
@@ -20,7 +21,9 @@ PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& cou
   InstanceLayout layout;
   layout.instances.resize(E);
   for (ExpertId e = 0; e < E; ++e) layout.instances[e] = {base.home_rank[e]};
-  LayoutPlan best = plan_layout(layout, counts, context_.topology, base.slots_per_rank);
+  // No shadow yet: the static plan (what plan_layout() gives a layout of homes alone, written
+  // without its instance index).
+  LayoutPlan best{base, static_plan(counts, base)};
   Picoseconds best_time =
       predict_plan_cost(context_.topology, best.placement, best.plan, {}, context_.cost)
           .times.total;
