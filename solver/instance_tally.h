@@ -15,9 +15,10 @@ namespace topoep {
 // change a total.
 class InstanceTally {
  public:
-  // Sizes the table for num_ranks x num_experts instances. The tally must be empty (new, or
-  // drained since its last add()).
+  // Empties the tally (what an interrupted fill left too) and sizes it for num_ranks x
+  // num_experts instances.
   void reset(int num_ranks, int num_experts) {
+    drain([](RankId, TokenCount) {});
     num_experts_ = static_cast<std::size_t>(num_experts);
     tokens_.resize(static_cast<std::size_t>(num_ranks) * num_experts_, 0);
   }

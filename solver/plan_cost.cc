@@ -32,7 +32,9 @@ TokenCount largest_compute_load(InstanceTally& compute, int num_ranks, const Cos
   compute.drain([&](RankId rank, TokenCount tokens) {
     load[rank] += instance_compute_tokens(tokens, cost.instance_min_tokens);
   });
-  return *std::max_element(load.begin(), load.end());
+  TokenCount largest = 0;
+  for (const TokenCount rank_load : load) largest = std::max(largest, rank_load);
+  return largest;
 }
 
 }  // namespace
@@ -68,7 +70,6 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       InstanceTally* compute, PlanCost& result) {
   const int num_ranks = plan.num_ranks;
-  // First, so that the thread's tally is empty again whatever follows.
   const TokenCount compute_load =
       compute != nullptr ? largest_compute_load(*compute, num_ranks, cost) : 0;
   std::vector<ReplicaInstance> new_replicas;  // for their gradient chains

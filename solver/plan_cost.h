@@ -59,13 +59,12 @@ std::vector<int> node_of_ranks(const TopologyView& topology);
 // instance_compute_tokens() over a rank's instances, not for its tokens. Null without one.
 InstanceTally* compute_tally(const Plan& plan, const CostParams& cost);
 // Adds the new replicas' weights and gradient chains, the byte totals, and the phase times;
-// drains `compute` (compute_tally(), filled with every route) into the compute load.
+// drains `compute` (compute_tally()'s, filled with every route; null where it gave none) into
+// the compute load.
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       InstanceTally* compute, PlanCost& result);
-}  // namespace plan_cost_detail
 
-namespace plan_cost_detail {
 // Adds every route's tokens to the link counters, calling visit(route) on each in plan order.
 template <typename Visit>
 void add_routes(const Plan& plan, const std::vector<int>& node, const RankCounters& counters,
