@@ -25,6 +25,9 @@ for row in "ESFT law (real) | DeepSeek-V2-Lite" "ESFT intent (real) | DeepSeek-V
   "| qwen3-30b-a3b | 5 |"; do
   expect_text "summary row: $row" "$work/out/summary.md" "$row"
 done
+# --quick's one-step traces end before EPLB's first replan: the summary says why its column
+# repeats static's.
+expect_text "EPLB note" "$work/out/summary.md" "it ran the home layout throughout"
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
 MPLBACKEND=Agg python3 "$plots" "$work/out" --out "$work/plots" >/dev/null
