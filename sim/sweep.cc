@@ -53,6 +53,27 @@ class SummaryObserver : public ReplayObserver {
   RunSummary& summary_;
 };
 
+// How many of the rows' points ran eplb on a trace that ends before its first replan (the
+// planner replans at the start of step eplb_period_steps, planners/eplb_planner.cc).
+int count_eplb_home_points(const std::vector<nlohmann::json>& rows, const SweepGrid& grid) {
+  std::map<int, int> period_of;  // point index -> eplb_period_steps
+  for (const SweepPoint& point : grid.points) {
+    period_of[point.index] = point.config.planner_options.eplb_period_steps;
+  }
+  int count = 0;
+  for (const nlohmann::json& row : rows) {
+    if (row.value("planner", "") != "eplb") continue;
+    const auto steps = row.find("steps"), index = row.find("point");
+    if (steps == row.end() || index == row.end() || !steps->is_number_integer() ||
+        !index->is_number_integer()) {
+      continue;
+    }
+    const auto period = period_of.find(index->get<int>());
+    if (period != period_of.end() && steps->get<int>() <= period->second) ++count;
+  }
+  return count;
+}
+
 std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_plans) {
   std::string trace = point.trace_path;
   std::unique_ptr<TempPath> generated;
@@ -364,6 +385,7 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
                                " (finished points are kept: rerun with --resume)");
     }
   }
+  report.eplb_home_points = count_eplb_home_points(rows, grid);
   write_results(std::move(rows), grid.planners, base);
   fs::remove(partial, error);
   return report;

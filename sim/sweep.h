@@ -28,6 +28,9 @@ struct SweepReport {
   int points_in_shard = 0;
   int points_skipped = 0;  // already in the output (--resume)
   int points_run = 0;
+  // Points of the shard whose trace ends before EPLB's first replan (at step
+  // eplb_period_steps): their eplb row ran the home layout throughout, as static does.
+  int eplb_home_points = 0;
   std::string jsonl_path, csv_path;
 };
 

@@ -325,6 +325,7 @@ sed -i "s#\$work#$work#g" "$work/grid.json"
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" --check >"$work/out" 2>&1
 expect "sweep exits 0" 0 $?
 expect_text "sweep --check finds every plan valid" "$work/out" "--check: every plan of the points run was valid"
+expect_no_text "no eplb note without eplb" "$work/out" "eplb's first replan"
 [[ $(wc -l <"$work/sweep/results.csv") == 5 ]]
 expect "sweep writes a header and one row per point and planner" 0 $?
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
@@ -335,6 +336,18 @@ expect "sweep shard exits 0" 0 $?
 "$topoep" sweep merge --grid "$work/grid.json" --out "$work/shards" >"$work/out" 2>&1
 expect "merge with a missing shard exits 2" 2 $?
 expect_text "the missing shard is named" "$work/out" "shard 0 of 2 is missing"
+# EPLB replans at the start of step eplb_period_steps: of two 2-step points, the one with a
+# period of 2 never does, and the sweep says so.
+cat >"$work/eplb-grid.json" <<'JSON'
+{"planners": ["eplb", "static"], "model": ["$work/model16.json"], "topology": ["$work/topo.json"],
+ "trace": [{"synthetic": {"steps": 2, "layers": 1, "tokens_per_rank": 64}}], "slots": [1],
+ "eplb_period_steps": [1, 2]}
+JSON
+sed -i "s#\$work#$work#g" "$work/eplb-grid.json"
+"$topoep" sweep --grid "$work/eplb-grid.json" --out "$work/eplb-sweep" >"$work/out" 2>&1
+expect "sweep with eplb exits 0" 0 $?
+expect_text "the point where eplb never replanned is counted" "$work/out" \
+  "Note: in 1 of the 2 points the trace ends before eplb's first replan"
 echo '{"trace": [{"synthetic": {}}], "slots": []}' >"$work/bad-grid.json"
 "$topoep" sweep --grid "$work/bad-grid.json" --out "$work/bad-sweep" >"$work/out" 2>&1
 expect "a grid with an empty list exits 2" 2 $?

@@ -28,6 +28,13 @@ void run_sweep_command(const SweepCommandOptions& options) {
   std::cout << ": ran " << report.points_run << " points, " << report.points_skipped
             << " already done.\nWrote " << report.jsonl_path << " and " << report.csv_path << "\n";
   if (sweep.check_plans) std::cout << "--check: every plan of the points run was valid\n";
+  if (report.eplb_home_points > 0) {
+    std::cout << "\nNote: in " << report.eplb_home_points << " of the " << report.points_in_shard
+              << " points the trace ends before eplb's first replan (at step "
+                 "eplb_period_steps, 10 unless the grid sets it), so eplb ran the home layout "
+                 "throughout there, as static does.\nA grid's eplb_period_steps below its "
+                 "traces' steps lets it replan within them.\n";
+  }
 }
 
 }  // namespace
