@@ -105,6 +105,11 @@ PY
   "$topoep" solve --counts "$work/counts.json" --planner "$planner" --check >"$work/out" 2>&1
   expect "solve --planner $planner --check prints its table and exits 0" 0 $?
   expect_text "solve --planner $planner --check finds every plan valid" "$work/out" "--check: all 2 plans valid"
+  if [[ $planner == eplb ]]; then  # no earlier steps to replan from: the table says so
+    expect_text "solve --planner eplb says it kept the home layout" "$work/out" "kept the home layout"
+  else
+    expect_no_text "solve --planner $planner has no eplb note" "$work/out" "kept the home layout"
+  fi
 done
 
 "$topoep" solve --counts "$work/counts.json" --planner magic >"$work/out" 2>&1

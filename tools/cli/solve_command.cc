@@ -203,6 +203,13 @@ void run_solve(const SolveOptions& options) {
                     : ", linear compute")
             << "\n\n";
   table.print(std::cout);
+  if (options.planner == "eplb") {
+    // Its replans read the expert loads of earlier steps (planners/eplb_planner.cc); the layers
+    // solved here are one microbatch of one step.
+    std::cout << "\nNote: eplb as deployed replans from the expert loads of earlier steps, and "
+                 "these counts are its first, so it kept the home layout. eplb-microbatch "
+                 "plans from the counts themselves.\n";
+  }
   if (options.check) {
     std::cout
         << "\n--check: all " << layers.size()
