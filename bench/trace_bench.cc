@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "traces/sglang_stats.h"
 #include "traces/splitmix64.h"
 #include "traces/synthetic_routing.h"
+#include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
@@ -129,6 +131,41 @@ void BM_ImportTopkNpy(benchmark::State& state) {
   fs::remove_all(dir);
 }
 BENCHMARK(BM_ImportTopkNpy)->Unit(benchmark::kMillisecond);
+
+// The seeded generators, in token-expert assignments drawn per second: a synthetic trace at
+// DeepSeek-V3's shape on 32 GPUs (8 layers x 2 microbatches x 2 steps, 4096 tokens x top-8 per
+// GPU: 33.5 M draws), and one layer's counts sampled from expert shares (sglang-stats import).
+void BM_SynthesizeTrace(benchmark::State& state) {
+  SyntheticTraceSpec spec;  // 32 ranks, 256 experts, top-8: the defaults
+  spec.num_layers = 8;
+  spec.microbatches = 2;
+  spec.steps = 2;
+  spec.tokens_per_rank = 4096;
+  const std::string path = (fs::temp_directory_path() / "topoep_bench_synth.trace").string();
+  for (auto _ : state) {
+    fs::remove_all(path);
+    write_synthetic_trace(spec, path);
+  }
+  state.counters["assignments_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * spec.num_layers * spec.microbatches * spec.steps *
+          spec.num_ranks * spec.tokens_per_rank * spec.top_k,
+      benchmark::Counter::kIsRate);
+  fs::remove_all(path);
+}
+BENCHMARK(BM_SynthesizeTrace)->Unit(benchmark::kMillisecond);
+
+void BM_SampleShares(benchmark::State& state) {
+  // Zipf-like shares over 256 experts, some of them empty (as in the SGLang files' dense rows).
+  std::vector<std::int64_t> shares(256);
+  for (int e = 0; e < 256; ++e) shares[e] = e % 17 == 0 ? 0 : 1000000 / (e + 1);
+  std::uint64_t seed = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(sample_counts_from_shares(shares, 32, 4096, 8, ++seed));
+  }
+  state.counters["assignments_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 32 * 4096 * 8, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SampleShares)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace topoep

@@ -6,6 +6,7 @@
 
 #include "common/json_fields.h"
 #include "solver/input_error.h"
+#include "traces/cumulative_guide.h"
 #include "traces/splitmix64.h"
 
 namespace topoep {
@@ -52,12 +53,12 @@ RoutingCounts sample_counts_from_shares(const std::vector<std::int64_t>& expert_
   const int num_experts = static_cast<int>(expert_counts.size());
   std::vector<TokenCount> values(static_cast<std::size_t>(num_ranks) * num_experts, 0);
   const std::int64_t assignments = static_cast<std::int64_t>(tokens_per_rank) * top_k;
+  CumulativeGuide guide;
+  guide.build(cumulative);
+  const DrawsBelow below_total(total);
   for (int rank = 0; rank < num_ranks; ++rank) {
-    for (std::int64_t a = 0; a < assignments; ++a) {
-      const std::uint64_t draw = random.below(total);
-      const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), draw);
-      ++values[static_cast<std::size_t>(rank) * num_experts + (it - cumulative.begin())];
-    }
+    TokenCount* const row = &values[static_cast<std::size_t>(rank) * num_experts];
+    for (std::int64_t a = 0; a < assignments; ++a) ++row[guide.find(below_total(random))];
   }
   return RoutingCounts(num_ranks, num_experts, std::move(values));
 }

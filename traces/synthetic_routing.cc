@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "solver/input_error.h"
+#include "traces/cumulative_guide.h"
 #include "traces/splitmix64.h"
 
 namespace topoep {
@@ -34,13 +35,14 @@ RoutingCounts generate_routing(const SyntheticRoutingSpec& spec) {
         spec.skew == RoutingSkew::kZipf ? (1ull << 20) / (static_cast<std::uint64_t>(i) + 1) : 1;
     cumulative[i] = total;
   }
+  CumulativeGuide guide;
+  guide.build(cumulative);
+  const DrawsBelow below_total(total);
   std::vector<TokenCount> row(spec.num_experts);
   for (RankId src = 0; src < spec.num_ranks; ++src) {
     std::fill(row.begin(), row.end(), 0);
     for (std::int64_t a = 0; a < assignments; ++a) {
-      const std::uint64_t draw = random.below(total);
-      const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), draw);
-      ++row[by_popularity[it - cumulative.begin()]];
+      ++row[by_popularity[guide.find(below_total(random))]];
     }
     for (ExpertId e = 0; e < spec.num_experts; ++e) counts.set(src, e, row[e]);
   }

@@ -6,41 +6,12 @@
 #include <vector>
 
 #include "solver/input_error.h"
+#include "traces/cumulative_guide.h"
 #include "traces/splitmix64.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
 namespace {
-
-// The first index whose cumulative weight exceeds a draw: what std::upper_bound returns, found
-// from a guide table (the draw's top bits select where to start a short linear scan), so each
-// draw costs a step or two instead of a binary search. Same answer, so the same trace.
-class CumulativeGuide {
- public:
-  explicit CumulativeGuide(const std::vector<std::uint64_t>& cumulative) : cumulative_(cumulative) {
-    const std::uint64_t total = cumulative.back();
-    const std::uint64_t buckets_wanted = 4 * cumulative.size();
-    while ((total >> shift_) >= buckets_wanted) ++shift_;
-    start_.resize((total >> shift_) + 1);
-    std::size_t index = 0;
-    for (std::size_t b = 0; b < start_.size(); ++b) {
-      const std::uint64_t first_draw = static_cast<std::uint64_t>(b) << shift_;
-      while (index + 1 < cumulative.size() && cumulative[index] <= first_draw) ++index;
-      start_[b] = static_cast<std::uint32_t>(index);
-    }
-  }
-  // `draw` < the total weight.
-  std::size_t find(std::uint64_t draw) const {
-    std::size_t index = start_[draw >> shift_];
-    while (cumulative_[index] <= draw) ++index;
-    return index;
-  }
-
- private:
-  const std::vector<std::uint64_t>& cumulative_;
-  int shift_ = 0;
-  std::vector<std::uint32_t> start_;
-};
 
 double busiest_over_mean(const std::vector<double>& weights) {
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
@@ -164,6 +135,7 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
 
   TraceWriter writer(out, synthetic_trace_metadata(spec));
   std::vector<std::uint64_t> cumulative(E);
+  CumulativeGuide guide;
   std::vector<TokenCount> values(static_cast<std::size_t>(R) * E);
   for (int step = 0; step < spec.steps; ++step) {
     if (step > 0) {
@@ -184,10 +156,11 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
                 static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
           }
           for (int e = 0; e < E; ++e) cumulative[e] = total += weight[e];
-          const CumulativeGuide guide(cumulative);
+          guide.build(cumulative);
+          const DrawsBelow below_total(total);
           const std::int64_t draws = static_cast<std::int64_t>(spec.tokens_per_rank) * spec.top_k;
           TokenCount* row = &values[static_cast<std::size_t>(rank) * E];
-          for (std::int64_t d = 0; d < draws; ++d) ++row[guide.find(random.below(total))];
+          for (std::int64_t d = 0; d < draws; ++d) ++row[guide.find(below_total(random))];
         }
         writer.add(RoutingCounts(R, E, values));
       }
