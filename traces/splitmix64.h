@@ -10,10 +10,16 @@ namespace topoep {
 
 class SplitMix64 {
  public:
+  // Each next() adds kGamma to the state: the generator n values ahead is the one whose seed is
+  // state() + n x kGamma (mod 2^64), which lets a stream be split among threads.
+  static constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ull;
+
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
 
+  std::uint64_t state() const { return state_; }
+
   std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    std::uint64_t z = (state_ += kGamma);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);

@@ -1,8 +1,10 @@
 #include "traces/synthetic_trace.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "solver/input_error.h"
@@ -116,7 +118,90 @@ void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
   check_trace_metadata(synthetic_trace_metadata(s));  // what the trace writer will be given
 }
 
-std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out) {
+namespace {
+
+// One rank's reusable buffers for rank_counts().
+struct RankScratch {
+  std::vector<std::uint64_t> weight, cumulative;
+  CumulativeGuide guide;
+};
+
+// One rank's counts of one record into `row` (zeroed first): the layer's popularity with
+// log-normal noise per expert, quantised to integers so that the draws are exact, then
+// tokens x top-k weighted draws. Takes 2 E + tokens x top-k values from `random`, more only
+// where SplitMix64::below() rejects a value.
+void rank_counts(const SyntheticTraceSpec& spec, const std::vector<double>& popularity,
+                 const std::vector<ExpertId>& order, SplitMix64& random, RankScratch& scratch,
+                 TokenCount* row) {
+  const int E = spec.num_experts;
+  scratch.weight.resize(E);
+  scratch.cumulative.resize(E);
+  for (int position = 0; position < E; ++position) {
+    const double noisy = popularity[position] * std::exp(spec.rank_variation * random.normal());
+    scratch.weight[order[position]] =
+        static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
+  }
+  std::uint64_t total = 0;
+  for (int e = 0; e < E; ++e) scratch.cumulative[e] = total += scratch.weight[e];
+  scratch.guide.build(scratch.cumulative);
+  const DrawsBelow below_total(total);
+  std::fill(row, row + E, 0);
+  const std::int64_t draws = static_cast<std::int64_t>(spec.tokens_per_rank) * spec.top_k;
+  for (std::int64_t d = 0; d < draws; ++d) ++row[scratch.guide.find(below_total(random))];
+}
+
+}  // namespace
+
+namespace synthetic_trace_detail {
+
+void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>& popularity,
+                      const std::vector<std::vector<ExpertId>>& order, int first, int count,
+                      int threads, std::uint64_t per_task, SplitMix64& random,
+                      std::vector<TokenCount>& values) {
+  const int R = spec.num_ranks, E = spec.num_experts;
+  const std::int64_t tasks = static_cast<std::int64_t>(count) * R;
+  const std::uint64_t start = random.state();
+  std::vector<std::uint64_t> end_state(static_cast<std::size_t>(tasks));
+  auto run_task = [&](std::int64_t task, SplitMix64& stream, RankScratch& scratch) {
+    const int layer = (first + static_cast<int>(task / R)) % spec.num_layers;
+    rank_counts(spec, popularity, order[layer], stream, scratch,
+                &values[static_cast<std::size_t>(task) * E]);
+    end_state[static_cast<std::size_t>(task)] = stream.state();
+  };
+  std::atomic<std::int64_t> next{0};
+  auto work = [&] {
+    RankScratch scratch;
+    for (std::int64_t task = next++; task < tasks; task = next++) {
+      SplitMix64 stream(start + static_cast<std::uint64_t>(task) * per_task * SplitMix64::kGamma);
+      run_task(task, stream, scratch);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads && t < tasks; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+
+  std::int64_t task = 0;
+  while (task < tasks &&
+         end_state[static_cast<std::size_t>(task)] ==
+             start + static_cast<std::uint64_t>(task + 1) * per_task * SplitMix64::kGamma) {
+    ++task;
+  }
+  if (task == tasks) {
+    random = SplitMix64(end_state.back());
+    return;
+  }
+  // Task `task` started right and ended elsewhere: the rest, in order, from where it ended.
+  SplitMix64 stream(end_state[static_cast<std::size_t>(task)]);
+  RankScratch scratch;
+  for (++task; task < tasks; ++task) run_task(task, stream, scratch);
+  random = stream;
+}
+
+}  // namespace synthetic_trace_detail
+
+std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out,
+                                   int threads) {
   check_synthetic_trace_spec(spec);
   const int E = spec.num_experts, R = spec.num_ranks;
   SplitMix64 random(spec.seed);
@@ -134,35 +219,28 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
   }
 
   TraceWriter writer(out, synthetic_trace_metadata(spec));
-  std::vector<std::uint64_t> cumulative(E);
-  CumulativeGuide guide;
-  std::vector<TokenCount> values(static_cast<std::size_t>(R) * E);
+  // Records are generated a batch at a time (at most 64, about 4 MB at R = 32, E = 256), so
+  // that memory stays bounded however long the trace.
+  const int records_per_step = spec.microbatches * spec.num_layers;
+  const int batch = std::max(1, std::min(records_per_step, 64));
+  std::vector<TokenCount> values(static_cast<std::size_t>(batch) * R * E);
+  const std::size_t record_values = static_cast<std::size_t>(R) * E;
+  const std::uint64_t values_per_task =
+      2 * static_cast<std::uint64_t>(E) +
+      static_cast<std::uint64_t>(spec.tokens_per_rank) * static_cast<std::uint64_t>(spec.top_k);
   for (int step = 0; step < spec.steps; ++step) {
     if (step > 0) {
       for (auto& layer_order : order) swap_fraction(layer_order, spec.drift_per_step, random);
     }
-    for (int mb = 0; mb < spec.microbatches; ++mb) {
-      for (int l = 0; l < spec.num_layers; ++l) {
-        std::fill(values.begin(), values.end(), 0);
-        for (int rank = 0; rank < R; ++rank) {
-          // This rank's weights: the layer's popularity with log-normal noise, quantised to
-          // integers so the draws below are exact.
-          std::uint64_t total = 0;
-          std::vector<std::uint64_t> weight(E);
-          for (int position = 0; position < E; ++position) {
-            const double noisy =
-                popularity[position] * std::exp(spec.rank_variation * random.normal());
-            weight[order[l][position]] =
-                static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
-          }
-          for (int e = 0; e < E; ++e) cumulative[e] = total += weight[e];
-          guide.build(cumulative);
-          const DrawsBelow below_total(total);
-          const std::int64_t draws = static_cast<std::int64_t>(spec.tokens_per_rank) * spec.top_k;
-          TokenCount* row = &values[static_cast<std::size_t>(rank) * E];
-          for (std::int64_t d = 0; d < draws; ++d) ++row[guide.find(below_total(random))];
-        }
-        writer.add(RoutingCounts(R, E, values));
+    for (int first = 0; first < records_per_step; first += batch) {
+      const int count = std::min(batch, records_per_step - first);
+      synthetic_trace_detail::generate_records(spec, popularity, order, first, count, threads,
+                                               values_per_task, random, values);
+      for (int i = 0; i < count; ++i) {
+        const auto begin = values.begin() + static_cast<std::ptrdiff_t>(i * record_values);
+        writer.add(RoutingCounts(
+            R, E,
+            std::vector<TokenCount>(begin, begin + static_cast<std::ptrdiff_t>(record_values))));
       }
     }
   }

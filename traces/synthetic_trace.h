@@ -9,7 +9,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "solver/types.h"
+#include "traces/splitmix64.h"
 #include "traces/trace_format.h"
 
 namespace topoep {
@@ -45,6 +48,26 @@ void check_synthetic_trace_spec(const SyntheticTraceSpec& spec);
 double zipf_exponent_for(int num_experts, double hot_ratio);
 
 // Writes the trace to `out` (atomically, see TraceWriter); the spec goes into the metadata.
-std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out);
+// The draws are spread over `threads` threads; the trace is the same for any count.
+std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out,
+                                   int threads = 1);
+
+namespace synthetic_trace_detail {
+// write_synthetic_trace()'s draws, exposed for their test. The counts of `count` consecutive
+// records of one step (from record `first`, microbatch-major, then layer; `order[layer]` gives
+// which expert holds each popularity position) into `values` ([count][R][E]), as the
+// sequential generator draws them from `random`, which ends where it would.
+//
+// The (record, rank) tasks are spread over `threads` threads, each started where the stream
+// stands if every task before it took `per_task` values: 2 E + tokens x top-k, unless
+// SplitMix64::below() rejects a value (below 2^-36 per draw at the default weights). The first
+// task that ends elsewhere started right; the tasks after it are redone in order from where it
+// ended. So the counts are the sequential generator's for any thread count and any
+// `per_task`; a wrong one only costs time.
+void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>& popularity,
+                      const std::vector<std::vector<ExpertId>>& order, int first, int count,
+                      int threads, std::uint64_t per_task, SplitMix64& random,
+                      std::vector<TokenCount>& values);
+}  // namespace synthetic_trace_detail
 
 }  // namespace topoep

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "common/text_list.h"
 #include "solver/input_error.h"
@@ -72,7 +73,9 @@ struct SynthOptions {
 void run_synth(SynthOptions options) {
   options.spec.popularity =
       options.popularity == "lognormal" ? Popularity::kLogNormal : Popularity::kZipf;
-  const std::int64_t records = write_synthetic_trace(options.spec, options.out);
+  // The trace is the same for any thread count.
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t records = write_synthetic_trace(options.spec, options.out, threads);
   std::cout << options.out << ": " << records << " records written\n";
 }
 
