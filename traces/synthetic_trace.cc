@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -169,17 +171,26 @@ void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>&
     end_state[static_cast<std::size_t>(task)] = stream.state();
   };
   std::atomic<std::int64_t> next{0};
+  std::exception_ptr failure;  // the first thread's error (out of memory), rethrown here
+  std::mutex failure_mutex;
   auto work = [&] {
-    RankScratch scratch;
-    for (std::int64_t task = next++; task < tasks; task = next++) {
-      SplitMix64 stream(start + static_cast<std::uint64_t>(task) * per_task * SplitMix64::kGamma);
-      run_task(task, stream, scratch);
+    try {
+      RankScratch scratch;
+      for (std::int64_t task = next++; task < tasks; task = next++) {
+        SplitMix64 stream(start + static_cast<std::uint64_t>(task) * per_task * SplitMix64::kGamma);
+        run_task(task, stream, scratch);
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = tasks;
     }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads && t < tasks; ++t) pool.emplace_back(work);
   work();
   for (std::thread& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
 
   std::int64_t task = 0;
   while (task < tasks &&
@@ -219,12 +230,15 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
   }
 
   TraceWriter writer(out, synthetic_trace_metadata(spec));
-  // Records are generated a batch at a time (at most 64, about 4 MB at R = 32, E = 256), so
-  // that memory stays bounded however long the trace.
-  const int records_per_step = spec.microbatches * spec.num_layers;
-  const int batch = std::max(1, std::min(records_per_step, 64));
-  std::vector<TokenCount> values(static_cast<std::size_t>(batch) * R * E);
+  // Records are generated a batch at a time, at most 64 and 16 MiB of counts (4 MiB at R = 32,
+  // E = 256), so that memory stays bounded however long the trace and large the cluster.
   const std::size_t record_values = static_cast<std::size_t>(R) * E;
+  const std::size_t batch_values = (std::size_t{16} << 20) / sizeof(TokenCount);
+  const int records_per_step = spec.microbatches * spec.num_layers;
+  const int batch = static_cast<int>(
+      std::max<std::size_t>(1, std::min<std::size_t>({static_cast<std::size_t>(records_per_step),
+                                                      64, batch_values / record_values})));
+  std::vector<TokenCount> values(static_cast<std::size_t>(batch) * record_values);
   const std::uint64_t values_per_task =
       2 * static_cast<std::uint64_t>(E) +
       static_cast<std::uint64_t>(spec.tokens_per_rank) * static_cast<std::uint64_t>(spec.top_k);
