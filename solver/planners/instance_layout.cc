@@ -44,17 +44,17 @@ class InstanceIndex {
   }
 
   // The ranks a source's tokens for `expert` are split over, ascending: its own GPU if it holds
-  // the expert, else the expert's instances in its node, else all of them.
-  const RankId* targets(ExpertId expert, RankId src, std::int32_t* count) const {
+  // the expert, else the expert's instances in its node (`src_node`, the source's), else all of
+  // them.
+  const RankId* targets(ExpertId expert, RankId src, int src_node, std::int32_t* count) const {
     if (holds_[slot(expert, src)]) {
       *count = 1;
       return &rank_ids_[src];
     }
     const std::int32_t* const runs = node_runs(expert);
-    const int node = src / gpus_per_node_;
-    if (runs[node + 1] > runs[node]) {
-      *count = runs[node + 1] - runs[node];
-      return sorted_.data() + runs[node];
+    if (runs[src_node + 1] > runs[src_node]) {
+      *count = runs[src_node + 1] - runs[src_node];
+      return sorted_.data() + runs[src_node];
     }
     *count = begin_[expert + 1] - begin_[expert];
     return sorted_.data() + begin_[expert];
@@ -129,11 +129,12 @@ LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts
   Route* const out = plan.routes.data();
   std::size_t written = 0;
   for (RankId src = 0; src < R; ++src) {
+    const int src_node = topology.node_of(src);  // once per row: a division
     for (ExpertId e = 0; e < E; ++e) {
       const TokenCount tokens = counts.at(src, e);
       if (tokens == 0) continue;
       std::int32_t count = 0;
-      const RankId* const first = index.targets(e, src, &count);
+      const RankId* const first = index.targets(e, src, src_node, &count);
       if (count == 1) {  // most pairs: one instance, and no division
         out[written++] = Route{src, e, first[0], tokens};
         continue;
