@@ -176,6 +176,9 @@ TEST(SglangStats, NamesTheBadField) {
   const std::string missing = write_temp("m.json", R"({"counts": []})");
   EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(missing); }, missing),
             "logical_count");
+  // Each count fits, their sum would not: the draws are below the layer's total.
+  const std::string huge = write_temp("h.json", R"({"logical_count": [[5e18, 5e18]]})");
+  EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(huge); }, huge), "logical_count[0]");
 }
 
 }  // namespace

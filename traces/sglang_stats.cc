@@ -25,6 +25,7 @@ std::vector<std::vector<std::int64_t>> read_sglang_logical_count(const std::stri
       throw FileInputError(path, field, "must be an array as long as logical_count[0]");
     }
     std::vector<std::int64_t> counts;
+    std::uint64_t sum = 0;  // what sample_counts_from_shares() draws below
     for (std::size_t expert = 0; expert < rows[layer].size(); ++expert) {
       const nlohmann::json& value = rows[layer][expert];
       const double number = value.is_number() ? value.get<double>() : -1;
@@ -33,6 +34,12 @@ std::vector<std::vector<std::int64_t>> read_sglang_logical_count(const std::stri
                              "must be a non-negative whole number, got " + value.dump());
       }
       counts.push_back(static_cast<std::int64_t>(number));
+      sum += static_cast<std::uint64_t>(counts.back());
+      if (sum > 9e18) {
+        throw FileInputError(path, field,
+                             "sums past 9e18 tokens by expert " + std::to_string(expert) +
+                                 ": too many to sample from");
+      }
     }
     layers.push_back(std::move(counts));
   }
