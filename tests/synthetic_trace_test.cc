@@ -111,6 +111,28 @@ TEST(SyntheticTrace, ParallelDrawsRecoverFromAWrongGuessOfTheStream) {
   }
 }
 
+// A hot log-normal expert times a rank noise of many sigma scales a weight past 64 bits (at
+// this spec, over a hundred ranks' weights would): the generator then quantises that rank more
+// coarsely instead of overflowing, so every rank still draws exactly its tokens x top-k.
+TEST(SyntheticTrace, ExtremeSkewAndNoiseStillDrawEveryToken) {
+  SyntheticTraceSpec spec = small_spec();
+  spec.popularity = Popularity::kLogNormal;
+  spec.hot_ratio = spec.num_experts;
+  spec.rank_variation = 4;
+  spec.tokens_per_rank = 64;
+  const auto serial = generate(spec, "extreme.trace");
+  const auto parallel = generate(spec, "extreme-parallel.trace", 3);
+  ASSERT_EQ(parallel.size(), serial.size());
+  for (std::size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(parallel[i].counts.values(), serial[i].counts.values()) << "record " << i;
+    for (RankId rank = 0; rank < spec.num_ranks; ++rank) {
+      TokenCount row = 0;
+      for (ExpertId e = 0; e < spec.num_experts; ++e) row += serial[i].counts.at(rank, e);
+      EXPECT_EQ(row, spec.tokens_per_rank * spec.top_k) << "record " << i << ", rank " << rank;
+    }
+  }
+}
+
 TEST(SyntheticTrace, HitsTheCalibratedHotRatio) {
   for (const Popularity popularity : {Popularity::kZipf, Popularity::kLogNormal}) {
     SyntheticTraceSpec spec = small_spec();

@@ -124,9 +124,27 @@ namespace {
 
 // One rank's reusable buffers for rank_counts().
 struct RankScratch {
+  std::vector<double> noisy;
   std::vector<std::uint64_t> weight, cumulative;
   CumulativeGuide guide;
 };
+
+// Integer weights, 1 + llround(noisy x scale) each, and their running sums into `cumulative`;
+// false where one would not fit llround() or the sum 64 bits.
+bool quantise(const std::vector<double>& noisy, const std::vector<ExpertId>& order, double scale,
+              RankScratch& scratch) {
+  for (std::size_t position = 0; position < noisy.size(); ++position) {
+    const double scaled = noisy[position] * scale;
+    if (!(scaled < 0x1p63)) return false;
+    scratch.weight[order[position]] = static_cast<std::uint64_t>(std::llround(scaled)) + 1;
+  }
+  std::uint64_t total = 0;
+  for (std::size_t e = 0; e < noisy.size(); ++e) {
+    if (__builtin_add_overflow(total, scratch.weight[e], &total)) return false;
+    scratch.cumulative[e] = total;
+  }
+  return true;
+}
 
 // One rank's counts of one record into `row` (zeroed first): the layer's popularity with
 // log-normal noise per expert, quantised to integers so that the draws are exact, then
@@ -136,15 +154,19 @@ void rank_counts(const SyntheticTraceSpec& spec, const std::vector<double>& popu
                  const std::vector<ExpertId>& order, SplitMix64& random, RankScratch& scratch,
                  TokenCount* row) {
   const int E = spec.num_experts;
+  scratch.noisy.resize(E);
   scratch.weight.resize(E);
   scratch.cumulative.resize(E);
   for (int position = 0; position < E; ++position) {
-    const double noisy = popularity[position] * std::exp(spec.rank_variation * random.normal());
-    scratch.weight[order[position]] =
-        static_cast<std::uint64_t>(std::llround(noisy * (1 << 20))) + 1;
+    scratch.noisy[position] =
+        popularity[position] * std::exp(spec.rank_variation * random.normal());
   }
-  std::uint64_t total = 0;
-  for (int e = 0; e < E; ++e) scratch.cumulative[e] = total += scratch.weight[e];
+  // 2^20 per unit of popularity. A hot log-normal expert times a noise of many sigma (rank
+  // variation 4 reaches e^34) can pass what llround() or a 64-bit total holds: the scale is
+  // then halved until the rank's weights fit (the shares change by rounding only).
+  double scale = 1 << 20;
+  while (!quantise(scratch.noisy, order, scale, scratch)) scale /= 2;
+  const std::uint64_t total = scratch.cumulative.back();
   scratch.guide.build(scratch.cumulative);
   const DrawsBelow below_total(total);
   std::fill(row, row + E, 0);
