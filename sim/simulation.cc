@@ -121,6 +121,8 @@ SimulationResult run_simulation(const SimulationRequest& request) {
   SimulationResult result{TraceMetadata{}, nlohmann::json::object(),
                           RunSummary(request.config.planners), 0, false};
   SimConfig config = request.config;
+  // Plan hashes are per_layer.csv's column: a run that writes no files need not hash its plans.
+  if (request.out_dir.empty()) config.plan_hashes = false;
   if (!request.timeline.empty()) {
     if (request.timeline_step < 0) throw InputError("timeline_step", "must not be negative");
     config.detail_step = request.timeline_step;
