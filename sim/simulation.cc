@@ -51,7 +51,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
   };
 }
 
-// Streams the CSV rows into temporaries and keeps the step the timeline draws.
+// Streams the CSV rows, and the timeline's step, into temporaries.
 class OutputObserver : public ReplayObserver {
  public:
   OutputObserver(const SimulationRequest& request, SimulationResult& result)
@@ -66,6 +66,7 @@ class OutputObserver : public ReplayObserver {
         rank_loads_->write(rank_loads_csv_header(request.config.topology.num_gpus()));
       }
     }
+    if (!request.timeline.empty()) timeline_ = std::make_unique<AtomicFile>(request.timeline);
   }
 
   void on_start(const TraceMetadata& metadata, const CostModel& cost) override {
@@ -80,24 +81,23 @@ class OutputObserver : public ReplayObserver {
       per_step_->write(per_step_csv_rows(step, request_.config.planners));
     }
     if (rank_loads_) rank_loads_->write(rank_loads_csv_rows(step, request_.config.planners));
-    if (!request_.timeline.empty() && step.step == request_.timeline_step) {
-      timeline_ = step_timeline(step, request_.config.planners, request_.config.topology.view());
+    if (timeline_ && step.step == request_.timeline_step) {
+      write_step_timeline(step, request_.config.planners, request_.config.topology.view(),
+                          [&](const std::string& text) { timeline_->write(text); });
+      timeline_written_ = true;
     }
   }
 
   // Writes the remaining files and renames everything into place.
   void commit() {
-    std::unique_ptr<AtomicFile> summary, timeline;
+    std::unique_ptr<AtomicFile> summary;
     if (per_layer_) {
       summary = std::make_unique<AtomicFile>(request_.out_dir + "/summary.json");
       summary->write(result_.summary.to_json(result_.run).dump(2) + "\n");
     }
-    if (!request_.timeline.empty()) {
-      timeline = std::make_unique<AtomicFile>(request_.timeline);
-      timeline->write(timeline_.dump() + "\n");
-    }
+    if (timeline_ && !timeline_written_) timeline_->write(empty_timeline());
     for (AtomicFile* file :
-         {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline.get()}) {
+         {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline_.get()}) {
       if (file != nullptr) file->commit();
     }
     // The directory holds one run: an earlier run's rank_loads.csv beside this run's tables
@@ -111,8 +111,8 @@ class OutputObserver : public ReplayObserver {
  private:
   const SimulationRequest& request_;
   SimulationResult& result_;
-  std::unique_ptr<AtomicFile> per_layer_, per_step_, rank_loads_;
-  nlohmann::json timeline_;
+  std::unique_ptr<AtomicFile> per_layer_, per_step_, rank_loads_, timeline_;
+  bool timeline_written_ = false;
 };
 
 }  // namespace

@@ -1,13 +1,44 @@
 #include "sim/timeline.h"
 
+#include <nlohmann/json.hpp>
+
 namespace topoep {
 namespace {
 
 double to_us(Picoseconds ps) { return static_cast<double>(ps) / 1e6; }
 
+// The document {"displayTimeUnit": "ms", "traceEvents": [...]} as nlohmann::json's dump()
+// writes it (keys sorted, no spaces), event by event, in pieces of about 1 MB.
+class EventWriter {
+ public:
+  explicit EventWriter(const std::function<void(const std::string&)>& write) : write_(write) {
+    buffer_ = R"({"displayTimeUnit":"ms","traceEvents":[)";
+  }
+  void add(const nlohmann::json& event) {
+    if (!first_) buffer_ += ',';
+    first_ = false;
+    buffer_ += event.dump();
+    if (buffer_.size() >= (std::size_t{1} << 20)) flush();
+  }
+  void finish() {
+    buffer_ += "]}\n";
+    flush();
+  }
+
+ private:
+  void flush() {
+    write_(buffer_);
+    buffer_.clear();
+  }
+
+  const std::function<void(const std::string&)>& write_;
+  std::string buffer_;
+  bool first_ = true;
+};
+
 class TimelineBuilder {
  public:
-  TimelineBuilder(nlohmann::json& events, int pid, int num_ranks)
+  TimelineBuilder(EventWriter& events, int pid, int num_ranks)
       : events_(events), pid_(pid), num_ranks_(num_ranks) {}
 
   // A phase every rank spends alike.
@@ -31,16 +62,16 @@ class TimelineBuilder {
 
  private:
   void slice(const char* name, int rank, Picoseconds duration, const nlohmann::json& args) {
-    events_.push_back({{"name", name},
-                       {"ph", "X"},
-                       {"pid", pid_},
-                       {"tid", rank},
-                       {"ts", to_us(now_)},
-                       {"dur", to_us(duration)},
-                       {"args", args}});
+    events_.add({{"name", name},
+                 {"ph", "X"},
+                 {"pid", pid_},
+                 {"tid", rank},
+                 {"ts", to_us(now_)},
+                 {"dur", to_us(duration)},
+                 {"args", args}});
   }
 
-  nlohmann::json& events_;
+  EventWriter& events_;
   int pid_;
   int num_ranks_;
   Picoseconds now_ = 0;
@@ -48,26 +79,33 @@ class TimelineBuilder {
 
 }  // namespace
 
-nlohmann::json step_timeline(const StepResult& step, const std::vector<std::string>& planners,
-                             const TopologyView& topology) {
-  nlohmann::json events = nlohmann::json::array();
+std::string empty_timeline() {
+  std::string text;
+  EventWriter events([&](const std::string& piece) { text += piece; });
+  events.finish();
+  return text;
+}
+
+void write_step_timeline(const StepResult& step, const std::vector<std::string>& planners,
+                         const TopologyView& topology,
+                         const std::function<void(const std::string&)>& write) {
+  EventWriter events(write);
   const int num_ranks = topology.num_ranks();
   for (std::size_t p = 0; p < planners.size(); ++p) {
     if (planners[p] == "ideal") continue;
     const int pid = static_cast<int>(p);
-    events.push_back(
-        {{"name", "process_name"},
-         {"ph", "M"},
-         {"pid", pid},
-         {"args", {{"name", planners[p] + " (step " + std::to_string(step.step) + ")"}}}});
+    events.add({{"name", "process_name"},
+                {"ph", "M"},
+                {"pid", pid},
+                {"args", {{"name", planners[p] + " (step " + std::to_string(step.step) + ")"}}}});
     for (int rank = 0; rank < num_ranks; ++rank) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", pid},
-                        {"tid", rank},
-                        {"args",
-                         {{"name", "rank " + std::to_string(rank) + " (node " +
-                                       std::to_string(topology.node_of(rank)) + ")"}}}});
+      events.add({{"name", "thread_name"},
+                  {"ph", "M"},
+                  {"pid", pid},
+                  {"tid", rank},
+                  {"args",
+                   {{"name", "rank " + std::to_string(rank) + " (node " +
+                                 std::to_string(topology.node_of(rank)) + ")"}}}});
     }
     TimelineBuilder timeline(events, pid, num_ranks);
     for (const RecordResult& record : step.records) {
@@ -94,7 +132,7 @@ nlohmann::json step_timeline(const StepResult& step, const std::vector<std::stri
     }
     timeline.shared("optimizer", step.planners[p].optimizer, nlohmann::json::object());
   }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  events.finish();
 }
 
 }  // namespace topoep

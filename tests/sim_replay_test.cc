@@ -230,7 +230,11 @@ TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
   request.timeline = temp_path("sim_timeline.json");
   request.timeline_step = 2;
   run_simulation(request);
-  const nlohmann::json timeline = nlohmann::json::parse(read_file(request.timeline));
+  const std::string text = read_file(request.timeline);
+  const nlohmann::json timeline = nlohmann::json::parse(text);
+  // Written event by event, it is the text a whole document's dump() gives: one line, keys
+  // sorted (the form earlier timelines had, byte for byte).
+  EXPECT_EQ(text, timeline.dump() + "\n");
   // Per planner (pid), the last slice ends at the step's time; every rank has slices.
   std::map<int, double> end_us;
   std::map<int, std::set<int>> tracks;
