@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "traces/sglang_stats.h"
 #include "traces/token_packing.h"
 #include "traces/trace_reader.h"
+#include "traces/unit_packing.h"
 
 namespace topoep {
 namespace {
@@ -134,15 +136,21 @@ TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
   EXPECT_EQ(x.counts.values(), y.counts.values());
 }
 
+TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units) {
+  TokenUnits result;
+  for (const auto& unit : units) result.add_unit(unit.data(), unit.data() + unit.size());
+  return result;
+}
+
 TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   // Four units of one top-1 token each; two ranks, one token per rank and microbatch.
-  const std::vector<std::vector<ExpertId>> units = {{0}, {1}, {2}, {3}};
-  const auto round_robin = pack_units(units, unit_order(4, PackingMethod::kRoundRobin, 0, 1),
-                                      PackingMethod::kRoundRobin, 1, 4, 2, 1);
-  ASSERT_EQ(round_robin.size(), 2u);
-  EXPECT_EQ(round_robin[0].values(),
+  const TokenUnits units = units_of({{0}, {1}, {2}, {3}});
+  const UnitPacker round_robin(units, unit_order(4, PackingMethod::kRoundRobin, 0, 1),
+                               PackingMethod::kRoundRobin, 1, 2, 1);
+  ASSERT_EQ(round_robin.microbatches(), 2);
+  EXPECT_EQ(round_robin.pack(units, 0, 4).values(),
             (std::vector<TokenCount>{1, 0, 0, 0, 0, 1, 0, 0}));  // units 0, 1
-  EXPECT_EQ(round_robin[1].values(),
+  EXPECT_EQ(round_robin.pack(units, 1, 4).values(),
             (std::vector<TokenCount>{0, 0, 1, 0, 0, 0, 0, 1}));  // units 2, 3
   EXPECT_EQ(unit_order(4, PackingMethod::kRandom, 0, 7),
             unit_order(4, PackingMethod::kRandom, 0, 7));
@@ -151,6 +159,45 @@ TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   EXPECT_EQ(shuffled, unit_order(33, PackingMethod::kContiguous, 0, 7));       // a permutation
   EXPECT_EQ(unit_order(33, PackingMethod::kContiguous, 100, 7).size(), 100u);  // bootstrap
   EXPECT_EQ(testing_field([] { parse_packing_method("zigzag"); }), "packing");
+}
+
+// Runs cross unit boundaries, empty units and, round-robin, the ranks' own streams: every
+// microbatch equals packing the concatenated stream token by token (pack_tokens_contiguous),
+// and round-robin's equals packing each rank's stream so.
+TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
+  const TokenUnits units =
+      units_of({{0, 1, 2}, {}, {3, 0}, {1, 1, 1, 1, 2}, {3}, {2, 2}, {0, 3, 3, 1}, {}, {2}});
+  const std::vector<int> order = {2, 0, 8, 1, 3, 6, 4, 5, 7, 2, 3};  // repeats: a bootstrap
+  std::vector<ExpertId> stream;
+  for (const int u : order) {
+    stream.insert(stream.end(), units.experts.begin() + units.begin[u],
+                  units.experts.begin() + units.begin[u + 1]);
+  }
+  const UnitPacker contiguous(units, order, PackingMethod::kContiguous, 1, 2, 3);
+  const auto expected = pack_tokens_contiguous(stream, 1, 4, 2, 3);
+  ASSERT_EQ(contiguous.microbatches(), static_cast<int>(expected.size()));
+  for (int m = 0; m < contiguous.microbatches(); ++m) {
+    EXPECT_EQ(contiguous.pack(units, m, 4).values(), expected[m].values()) << "microbatch " << m;
+  }
+  const UnitPacker round_robin(units, order, PackingMethod::kRoundRobin, 1, 3, 2);
+  std::vector<std::vector<ExpertId>> per_rank(3);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    per_rank[i % 3].insert(per_rank[i % 3].end(), units.experts.begin() + units.begin[order[i]],
+                           units.experts.begin() + units.begin[order[i] + 1]);
+  }
+  std::size_t shortest = per_rank[0].size();
+  for (const auto& ids : per_rank) shortest = std::min(shortest, ids.size());
+  ASSERT_EQ(round_robin.microbatches(), static_cast<int>(shortest / 2));
+  for (int m = 0; m < round_robin.microbatches(); ++m) {
+    const RoutingCounts packed = round_robin.pack(units, m, 4);
+    for (int rank = 0; rank < 3; ++rank) {
+      for (ExpertId e = 0; e < 4; ++e) {
+        const auto first = per_rank[rank].begin() + 2 * m;
+        EXPECT_EQ(packed.at(rank, e), std::count(first, first + 2, e))
+            << "microbatch " << m << ", rank " << rank << ", expert " << e;
+      }
+    }
+  }
 }
 
 TEST(SglangStats, DirichletSharesVaryAroundTheLayerAndTightenWithConcentration) {

@@ -14,50 +14,42 @@
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
-#include "traces/token_packing.h"
 #include "traces/trace_writer.h"
+#include "traces/unit_packing.h"
 
 namespace topoep {
 
 namespace {
 
-// Cuts one layer's token stream into units of `unit_tokens` tokens (the last may be shorter).
-std::vector<std::vector<ExpertId>> token_runs(const std::vector<ExpertId>& experts, int top_k,
-                                              int unit_tokens) {
-  std::vector<std::vector<ExpertId>> units;
+// One layer's token stream cut into units of `unit_tokens` tokens (the last may be shorter).
+TokenUnits token_runs(std::vector<ExpertId> experts, int top_k, int unit_tokens) {
+  TokenUnits units;
   const std::size_t step = static_cast<std::size_t>(std::max(1, unit_tokens)) * top_k;
-  for (std::size_t first = 0; first < experts.size(); first += step) {
-    units.emplace_back(
-        experts.begin() + static_cast<std::ptrdiff_t>(first),
-        experts.begin() + static_cast<std::ptrdiff_t>(std::min(experts.size(), first + step)));
+  units.experts = std::move(experts);
+  for (std::size_t first = step; first < units.experts.size(); first += step) {
+    units.begin.push_back(first);
   }
+  if (!units.experts.empty()) units.begin.push_back(units.experts.size());
   return units;
 }
 
-// Packs every layer's units the same way and writes the records step, microbatch, layer.
+// Packs every layer's units the same way and writes the records step, microbatch, layer, one
+// at a time.
 std::int64_t write_token_trace(const std::string& model, const std::string& source,
-                               const std::vector<std::vector<std::vector<ExpertId>>>& layers,
-                               int num_experts, int top_k, const ImportShape& shape,
-                               const PackingOptions& packing, const std::string& natural_unit,
-                               const std::string& out) {
-  const int num_units = static_cast<int>(layers.front().size());
+                               const std::vector<TokenUnits>& layers, int num_experts, int top_k,
+                               const ImportShape& shape, const PackingOptions& packing,
+                               const std::string& natural_unit, const std::string& out) {
+  const int num_units = layers.front().num_units();
   for (std::size_t l = 1; l < layers.size(); ++l) {
-    bool same = layers[l].size() == layers[0].size();
-    for (std::size_t u = 0; same && u < layers[l].size(); ++u)
-      same = layers[l][u].size() == layers[0][u].size();
-    if (!same) {
+    if (layers[l].begin != layers[0].begin) {
       throw InputError("layer " + std::to_string(l),
                        "does not hold the same tokens (unit lengths) as layer 0");
     }
   }
-  const std::vector<int> order =
-      unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed);
-  std::vector<std::vector<RoutingCounts>> by_layer;
-  for (const auto& units : layers) {
-    by_layer.push_back(pack_units(units, order, packing.method, top_k, num_experts, shape.num_ranks,
-                                  shape.tokens_per_rank));
-  }
-  const int microbatches = static_cast<int>(by_layer.front().size());
+  const UnitPacker packer(
+      layers.front(), unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed),
+      packing.method, top_k, shape.num_ranks, shape.tokens_per_rank);
+  const int microbatches = packer.microbatches();
   if (microbatches < shape.microbatches_per_step) {
     throw InputError("tokens_per_rank", "the data fills " + std::to_string(microbatches) +
                                             " microbatches of " + std::to_string(shape.num_ranks) +
@@ -85,7 +77,9 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
   TraceWriter writer(out, m);
   for (int step = 0; step < m.steps; ++step) {
     for (int mb = 0; mb < m.microbatches; ++mb) {
-      for (const auto& layer : by_layer) writer.add(layer[step * m.microbatches + mb]);
+      for (const TokenUnits& layer : layers) {
+        writer.add(packer.pack(layer, step * m.microbatches + mb, num_experts));
+      }
     }
   }
   writer.finish();
@@ -97,7 +91,7 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out) {
-  std::vector<std::vector<std::vector<ExpertId>>> layers;
+  std::vector<TokenUnits> layers;
   for (int layer = 1; layer <= num_layers; ++layer) {
     EsftLayer esft = read_esft_layer(dir + "/expert_weights_" + std::to_string(layer) + ".txt",
                                      num_experts, top_k);
@@ -105,9 +99,13 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
       std::vector<ExpertId> stream;
       for (const auto& sequence : esft.sequences)
         stream.insert(stream.end(), sequence.begin(), sequence.end());
-      layers.push_back(token_runs(stream, top_k, packing.unit_tokens));
+      layers.push_back(token_runs(std::move(stream), top_k, packing.unit_tokens));
     } else {
-      layers.push_back(std::move(esft.sequences));
+      TokenUnits sequences;
+      for (const auto& sequence : esft.sequences) {
+        sequences.add_unit(sequence.data(), sequence.data() + sequence.size());
+      }
+      layers.push_back(std::move(sequences));
     }
   }
   return write_token_trace("esft", "ESFT expert scores: " + dir, layers, num_experts, top_k, shape,
@@ -143,9 +141,9 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
     throw InputError("format", "unknown per-token format '" + format + "'");
   }
   if (streams.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
-  std::vector<std::vector<std::vector<ExpertId>>> layers;
-  for (const auto& stream : streams)
-    layers.push_back(token_runs(stream, top_k, packing.unit_tokens));
+  std::vector<TokenUnits> layers;
+  for (auto& stream : streams)
+    layers.push_back(token_runs(std::move(stream), top_k, packing.unit_tokens));
   return write_token_trace(format, format + " files: " + dir, layers, num_experts, top_k, shape,
                            packing, "token", out);
 }

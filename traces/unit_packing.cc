@@ -5,7 +5,6 @@
 
 #include "solver/input_error.h"
 #include "traces/splitmix64.h"
-#include "traces/token_packing.h"
 
 namespace topoep {
 
@@ -47,37 +46,84 @@ std::vector<int> unit_order(int num_units, PackingMethod method, int bootstrap_u
   return order;
 }
 
-std::vector<RoutingCounts> pack_units(const std::vector<std::vector<ExpertId>>& units,
-                                      const std::vector<int>& order, PackingMethod method,
-                                      int top_k, int num_experts, int num_ranks,
-                                      int tokens_per_rank) {
-  if (method != PackingMethod::kRoundRobin) {
-    std::vector<ExpertId> stream;
-    for (const int u : order) stream.insert(stream.end(), units[u].begin(), units[u].end());
-    return pack_tokens_contiguous(stream, top_k, num_experts, num_ranks, tokens_per_rank);
-  }
-  std::vector<std::vector<ExpertId>> per_rank(num_ranks);
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const auto& unit = units[order[i]];
-    per_rank[i % num_ranks].insert(per_rank[i % num_ranks].end(), unit.begin(), unit.end());
-  }
-  std::size_t shortest = per_rank[0].size();
-  for (const auto& stream : per_rank) shortest = std::min(shortest, stream.size());
-  const std::size_t per_microbatch = static_cast<std::size_t>(tokens_per_rank) * top_k;
-  std::vector<RoutingCounts> microbatches;
-  for (std::size_t first = 0; first + per_microbatch <= shortest; first += per_microbatch) {
-    std::vector<TokenCount> values(static_cast<std::size_t>(num_ranks) * num_experts, 0);
-    for (int rank = 0; rank < num_ranks; ++rank) {
-      for (std::size_t i = first; i < first + per_microbatch; ++i) {
-        const ExpertId expert = per_rank[rank][i];
-        if (expert < 0 || expert >= num_experts)
-          throw InputError("units", "expert id out of range");
-        ++values[static_cast<std::size_t>(rank) * num_experts + expert];
+UnitPacker::UnitPacker(const TokenUnits& layer, std::vector<int> order, PackingMethod method,
+                       int top_k, int num_ranks, int tokens_per_rank)
+    : order_(std::move(order)),
+      round_robin_(method == PackingMethod::kRoundRobin),
+      num_ranks_(num_ranks),
+      ids_per_rank_(static_cast<std::size_t>(tokens_per_rank) * top_k) {
+  if (top_k < 1) throw InputError("top_k", "must be at least 1");
+  if (tokens_per_rank < 1) throw InputError("tokens_per_rank", "must be at least 1");
+  if (num_ranks < 1) throw InputError("num_ranks", "must be at least 1");
+  // Walks one stream of units (every `stride`-th of order_ from `first`) and notes where each
+  // run of `run` ids starts; returns how many whole runs it holds.
+  auto runs = [&](std::size_t first, std::size_t stride, std::size_t run,
+                  std::vector<Cursor>& starts) {
+    std::size_t total = 0;
+    for (std::size_t i = first; i < order_.size(); i += stride) total += layer.unit_size(order_[i]);
+    const std::size_t whole = total / run;
+    Cursor cursor{first, 0};
+    for (std::size_t r = 0; r < whole; ++r) {
+      starts.push_back(cursor);
+      std::size_t left = run;  // advance the cursor by `run` ids
+      while (left > 0) {
+        const std::size_t room = layer.unit_size(order_[cursor.index]) - cursor.offset;
+        if (left < room) {
+          cursor.offset += left;
+          break;
+        }
+        left -= room;
+        cursor.index += stride;
+        cursor.offset = 0;
       }
     }
-    microbatches.emplace_back(num_ranks, num_experts, std::move(values));
+    return static_cast<int>(whole);
+  };
+  if (!round_robin_) {
+    // Whole tokens of the stream, in microbatches of R x T tokens.
+    microbatches_ = runs(0, 1, ids_per_rank_ * static_cast<std::size_t>(num_ranks), starts_);
+    return;
   }
-  return microbatches;
+  std::vector<std::vector<Cursor>> by_rank(static_cast<std::size_t>(num_ranks));
+  microbatches_ = -1;
+  for (int rank = 0; rank < num_ranks; ++rank) {
+    const int whole = runs(static_cast<std::size_t>(rank), static_cast<std::size_t>(num_ranks),
+                           ids_per_rank_, by_rank[rank]);
+    microbatches_ = microbatches_ < 0 ? whole : std::min(microbatches_, whole);
+  }
+  for (int m = 0; m < microbatches_; ++m) {
+    for (int rank = 0; rank < num_ranks; ++rank) starts_.push_back(by_rank[rank][m]);
+  }
+}
+
+RoutingCounts UnitPacker::pack(const TokenUnits& layer, int microbatch, int num_experts) const {
+  std::vector<TokenCount> values(static_cast<std::size_t>(num_ranks_) * num_experts, 0);
+  const std::size_t stride = round_robin_ ? static_cast<std::size_t>(num_ranks_) : 1;
+  // Contiguous: one run through the microbatch, rank after rank. Round-robin: each rank's own.
+  Cursor cursor = starts_[round_robin_ ? static_cast<std::size_t>(microbatch) * num_ranks_
+                                       : static_cast<std::size_t>(microbatch)];
+  for (int rank = 0; rank < num_ranks_; ++rank) {
+    if (round_robin_) cursor = starts_[static_cast<std::size_t>(microbatch) * num_ranks_ + rank];
+    TokenCount* const row = &values[static_cast<std::size_t>(rank) * num_experts];
+    for (std::size_t left = ids_per_rank_; left > 0;) {
+      const int unit = order_[cursor.index];
+      const ExpertId* const ids = layer.experts.data() + layer.begin[unit];
+      const std::size_t end = std::min(layer.unit_size(unit), cursor.offset + left);
+      for (std::size_t i = cursor.offset; i < end; ++i) {
+        if (ids[i] < 0 || ids[i] >= num_experts) {  // the readers check ids: a backstop
+          throw InputError("units", "expert id " + std::to_string(ids[i]) + " is out of range");
+        }
+        ++row[ids[i]];
+      }
+      left -= end - cursor.offset;
+      cursor.offset = end;
+      if (cursor.offset == layer.unit_size(unit)) {
+        cursor.index += stride;
+        cursor.offset = 0;
+      }
+    }
+  }
+  return RoutingCounts(num_ranks_, num_experts, std::move(values));
 }
 
 }  // namespace topoep
