@@ -1,6 +1,7 @@
 #include "sim/timeline.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace topoep {
 namespace {
@@ -11,7 +12,7 @@ double to_us(Picoseconds ps) { return static_cast<double>(ps) / 1e6; }
 // writes it (keys sorted, no spaces), event by event, in pieces of about 1 MB.
 class EventWriter {
  public:
-  explicit EventWriter(const std::function<void(const std::string&)>& write) : write_(write) {
+  explicit EventWriter(std::function<void(const std::string&)> write) : write_(std::move(write)) {
     buffer_ = R"({"displayTimeUnit":"ms","traceEvents":[)";
   }
   void add(const nlohmann::json& event) {
@@ -31,7 +32,7 @@ class EventWriter {
     buffer_.clear();
   }
 
-  const std::function<void(const std::string&)>& write_;
+  std::function<void(const std::string&)> write_;  // a copy: callers may pass a temporary
   std::string buffer_;
   bool first_ = true;
 };

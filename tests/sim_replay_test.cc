@@ -16,6 +16,7 @@
 #include "common/file_input_error.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
+#include "sim/timeline.h"
 #include "solver/input_error.h"
 #include "tests/sim_fixtures.h"
 #include "topologies/topology_presets.h"
@@ -235,6 +236,11 @@ TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
   // Written event by event, it is the text a whole document's dump() gives: one line, keys
   // sorted (the form earlier timelines had, byte for byte).
   EXPECT_EQ(text, timeline.dump() + "\n");
+  // A run whose step never came writes the same document with no events.
+  EXPECT_EQ(
+      empty_timeline(),
+      nlohmann::json({{"displayTimeUnit", "ms"}, {"traceEvents", nlohmann::json::array()}}).dump() +
+          "\n");
   // Per planner (pid), the last slice ends at the step's time; every rank has slices.
   std::map<int, double> end_us;
   std::map<int, std::set<int>> tracks;
