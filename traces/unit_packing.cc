@@ -46,6 +46,23 @@ std::vector<int> unit_order(int num_units, PackingMethod method, int bootstrap_u
   return order;
 }
 
+template <typename Visit>
+void UnitPacker::walk(const TokenUnits& layer, Cursor& cursor, std::size_t stride,
+                      std::size_t count, Visit&& visit) const {
+  while (count > 0) {
+    const int unit = order_[cursor.index];
+    const std::size_t size = layer.unit_size(unit);
+    const std::size_t end = std::min(size, cursor.offset + count);
+    visit(layer.experts.data() + layer.begin[unit] + cursor.offset, end - cursor.offset);
+    count -= end - cursor.offset;
+    cursor.offset = end;
+    if (cursor.offset == size) {
+      cursor.index += stride;
+      cursor.offset = 0;
+    }
+  }
+}
+
 UnitPacker::UnitPacker(const TokenUnits& layer, std::vector<int> order, PackingMethod method,
                        int top_k, int num_ranks, int tokens_per_rank)
     : order_(std::move(order)),
@@ -65,17 +82,7 @@ UnitPacker::UnitPacker(const TokenUnits& layer, std::vector<int> order, PackingM
     Cursor cursor{first, 0};
     for (std::size_t r = 0; r < whole; ++r) {
       starts.push_back(cursor);
-      std::size_t left = run;  // advance the cursor by `run` ids
-      while (left > 0) {
-        const std::size_t room = layer.unit_size(order_[cursor.index]) - cursor.offset;
-        if (left < room) {
-          cursor.offset += left;
-          break;
-        }
-        left -= room;
-        cursor.index += stride;
-        cursor.offset = 0;
-      }
+      walk(layer, cursor, stride, run, [](const ExpertId*, std::size_t) {});
     }
     return static_cast<int>(whole);
   };
@@ -105,23 +112,14 @@ RoutingCounts UnitPacker::pack(const TokenUnits& layer, int microbatch, int num_
   for (int rank = 0; rank < num_ranks_; ++rank) {
     if (round_robin_) cursor = starts_[static_cast<std::size_t>(microbatch) * num_ranks_ + rank];
     TokenCount* const row = &values[static_cast<std::size_t>(rank) * num_experts];
-    for (std::size_t left = ids_per_rank_; left > 0;) {
-      const int unit = order_[cursor.index];
-      const ExpertId* const ids = layer.experts.data() + layer.begin[unit];
-      const std::size_t end = std::min(layer.unit_size(unit), cursor.offset + left);
-      for (std::size_t i = cursor.offset; i < end; ++i) {
+    walk(layer, cursor, stride, ids_per_rank_, [&](const ExpertId* ids, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) {
         if (ids[i] < 0 || ids[i] >= num_experts) {  // the readers check ids: a backstop
           throw InputError("units", "expert id " + std::to_string(ids[i]) + " is out of range");
         }
         ++row[ids[i]];
       }
-      left -= end - cursor.offset;
-      cursor.offset = end;
-      if (cursor.offset == layer.unit_size(unit)) {
-        cursor.index += stride;
-        cursor.offset = 0;
-      }
-    }
+    });
   }
   return RoutingCounts(num_ranks_, num_experts, std::move(values));
 }

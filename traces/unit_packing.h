@@ -66,6 +66,12 @@ class UnitPacker {
     std::size_t offset = 0;
   };
 
+  // Moves `cursor` `count` ids on through the units order_[index], order_[index + stride], ...,
+  // calling visit(ids, n) for each unit's piece of them.
+  template <typename Visit>
+  void walk(const TokenUnits& layer, Cursor& cursor, std::size_t stride, std::size_t count,
+            Visit&& visit) const;
+
   std::vector<int> order_;
   bool round_robin_;
   int num_ranks_;
