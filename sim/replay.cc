@@ -1,13 +1,11 @@
 #include "sim/replay.h"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "common/file_input_error.h"
+#include "common/parallel_tasks.h"
 #include "common/preset_source.h"
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
@@ -121,25 +119,10 @@ class Replay {
       result.layer = record.layer;
       if (record.layer == 0) step_.tokens += record.counts.total() / metadata_.top_k;
     }
-    std::atomic<int> next{0};
-    std::vector<std::exception_ptr> errors(tasks);
-    auto work = [&] {
-      for (int task = next++; task < tasks; task = next++) {
-        try {
-          run_task(records[task / planners], task % planners, detail);
-        } catch (...) {
-          errors[task] = std::current_exception();
-        }
-      }
-    };
-    const int workers = std::max(1, std::min(config_.threads, tasks));
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(work);
-    work();
-    for (std::thread& thread : threads) thread.join();
-    for (const std::exception_ptr& error : errors) {
-      if (error) std::rethrow_exception(error);  // the first task's, whatever the thread count
-    }
+    // An error is the first failing task's, whatever the thread count.
+    run_tasks(tasks, config_.threads, [&](std::int64_t task, int) {
+      run_task(records[task / planners], static_cast<int>(task % planners), detail);
+    });
   }
 
   // Closes the step: the ideal bound of each record and every planner's totals.

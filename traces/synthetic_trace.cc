@@ -1,14 +1,11 @@
 #include "traces/synthetic_trace.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <mutex>
 #include <numeric>
-#include <thread>
 #include <vector>
 
+#include "common/parallel_tasks.h"
 #include "solver/input_error.h"
 #include "traces/cumulative_guide.h"
 #include "traces/splitmix64.h"
@@ -184,7 +181,11 @@ void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>&
                       std::vector<TokenCount>& values) {
   const int R = spec.num_ranks, E = spec.num_experts;
   const std::int64_t tasks = static_cast<std::int64_t>(count) * R;
+  // Where the stream stands before `task` if every task before it took `per_task` values.
   const std::uint64_t start = random.state();
+  auto assumed_state = [&](std::int64_t task) {
+    return start + static_cast<std::uint64_t>(task) * per_task * SplitMix64::kGamma;
+  };
   std::vector<std::uint64_t> end_state(static_cast<std::size_t>(tasks));
   auto run_task = [&](std::int64_t task, SplitMix64& stream, RankScratch& scratch) {
     const int layer = (first + static_cast<int>(task / R)) % spec.num_layers;
@@ -192,32 +193,14 @@ void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>&
                 &values[static_cast<std::size_t>(task) * E]);
     end_state[static_cast<std::size_t>(task)] = stream.state();
   };
-  std::atomic<std::int64_t> next{0};
-  std::exception_ptr failure;  // the first thread's error (out of memory), rethrown here
-  std::mutex failure_mutex;
-  auto work = [&] {
-    try {
-      RankScratch scratch;
-      for (std::int64_t task = next++; task < tasks; task = next++) {
-        SplitMix64 stream(start + static_cast<std::uint64_t>(task) * per_task * SplitMix64::kGamma);
-        run_task(task, stream, scratch);
-      }
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-      next = tasks;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads && t < tasks; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
+  std::vector<RankScratch> scratch(static_cast<std::size_t>(std::max(1, threads)));
+  run_tasks(tasks, threads, [&](std::int64_t task, int worker) {
+    SplitMix64 stream(assumed_state(task));
+    run_task(task, stream, scratch[static_cast<std::size_t>(worker)]);
+  });
 
   std::int64_t task = 0;
-  while (task < tasks &&
-         end_state[static_cast<std::size_t>(task)] ==
-             start + static_cast<std::uint64_t>(task + 1) * per_task * SplitMix64::kGamma) {
+  while (task < tasks && end_state[static_cast<std::size_t>(task)] == assumed_state(task + 1)) {
     ++task;
   }
   if (task == tasks) {
@@ -226,8 +209,7 @@ void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>&
   }
   // Task `task` started right and ended elsewhere: the rest, in order, from where it ended.
   SplitMix64 stream(end_state[static_cast<std::size_t>(task)]);
-  RankScratch scratch;
-  for (++task; task < tasks; ++task) run_task(task, stream, scratch);
+  for (++task; task < tasks; ++task) run_task(task, stream, scratch[0]);
   random = stream;
 }
 
