@@ -8,6 +8,10 @@
 
 namespace topoep {
 
+int hardware_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void run_tasks(std::int64_t count, int threads,
                const std::function<void(std::int64_t task, int worker)>& task) {
   std::atomic<std::int64_t> next{0};

@@ -6,6 +6,10 @@
 
 namespace topoep {
 
+// The threads this machine runs at once (at least 1): the default where a result does not
+// depend on the thread count.
+int hardware_threads();
+
 // Runs task(i, worker) once for every i in [0, count), on at most `threads` threads (the
 // calling one among them), each taking the next index as it frees up. `worker` is the running
 // thread's number in [0, threads), for per-thread scratch. A task's exception does not stop

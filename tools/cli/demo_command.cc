@@ -2,8 +2,8 @@
 
 #include <iostream>
 #include <memory>
-#include <thread>
 
+#include "common/parallel_tasks.h"
 #include "common/temp_path.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
@@ -16,7 +16,7 @@ namespace {
 
 struct DemoOptions {
   std::string out = "topoep-demo";
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = hardware_threads();
   int steps = 16;
 };
 

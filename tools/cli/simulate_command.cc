@@ -4,8 +4,8 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
-#include <thread>
 
+#include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
@@ -22,7 +22,7 @@ struct SimulateOptions {
   std::string model = "deepseek-v3";
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = hardware_threads();
   std::string out;
   std::string timeline;
   int timeline_step = 0;

@@ -2,8 +2,8 @@
 
 #include <iostream>
 #include <memory>
-#include <thread>
 
+#include "common/parallel_tasks.h"
 #include "sim/sweep.h"
 #include "solver/input_error.h"
 
@@ -43,7 +43,7 @@ void add_sweep_command(CLI::App& app) {
   CLI::App* sweep = app.add_subcommand(
       "sweep", "Run a grid of topology, replication and cost parameters through the simulator");
   auto o = std::make_shared<SweepCommandOptions>();
-  o->sweep.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o->sweep.threads = hardware_threads();
   sweep->add_option("--grid", o->grid, "Grid file (JSON; see sim/README.md)");
   sweep->add_option("--out", o->sweep.out_dir, "Results directory")->capture_default_str();
   sweep

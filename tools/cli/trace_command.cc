@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
-#include <thread>
 
+#include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "solver/input_error.h"
 #include "tools/cli/table.h"
@@ -74,7 +74,7 @@ void run_synth(SynthOptions options) {
   options.spec.popularity =
       options.popularity == "lognormal" ? Popularity::kLogNormal : Popularity::kZipf;
   // The trace is the same for any thread count.
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = hardware_threads();
   const std::int64_t records = write_synthetic_trace(options.spec, options.out, threads);
   std::cout << options.out << ": " << records << " records written\n";
 }
