@@ -61,6 +61,7 @@ class LayerSolve {
   }
   TOPOEP_HOST_DEVICE void clear_stuck();
   TOPOEP_HOST_DEVICE void mark_helpers(RankId rank);
+  TOPOEP_HOST_DEVICE void unstick_near(RankId rank);
   TOPOEP_HOST_DEVICE std::int32_t run(Move* log, RunKind kind, std::int32_t* best_moves);
 
   // Whether the first run's best state leaves the busiest rank more than 2% above the mean
@@ -362,8 +363,11 @@ class LayerSolve {
     TokenCount to[3] = {0, 0, 0};
   };
   ClassTotals moved_;
-  CounterMaxima maxima_;          // of the current state, as measure() last found them
-  bool weights_changed_ = true;   // since maxima_'s weight half was found
+  CounterMaxima maxima_;         // of the current state, as measure() last found them
+  bool weights_changed_ = true;  // since maxima_'s weight half was found
+  // Counts the changes to the new replicas' weights and gradient chains (add_weight(),
+  // set_new_holder()): every candidate's new replica cost reads them (run()'s stuck marks).
+  std::int32_t replica_changes_ = 0;
   TokenLinkTimes token_links_;    // of maxima_'s token half ...
   WeightLinkTimes weight_links_;  // ... and weight half, once link_times_known_
   bool link_times_known_ = false;

@@ -16,6 +16,7 @@ template <typename Threads>
 TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::add_weight(RankId home, RankId rank,
                                                                std::int32_t count) {
   weights_changed_ = true;
+  ++replica_changes_;
   w_.one_more_replica[8 * home] = -1;
   w_.one_more_replica[8 * rank] = -1;
   if (node_of(home) == node_of(rank)) {
@@ -230,6 +231,7 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::set_new_holder(ExpertId expe
   if (before >= 0) add_gradient_counts(before, d.before, sign);
   if (holds) word |= bit;
   weights_changed_ = true;
+  ++replica_changes_;
 }
 
 // What a new replica of `expert` on `rank` adds to the gradient phase (its slowest rank's

@@ -84,6 +84,28 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::clear_stuck() {
   for (RankId r = 0; r < R; ++r) helper[r] = 0;
 }
 
+// Clears the stuck marks of `rank` and of every rank holding an instance of an expert that
+// `rank` holds (with tokens or not): a move changes its two ranks' loads and instances, and
+// these are the ranks whose candidates read them (a new replica's cost reads the replicas'
+// weights and chains, which a move changes only through replica_changes_).
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::unstick_near(RankId rank) {
+  auto unstick_instances_of = [&](ExpertId expert) {
+    w_.rank_stuck[in_.home_rank[expert]] = 0;
+    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+      w_.rank_stuck[w_.slot_rank[j]] = 0;
+    }
+  };
+  w_.rank_stuck[rank] = 0;
+  for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
+    unstick_instances_of(w_.home_experts[i]);
+  }
+  for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+    const ExpertId expert = w_.slot_expert[slot_index(rank, slot)];
+    if (expert != kNoExpert) unstick_instances_of(expert);
+  }
+}
+
 // Marks the ranks that hold another instance of an expert with tokens on `rank`.
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::mark_helpers(RankId rank) {
@@ -158,6 +180,9 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   if (kind == RunKind::kSeeded) seed_replicas(moves, progress);
   clear_stuck();
   bool any_stuck = false;
+  // Whether marks were kept across a chain's move (unstick_near()): then a marked rank may have
+  // a move again, and all of them are tried once more before the search concludes none has.
+  bool kept_marks = false;
   while (moves < limit) {
     // The most loaded rank that still has a move (ties: lower rank). When the straggler is
     // stuck (every instance it could send to is full or as loaded), first the ranks holding
@@ -169,6 +194,11 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
       const TokenCount top = maxima_.load;
       straggler = 0;
       while (load[straggler] != top) ++straggler;
+      // Still marked after a chain's move: nothing near it changed, the chain goes on.
+      if (w_.rank_stuck[straggler]) {
+        any_stuck = true;
+        straggler = -1;
+      }
     }
     for (int pass = 0; any_stuck && pass < 2 && straggler < 0; ++pass) {
       for (RankId r = 0; r < R; ++r) {
@@ -177,7 +207,12 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
       }
     }
     // Within 1/1024 of the mean: nothing left worth a move.
-    if (straggler < 0 || c_.load[straggler] * 1024 <= target_ * 1025) break;
+    if (straggler < 0 || c_.load[straggler] * 1024 <= target_ * 1025) {
+      if (!kept_marks) break;
+      clear_stuck();
+      kept_marks = any_stuck = false;
+      continue;
+    }
     if (!any_stuck) find_open_ranks();  // the state changed since they were last found
     const Move best = best_move_from(straggler);
     if (!best.valid() || best.gain <= 0) {
@@ -186,8 +221,18 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
       any_stuck = true;
       continue;
     }
+    const std::int32_t replica_changes = replica_changes_;
+    const TokenCount target = target_;
     const bool go_on = commit(best, moves, progress);
-    if (any_stuck) clear_stuck();  // marks are set only while a rank is stuck
+    if (any_stuck && replica_changes_ == replica_changes && target_ == target) {
+      // A chain's move: only the ranks near its two may have a move now.
+      unstick_near(best.from_rank);
+      unstick_near(best.to_rank);
+      kept_marks = true;
+    } else if (any_stuck || kept_marks) {
+      clear_stuck();
+      kept_marks = false;
+    }
     any_stuck = false;
     if (best.to_slot == kNewSlot) note_new_replica(best);
     if (!go_on) break;
