@@ -1,10 +1,29 @@
 #include "traces/trace_reader.h"
 
+#include <cstring>
 #include <fstream>
 
 #include "common/json_fields.h"
 
 namespace topoep {
+namespace {
+
+// The little-endian unsigned integer at `bytes`.
+template <typename Unsigned>
+Unsigned read_le(const std::uint8_t* bytes) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  Unsigned value;
+  std::memcpy(&value, bytes, sizeof value);
+  return value;
+#else
+  Unsigned value = 0;
+  for (std::size_t b = 0; b < sizeof(Unsigned); ++b)
+    value |= static_cast<Unsigned>(bytes[b]) << (8 * b);
+  return value;
+#endif
+}
+
+}  // namespace
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
   const std::string index_path = path_ + "/index.json";
@@ -94,41 +113,47 @@ bool TraceReader::next(TraceRecord& record) {
   std::vector<TokenCount> values(cells);
   const std::size_t width = m.dtype == "U16" ? 2 : 4;
   const std::uint8_t* bytes = counts_.data() + static_cast<std::size_t>(in_chunk_) * cells * width;
-  // Little-endian on every host, assembled byte by byte (compilers turn each into one load);
-  // the width is tested once per record and negative I32 cells found after the pass, so the
-  // loops stay branch-free.
-  if (width == 2) {
-    for (std::size_t i = 0; i < cells; ++i) values[i] = bytes[2 * i] | bytes[2 * i + 1] << 8;
-  } else {
-    bool negative = false;
-    for (std::size_t i = 0; i < cells; ++i) {
-      const std::int32_t value =
-          static_cast<std::int32_t>(static_cast<std::uint32_t>(bytes[4 * i]) |
-                                    static_cast<std::uint32_t>(bytes[4 * i + 1]) << 8 |
-                                    static_cast<std::uint32_t>(bytes[4 * i + 2]) << 16 |
-                                    static_cast<std::uint32_t>(bytes[4 * i + 3]) << 24);
-      negative |= value < 0;
-      values[i] = value;
-    }
-    for (std::size_t i = 0; negative && i < cells; ++i) {
-      if (values[i] < 0) {
-        throw FileInputError(file(),
-                             where() + " counts[" + std::to_string(i / m.num_experts) + "][" +
-                                 std::to_string(i % m.num_experts) + "]",
-                             "is negative (" + std::to_string(values[i]) + ")");
+  // Little-endian on every host: a little-endian host copies each cell (one load, and the loop
+  // widens several at a time), another assembles it byte by byte. Row by row, each row summed
+  // in the same pass for the metadata's check; the width is tested once per record and
+  // negative I32 cells found after the pass, so the loops stay branch-free.
+  const int E = m.num_experts;
+  bool negative = false;
+  std::vector<TokenCount> row_sums(static_cast<std::size_t>(m.num_ranks));
+  for (int src = 0; src < m.num_ranks; ++src) {
+    const std::size_t first = static_cast<std::size_t>(src) * E;
+    TokenCount* const row = values.data() + first;
+    TokenCount sum = 0;
+    if (width == 2) {
+      const std::uint8_t* const in = bytes + 2 * first;
+      for (int e = 0; e < E; ++e) {
+        row[e] = read_le<std::uint16_t>(in + 2 * e);
+        sum += row[e];
       }
+    } else {
+      const std::uint8_t* const in = bytes + 4 * first;
+      for (int e = 0; e < E; ++e) {
+        const auto value = static_cast<std::int32_t>(read_le<std::uint32_t>(in + 4 * e));
+        negative |= value < 0;
+        row[e] = value;
+        sum += value;
+      }
+    }
+    row_sums[static_cast<std::size_t>(src)] = sum;
+  }
+  for (std::size_t i = 0; negative && i < cells; ++i) {
+    if (values[i] < 0) {
+      throw FileInputError(
+          file(), where() + " counts[" + std::to_string(i / E) + "][" + std::to_string(i % E) + "]",
+          "is negative (" + std::to_string(values[i]) + ")");
     }
   }
-  if (m.tokens_per_rank > 0) {
-    for (int src = 0; src < m.num_ranks; ++src) {
-      TokenCount row = 0;
-      for (int e = 0; e < m.num_experts; ++e)
-        row += values[static_cast<std::size_t>(src) * m.num_experts + e];
-      if (row != m.tokens_per_rank * m.top_k) {
-        throw FileInputError(file(), where() + " counts[" + std::to_string(src) + "]",
-                             "sums to " + std::to_string(row) + ", the metadata declares " +
-                                 std::to_string(m.tokens_per_rank * m.top_k));
-      }
+  for (int src = 0; m.tokens_per_rank > 0 && src < m.num_ranks; ++src) {
+    const TokenCount row = row_sums[static_cast<std::size_t>(src)];
+    if (row != m.tokens_per_rank * m.top_k) {
+      throw FileInputError(file(), where() + " counts[" + std::to_string(src) + "]",
+                           "sums to " + std::to_string(row) + ", the metadata declares " +
+                               std::to_string(m.tokens_per_rank * m.top_k));
     }
   }
   record.step = id[0];
