@@ -94,15 +94,25 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
   const CostParams params = params_for(dense);
 
-  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, tallied in
-  // the same pass over the routes as the link counters, in a tally the thread reuses.
-  thread_local InstanceTally instances;
-  instances.reset(num_ranks, num_experts);
-  PlanCost plan_cost = predict_plan_cost(view, decision.placement, decision.plan, decision.resident,
-                                         params, [&](const Route& route) { instances.add(route); });
+  // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, from the
+  // planner's sums where it has them, else tallied in the same pass over the routes as the
+  // link counters, in a tally the thread reuses.
   std::vector<Picoseconds> compute(num_ranks, 0);
-  instances.drain(
-      [&](RankId rank, TokenCount tokens) { compute[rank] += instance_compute_ps(tokens); });
+  PlanCost plan_cost;
+  if (!decision.tally.empty()) {
+    plan_cost = plan_cost_from_tally(view, decision.placement, decision.plan, decision.resident,
+                                     params, decision.tally);
+    for (const auto& [rank, tokens] : decision.tally.instances) {
+      compute[rank] += instance_compute_ps(tokens);
+    }
+  } else {
+    thread_local InstanceTally instances;
+    instances.reset(num_ranks, num_experts);
+    plan_cost = predict_plan_cost(view, decision.placement, decision.plan, decision.resident,
+                                  params, [&](const Route& route) { instances.add(route); });
+    instances.drain(
+        [&](RankId rank, TokenCount tokens) { compute[rank] += instance_compute_ps(tokens); });
+  }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);

@@ -69,9 +69,15 @@ InstanceTally* compute_tally(const Plan& plan, const CostParams& cost) {
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       InstanceTally* compute, PlanCost& result) {
+  finish_plan_cost_at(
+      topology, placement, plan, resident, cost,
+      compute != nullptr ? largest_compute_load(*compute, plan.num_ranks, cost) : -1, result);
+}
+
+void finish_plan_cost_at(const TopologyView& topology, const Placement& placement, const Plan& plan,
+                         const std::vector<ExpertId>& resident, const CostParams& cost,
+                         TokenCount compute_load, PlanCost& result) {
   const int num_ranks = plan.num_ranks;
-  const TokenCount compute_load =
-      compute != nullptr ? largest_compute_load(*compute, num_ranks, cost) : 0;
   std::vector<ReplicaInstance> new_replicas;  // for their gradient chains
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
@@ -107,11 +113,34 @@ void finish_plan_cost(const TopologyView& topology, const Placement& placement, 
   token_maxima(result.counters(), num_ranks, maxima);
   weight_maxima(result.counters(), num_ranks, maxima);
   gradient_maxima(result.gradient_counts.data(), num_ranks, maxima);
-  if (compute != nullptr) maxima.load = compute_load;
+  if (compute_load >= 0) maxima.load = compute_load;
   result.times = phase_times(maxima, cost);
 }
 
 }  // namespace plan_cost_detail
+
+PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& placement,
+                              const Plan& plan, const std::vector<ExpertId>& resident,
+                              const CostParams& cost, const PlanTally& tally) {
+  PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
+  result.loads = tally.loads;
+  result.nvlink_tokens_out = tally.nvlink_out;
+  result.nvlink_tokens_in = tally.nvlink_in;
+  result.ib_tokens_out = tally.ib_out;
+  result.ib_tokens_in = tally.ib_in;
+  TokenCount compute_load = -1;  // the loads', without an instance minimum
+  if (cost.instance_min_tokens > 0) {
+    std::vector<TokenCount> load(static_cast<std::size_t>(plan.num_ranks), 0);
+    for (const auto& [rank, tokens] : tally.instances) {
+      load[static_cast<std::size_t>(rank)] +=
+          instance_compute_tokens(tokens, cost.instance_min_tokens);
+    }
+    compute_load = *std::max_element(load.begin(), load.end());
+  }
+  plan_cost_detail::finish_plan_cost_at(topology, placement, plan, resident, cost, compute_load,
+                                        result);
+  return result;
+}
 
 PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
                            const Plan& plan, const std::vector<ExpertId>& resident,

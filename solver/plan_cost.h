@@ -9,6 +9,7 @@
 #include "solver/phase_times.h"
 #include "solver/placement.h"
 #include "solver/plan.h"
+#include "solver/plan_tally.h"
 #include "solver/topology_view.h"
 
 namespace topoep {
@@ -51,6 +52,12 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
                            const Plan& plan, const std::vector<ExpertId>& resident,
                            const CostParams& cost, Visit&& visit);
 
+// The same from the plan's sums (PlanTally: its per-rank token counters and instance tokens)
+// instead of its routes, which it does not read: what a walk over the routes would give.
+PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& placement,
+                              const Plan& plan, const std::vector<ExpertId>& resident,
+                              const CostParams& cost, const PlanTally& tally);
+
 namespace plan_cost_detail {
 PlanCost empty_plan_cost(int num_ranks);
 std::vector<int> node_of_ranks(const TopologyView& topology);
@@ -64,6 +71,11 @@ InstanceTally* compute_tally(const Plan& plan, const CostParams& cost);
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       InstanceTally* compute, PlanCost& result);
+// The same with the compute phase's load given: the largest rank's compute load at the
+// instance minimum, or -1 for the largest of result.loads.
+void finish_plan_cost_at(const TopologyView& topology, const Placement& placement, const Plan& plan,
+                         const std::vector<ExpertId>& resident, const CostParams& cost,
+                         TokenCount compute_load, PlanCost& result);
 
 // Adds every route's tokens to the link counters, calling visit(route) on each in plan order.
 template <typename Visit>

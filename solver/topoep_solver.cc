@@ -78,6 +78,30 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   return num_moves;
 }
 
+void TopoepHostSolver::last_tally(PlanTally* tally) const {
+  const int R = params_.shape.num_ranks, E = params_.shape.num_experts;
+  const std::size_t ranks = static_cast<std::size_t>(R);
+  const TokenCount* const counters = workspace_.counter_tokens;  // [5][R], counters()' order
+  tally->nvlink_out.assign(counters + ranks, counters + 2 * ranks);
+  tally->nvlink_in.assign(counters + 2 * ranks, counters + 3 * ranks);
+  tally->ib_out.assign(counters + 3 * ranks, counters + 4 * ranks);
+  tally->ib_in.assign(counters + 4 * ranks, counters + 5 * ranks);
+  // The counters' load is the compute load (instance minimums included): the tokens are the
+  // instances' own.
+  tally->loads.assign(ranks, 0);
+  tally->instances.clear();
+  auto add = [&](RankId rank, TokenCount tokens) {
+    if (tokens <= 0) return;
+    tally->loads[static_cast<std::size_t>(rank)] += tokens;
+    tally->instances.emplace_back(rank, tokens);
+  };
+  for (ExpertId e = 0; e < E; ++e)
+    add(home_rank_[static_cast<std::size_t>(e)], workspace_.home_tokens[e]);
+  for (std::int64_t j = 0; j < params_.shape.num_slots(); ++j) {
+    add(workspace_.slot_rank[j], workspace_.slot_tokens[j]);
+  }
+}
+
 namespace {
 
 void check_resident(const Placement& placement, const std::vector<ExpertId>& resident) {

@@ -10,6 +10,7 @@
 #include "solver/placement.h"
 #include "solver/plan.h"
 #include "solver/plan_cost.h"
+#include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
 #include "solver/topoep_algorithm.h"
 #include "solver/topology_view.h"
@@ -85,6 +86,10 @@ class TopoepHostSolver {
   // The moves the last solve's search made, both runs (step 6) included: what its time
   // follows, where solve() returns the moves the plan keeps (diagnostic).
   int last_searched_moves() const { return last_searched_moves_; }
+  // The last solve's plan summed as the search left its counters: what a walk over its routes
+  // would sum (tests hold the two equal). Read before the thread's next solve, which a
+  // kThread solver's workspace shares with every such solver on the thread.
+  void last_tally(PlanTally* tally) const;
 
  private:
   TopoepParams params_;

@@ -396,6 +396,37 @@ TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
   EXPECT_LE(result.cost.times.total, result.static_cost.times.total);
 }
 
+// The solver's tally of its last plan (TopoepHostSolver::last_tally()) against a walk over the
+// plan's routes: every per-rank counter, every instance's tokens, and the phase times priced
+// from each (what the simulator prices TopoEP's plans from).
+void expect_tally_matches_routes(const TopoepHostSolver& solver, const TopoepProblem& problem,
+                                 const Plan& plan, const std::vector<ExpertId>& resident,
+                                 const std::string& where) {
+  PlanTally tally;
+  solver.last_tally(&tally);
+  const PlanCost walked =
+      predict_plan_cost(problem.topology, problem.placement, plan, resident, problem.cost);
+  const PlanCost summed = plan_cost_from_tally(problem.topology, problem.placement, plan, resident,
+                                               problem.cost, tally);
+  EXPECT_EQ(tally.loads, walked.loads) << where;
+  EXPECT_EQ(tally.nvlink_out, walked.nvlink_tokens_out) << where;
+  EXPECT_EQ(tally.nvlink_in, walked.nvlink_tokens_in) << where;
+  EXPECT_EQ(tally.ib_out, walked.ib_tokens_out) << where;
+  EXPECT_EQ(tally.ib_in, walked.ib_tokens_in) << where;
+  EXPECT_EQ(summed.times.total, walked.times.total) << where;
+  EXPECT_EQ(summed.times.compute, walked.times.compute) << where;
+  EXPECT_EQ(summed.times.dispatch, walked.times.dispatch) << where;
+  EXPECT_EQ(summed.ib_dispatch_bytes, walked.ib_dispatch_bytes) << where;
+  std::map<std::pair<RankId, ExpertId>, TokenCount> by_instance;
+  for (const Route& route : plan.routes) by_instance[{route.dst, route.expert}] += route.tokens;
+  std::vector<std::pair<RankId, TokenCount>> routed;
+  for (const auto& [instance, tokens] : by_instance) routed.emplace_back(instance.first, tokens);
+  std::vector<std::pair<RankId, TokenCount>> tallied = tally.instances;
+  std::sort(routed.begin(), routed.end());
+  std::sort(tallied.begin(), tallied.end());
+  EXPECT_EQ(tallied, routed) << where;
+}
+
 // A random input beyond the corpus's shapes: any G and N, contiguous or scattered homes, any
 // valid S, resident replicas, costs from zero to extreme, a move cap, an IB load slack up to
 // the whole mean, and counts that are skewed, sparse, one-hot or from one source. Properties
@@ -510,6 +541,8 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     Plan again;
     solver.solve(c.counts, c.resident, &again);
     const int kept = solver.solve(c.counts, c.resident, &again);
+    expect_tally_matches_routes(solver, c.problem, again, c.resident,
+                                "seed " + std::to_string(seed));
     EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
     EXPECT_EQ(kept, result.moves) << "seed " << seed;
     // The search made at least the moves its plan keeps (both runs of step 6 are counted).
@@ -536,6 +569,8 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     }
     Plan owing;
     solver.solve(c.counts, c.resident, &owing, c.owed_holders);
+    expect_tally_matches_routes(solver, c.problem, owing, c.resident,
+                                "seed " + std::to_string(seed) + ", owed holders");
     const auto owing_violation = find_plan_violation(c.counts, c.problem.placement, owing, nullptr);
     EXPECT_FALSE(owing_violation) << "seed " << seed << ": " << owing_violation->message;
     const PlanCost owing_cost = predict_plan_cost(c.problem.topology, c.problem.placement, owing,

@@ -9,7 +9,7 @@
 namespace topoep {
 
 PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts) {
-  return PlannerDecision{context_.placement, static_plan(counts, context_.placement), {}, {}};
+  return PlannerDecision{context_.placement, static_plan(counts, context_.placement), {}, {}, {}};
 }
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
@@ -40,6 +40,7 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   // A new replica can serve this microbatch and the step's later ones, while it stays resident.
   const int left = std::max(1, microbatches_per_step_ - record.microbatch);
   solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_));
+  solver_.last_tally(&decision.tally);    // before another layer's solve reuses the workspace
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   last_resident_ = std::move(resident_);
   resident_ = decision.plan.replica_expert;
@@ -48,7 +49,8 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
 
 bool TopoepPlanner::static_fallback(PlannerDecision* out) const {
   // Every token home; the replicas the record started with stay, idle and free.
-  *out = PlannerDecision{problem_.placement, static_layout(problem_.placement), last_resident_, {}};
+  *out = PlannerDecision{
+      problem_.placement, static_layout(problem_.placement), last_resident_, {}, {}};
   out->overhead.host_ps = solve_ps_;  // the solve ran either way
   if (!last_resident_.empty()) out->plan.replica_expert = last_resident_;
   return true;

@@ -105,7 +105,7 @@ PlannerDecision EplbPlanner::plan(const RecordId& record, const RoutingCounts& c
   }
   const LayoutPlan layout = plan_layout(InstanceLayout{instances_}, counts, context_.topology,
                                         context_.placement.slots_per_rank);
-  PlannerDecision decision{layout.placement, layout.plan, {}, overhead};
+  PlannerDecision decision{layout.placement, layout.plan, {}, overhead, {}};
   // The layout's replicas are already in place: their weights moved in `overhead`.
   decision.resident = layout.plan.replica_expert;
   return decision;

@@ -11,6 +11,7 @@
 #include "solver/cost_params.h"
 #include "solver/placement.h"
 #include "solver/plan.h"
+#include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
 #include "solver/topology_view.h"
 
@@ -62,6 +63,9 @@ struct PlannerDecision {
   Plan plan;
   std::vector<ExpertId> resident;  // [R][S] replicas already in place (free), or empty
   PlannerOverhead overhead;
+  // The plan's sums where the planner has them (TopoEP's solver), priced instead of its
+  // routes; empty: priced from the routes.
+  PlanTally tally;
 };
 
 class Planner {

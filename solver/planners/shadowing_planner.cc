@@ -41,7 +41,7 @@ PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& cou
     best_time = time;
     best = std::move(candidate);
   }
-  return PlannerDecision{best.placement, best.plan, {}, {}};
+  return PlannerDecision{best.placement, best.plan, {}, {}, {}};
 }
 
 }  // namespace topoep

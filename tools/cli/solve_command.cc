@@ -62,7 +62,7 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
       plans = solve_topoep_layers(problem, layers, options.threads);
     }
     for (Plan& plan : plans)
-      decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}});
+      decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}, {}});
     return decisions;
   }
   if (options.backend == "cuda")
