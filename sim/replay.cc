@@ -72,10 +72,11 @@ class Replay {
         metadata_(metadata),
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
+    // Plans are read for their routes only to hash or check them.
     const PlannerContext context{
         config.topology.view(),
         Placement::contiguous(metadata.num_experts, metadata.num_ranks, config.slots_per_rank),
-        cost_.solver_params(), metadata.microbatches};
+        cost_.solver_params(), metadata.microbatches, config.plan_hashes || config.check_plans};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);

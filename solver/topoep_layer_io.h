@@ -27,7 +27,7 @@ struct TopoepLayerInput {
 
 struct TopoepLayerOutput {
   ExpertId* replicas;  // [R][S], canonical slot order
-  Route* routes;       // [shape.route_capacity()], canonical order
+  Route* routes;       // [shape.route_capacity()], canonical order; null: none written
   std::int64_t* num_routes;
   std::int32_t* num_moves;                 // moves the plan keeps (diagnostic)
   std::int32_t* searched_moves = nullptr;  // moves the search made (diagnostic; may be null)

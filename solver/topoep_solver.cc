@@ -53,6 +53,12 @@ TopoepHostSolver::~TopoepHostSolver() = default;
 int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
                             Plan* plan, const std::vector<std::uint8_t>& owed_holders,
                             int replica_uses) {
+  return solve(counts, resident, plan, owed_holders, replica_uses, true);
+}
+
+int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
+                            Plan* plan, const std::vector<std::uint8_t>& owed_holders,
+                            int replica_uses, bool routes) {
   plan->num_ranks = params_.shape.num_ranks;
   plan->num_experts = params_.shape.num_experts;
   plan->slots_per_rank = params_.shape.slots_per_rank;
@@ -61,11 +67,11 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
                                resident.empty() ? nullptr : resident.data(),
                                owed_holders.empty() ? nullptr : owed_holders.data(), replica_uses};
   // Written in place: growing to the capacity writes nothing (RouteList leaves routes unset).
-  plan->routes.resize(static_cast<std::size_t>(params_.shape.route_capacity()));
+  plan->routes.resize(routes ? static_cast<std::size_t>(params_.shape.route_capacity()) : 0);
   std::int64_t num_routes = 0;
   std::int32_t num_moves = 0;
-  TopoepLayerOutput output{plan->replica_expert.data(), plan->routes.data(), &num_routes,
-                           &num_moves};
+  TopoepLayerOutput output{plan->replica_expert.data(), routes ? plan->routes.data() : nullptr,
+                           &num_routes, &num_moves};
   output.predicted = &last_predicted_;
   output.searched_moves = &last_searched_moves_;
   std::uint64_t* const buffer = buffer_ ? buffer_.get() : thread_workspace(workspace_words_);

@@ -79,6 +79,10 @@ class TopoepHostSolver {
   // solver/README.md, "Gradients the step owes").
   int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
             const std::vector<std::uint8_t>& owed_holders = {}, int replica_uses = 1);
+  // The same with `plan->routes` left empty when `routes` is false: the replica slots and
+  // last_tally() only, for a caller that prices the tally and never reads the routes.
+  int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
+            const std::vector<std::uint8_t>& owed_holders, int replica_uses, bool routes);
 
   // The last solve's phase times as the search weighed them (TopoepLayerOutput::predicted):
   // what tests hold its incremental counters to.

@@ -30,7 +30,11 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
     clocks[3] = device_clock();
   }
   threads_.sync();
-  emit_routes(out);
+  if (out.routes != nullptr) {
+    emit_routes(out);
+  } else if (threads_.index() == 0) {
+    *out.num_routes = 0;
+  }
   clocks[4] = device_clock();
   if (threads_.index() != 0) return;
   *out.num_moves = best_moves;

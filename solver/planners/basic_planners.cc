@@ -16,6 +16,7 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
     : problem_{context.topology, context.placement, context.cost, 0,
                static_cast<int>(std::lround(options.topoep_ib_load_slack * 1000))},
       microbatches_per_step_(context.microbatches_per_step),
+      routes_(context.routes),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_, TopoepWorkspaceUse::kThread),
       // Without a spare slot every plan is the static one: a deployment launches no solve.
@@ -39,7 +40,8 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   check_topoep_inputs(problem_, counts, resident_, owed_);
   // A new replica can serve this microbatch and the step's later ones, while it stays resident.
   const int left = std::max(1, microbatches_per_step_ - record.microbatch);
-  solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_));
+  solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_),
+                routes_);
   solver_.last_tally(&decision.tally);    // before another layer's solve reuses the workspace
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   last_resident_ = std::move(resident_);

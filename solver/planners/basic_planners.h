@@ -30,6 +30,7 @@ class TopoepPlanner : public Planner {
  private:
   TopoepProblem problem_;
   int microbatches_per_step_;
+  bool routes_;              // PlannerContext::routes: false, only slots and the tally
   int replica_uses_max_;     // PlannerOptions::topoep_replica_uses
   TopoepHostSolver solver_;  // in its thread's workspace: a replay holds one planner per layer
   Picoseconds solve_ps_;

@@ -22,6 +22,10 @@ struct PlannerContext {
   Placement placement;  // the base layout: home ranks and S spare slots per rank
   CostParams cost;
   int microbatches_per_step = 1;  // the trace's: replicas stay resident over a step's
+  // False where the caller reads a decision's replica slots and tally only, never its routes
+  // (a replay that neither hashes nor checks plans): a planner with a tally may then leave
+  // plan.routes empty (TopoEP does: writing them was a tenth of its record).
+  bool routes = true;
 };
 
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).
