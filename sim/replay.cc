@@ -177,13 +177,16 @@ class Replay {
   // A planner that decides with a coarser model than this one (TopoEP) runs its static
   // fallback (every token at home) whenever this model prices that strictly lower, forward and
   // backward MoE time: it is never slower than its fallback on any record, under the model it
-  // is reported with. The fallback is priced from the counts; its routes are written only when
-  // it runs.
+  // is reported with. The fallback is priced from the planner's sums of it or else from the
+  // counts; its routes are written only when it runs.
   void overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
                           PlannerDecision& decision, LayerCost& cost) const {
     PlannerDecision fallback;
     if (!planner.static_fallback(&fallback)) return;
-    LayerCost fallback_cost = cost_.price_all_home(fallback, counts);
+    LayerCost fallback_cost =
+        fallback.tally.empty()
+            ? cost_.price_all_home(fallback, counts)
+            : cost_.price(fallback, counts, CostModel::Detail::kTimes, busiest_tokens());
     if (fallback_cost.moe() >= cost.moe()) return;
     route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) {

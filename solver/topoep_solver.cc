@@ -84,27 +84,44 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   return num_moves;
 }
 
-void TopoepHostSolver::last_tally(PlanTally* tally) const {
-  const int R = params_.shape.num_ranks, E = params_.shape.num_experts;
-  const std::size_t ranks = static_cast<std::size_t>(R);
-  const TokenCount* const counters = workspace_.counter_tokens;  // [5][R], counters()' order
+namespace {
+
+// The link counters of a [5][R] block in RankCounters' order (load, NVLink out and in, IB out
+// and in) into `tally`, its loads zeroed for the instances to fill.
+void start_tally(const TokenCount* counters, int num_ranks, PlanTally* tally) {
+  const std::size_t ranks = static_cast<std::size_t>(num_ranks);
   tally->nvlink_out.assign(counters + ranks, counters + 2 * ranks);
   tally->nvlink_in.assign(counters + 2 * ranks, counters + 3 * ranks);
   tally->ib_out.assign(counters + 3 * ranks, counters + 4 * ranks);
   tally->ib_in.assign(counters + 4 * ranks, counters + 5 * ranks);
-  // The counters' load is the compute load (instance minimums included): the tokens are the
-  // instances' own.
+  // The counters' load is the compute load (instance minimums included): the loads are summed
+  // from the instances' own tokens instead.
   tally->loads.assign(ranks, 0);
   tally->instances.clear();
-  auto add = [&](RankId rank, TokenCount tokens) {
-    if (tokens <= 0) return;
-    tally->loads[static_cast<std::size_t>(rank)] += tokens;
-    tally->instances.emplace_back(rank, tokens);
-  };
-  for (ExpertId e = 0; e < E; ++e)
-    add(home_rank_[static_cast<std::size_t>(e)], workspace_.home_tokens[e]);
+}
+
+void add_instance(RankId rank, TokenCount tokens, PlanTally* tally) {
+  if (tokens <= 0) return;
+  tally->loads[static_cast<std::size_t>(rank)] += tokens;
+  tally->instances.emplace_back(rank, tokens);
+}
+
+}  // namespace
+
+void TopoepHostSolver::last_tally(PlanTally* tally) const {
+  start_tally(workspace_.counter_tokens, params_.shape.num_ranks, tally);
+  for (ExpertId e = 0; e < params_.shape.num_experts; ++e) {
+    add_instance(home_rank_[static_cast<std::size_t>(e)], workspace_.home_tokens[e], tally);
+  }
   for (std::int64_t j = 0; j < params_.shape.num_slots(); ++j) {
-    add(workspace_.slot_rank[j], workspace_.slot_tokens[j]);
+    add_instance(workspace_.slot_rank[j], workspace_.slot_tokens[j], tally);
+  }
+}
+
+void TopoepHostSolver::last_static_tally(PlanTally* tally) const {
+  start_tally(workspace_.static_tokens, params_.shape.num_ranks, tally);
+  for (ExpertId e = 0; e < params_.shape.num_experts; ++e) {
+    add_instance(home_rank_[static_cast<std::size_t>(e)], workspace_.expert_totals[e], tally);
   }
 }
 

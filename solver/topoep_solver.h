@@ -94,6 +94,9 @@ class TopoepHostSolver {
   // would sum (tests hold the two equal). Read before the thread's next solve, which a
   // kThread solver's workspace shares with every such solver on the thread.
   void last_tally(PlanTally* tally) const;
+  // The same for the static plan of the last solve's counts (every token at home; resident
+  // replicas idle), from the static start the search began at.
+  void last_static_tally(PlanTally* tally) const;
 
  private:
   TopoepParams params_;

@@ -396,14 +396,12 @@ TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
   EXPECT_LE(result.cost.times.total, result.static_cost.times.total);
 }
 
-// The solver's tally of its last plan (TopoepHostSolver::last_tally()) against a walk over the
+// A plan's tally (TopoepHostSolver::last_tally(), last_static_tally()) against a walk over the
 // plan's routes: every per-rank counter, every instance's tokens, and the phase times priced
-// from each (what the simulator prices TopoEP's plans from).
-void expect_tally_matches_routes(const TopoepHostSolver& solver, const TopoepProblem& problem,
+// from each (what the simulator prices TopoEP's plans and their static fallback from).
+void expect_tally_matches_routes(const PlanTally& tally, const TopoepProblem& problem,
                                  const Plan& plan, const std::vector<ExpertId>& resident,
                                  const std::string& where) {
-  PlanTally tally;
-  solver.last_tally(&tally);
   const PlanCost walked =
       predict_plan_cost(problem.topology, problem.placement, plan, resident, problem.cost);
   const PlanCost summed = plan_cost_from_tally(problem.topology, problem.placement, plan, resident,
@@ -541,8 +539,13 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     Plan again;
     solver.solve(c.counts, c.resident, &again);
     const int kept = solver.solve(c.counts, c.resident, &again);
-    expect_tally_matches_routes(solver, c.problem, again, c.resident,
+    PlanTally tally;
+    solver.last_tally(&tally);
+    expect_tally_matches_routes(tally, c.problem, again, c.resident,
                                 "seed " + std::to_string(seed));
+    solver.last_static_tally(&tally);
+    expect_tally_matches_routes(tally, c.problem, static_plan(c.counts, c.problem.placement),
+                                c.resident, "seed " + std::to_string(seed) + ", static plan");
     EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
     EXPECT_EQ(kept, result.moves) << "seed " << seed;
     // The search made at least the moves its plan keeps (both runs of step 6 are counted).
@@ -569,7 +572,8 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     }
     Plan owing;
     solver.solve(c.counts, c.resident, &owing, c.owed_holders);
-    expect_tally_matches_routes(solver, c.problem, owing, c.resident,
+    solver.last_tally(&tally);
+    expect_tally_matches_routes(tally, c.problem, owing, c.resident,
                                 "seed " + std::to_string(seed) + ", owed holders");
     const auto owing_violation = find_plan_violation(c.counts, c.problem.placement, owing, nullptr);
     EXPECT_FALSE(owing_violation) << "seed " << seed << ": " << owing_violation->message;

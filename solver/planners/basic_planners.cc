@@ -42,7 +42,9 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   const int left = std::max(1, microbatches_per_step_ - record.microbatch);
   solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_),
                 routes_);
-  solver_.last_tally(&decision.tally);    // before another layer's solve reuses the workspace
+  // Before another layer's solve reuses the workspace.
+  solver_.last_tally(&decision.tally);
+  solver_.last_static_tally(&static_tally_);
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   last_resident_ = std::move(resident_);
   resident_ = decision.plan.replica_expert;
@@ -55,6 +57,7 @@ bool TopoepPlanner::static_fallback(PlannerDecision* out) const {
       problem_.placement, static_layout(problem_.placement), last_resident_, {}, {}};
   out->overhead.host_ps = solve_ps_;  // the solve ran either way
   if (!last_resident_.empty()) out->plan.replica_expert = last_resident_;
+  out->tally = static_tally_;
   return true;
 }
 

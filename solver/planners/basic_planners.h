@@ -40,6 +40,7 @@ class TopoepPlanner : public Planner {
   int step_ = -1;
   std::vector<ExpertId> resident_;       // replicas in place for the next record
   std::vector<ExpertId> last_resident_;  // ... and those the last record started with
+  PlanTally static_tally_;               // the last record's static plan, summed
   // [E][R] owed holders (phase_times.h): the replicas the step's records so far ran with, whose
   // gradients the step-end reduction reduces; empty while there are none (or gradients are
   // free)
