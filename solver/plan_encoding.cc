@@ -88,7 +88,8 @@ struct PlaceSink {
 // SUM of hash_word_term_keyed(words[i], keys[i]) mod 2^64, in eight lanes of independent sums
 // (addition mod 2^64 is the same in any order): where the CPU has 64-bit vector multiplies
 // the lanes are one vector, else they at least keep the multipliers busy.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// (Not under ThreadSanitizer: the clones' resolver runs before its runtime starts.)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
 std::uint64_t
