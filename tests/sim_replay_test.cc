@@ -192,7 +192,12 @@ TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
         const LayerCost& a = with.steps[s].records[r].planners[p];
         const LayerCost& b = without.steps[s].records[r].planners[p];
+        // Without hashes TopoEP writes no routes (PlannerContext::routes): priced the same.
         EXPECT_EQ(a.moe(), b.moe());
+        EXPECT_EQ(a.loads, b.loads);
+        EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
+        EXPECT_EQ(a.ib_dispatch_bytes, b.ib_dispatch_bytes);
+        EXPECT_EQ(a.new_replicas, b.new_replicas);
         EXPECT_EQ(b.plan_hash, 0u);
         if (kAllPlanners[p] != "ideal") {
           EXPECT_NE(a.plan_hash, 0u);
@@ -376,6 +381,18 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     Collect collect;
     replay_trace(trace, config, collect);
     check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed));
+    // Neither checked nor hashed, TopoEP writes no routes: the same step times.
+    config.check_plans = config.plan_hashes = false;
+    Collect unchecked;
+    replay_trace(trace, config, unchecked);
+    ASSERT_EQ(unchecked.steps.size(), collect.steps.size());
+    for (std::size_t step = 0; step < collect.steps.size(); ++step) {
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        EXPECT_EQ(unchecked.steps[step].planners[p].step_time,
+                  collect.steps[step].planners[p].step_time)
+            << "seed " << seed << ", " << kAllPlanners[p];
+      }
+    }
   }
 }
 
