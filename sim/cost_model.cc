@@ -98,20 +98,20 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   // planner's sums where it has them, else tallied in the same pass over the routes as the
   // link counters, in a tally the thread reuses.
   std::vector<Picoseconds> compute(num_ranks, 0);
+  auto add_instance = [&](RankId rank, TokenCount tokens) {
+    compute[rank] += instance_compute_ps(tokens);
+  };
   PlanCost plan_cost;
   if (!decision.tally.empty()) {
     plan_cost = plan_cost_from_tally(view, decision.placement, decision.plan, decision.resident,
                                      params, decision.tally);
-    for (const auto& [rank, tokens] : decision.tally.instances) {
-      compute[rank] += instance_compute_ps(tokens);
-    }
+    for (const auto& [rank, tokens] : decision.tally.instances) add_instance(rank, tokens);
   } else {
     thread_local InstanceTally instances;
     instances.reset(num_ranks, num_experts);
     plan_cost = predict_plan_cost(view, decision.placement, decision.plan, decision.resident,
                                   params, [&](const Route& route) { instances.add(route); });
-    instances.drain(
-        [&](RankId rank, TokenCount tokens) { compute[rank] += instance_compute_ps(tokens); });
+    instances.drain(add_instance);
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);

@@ -26,11 +26,15 @@ namespace plan_cost_detail {
 namespace {
 
 // The largest per-rank sum of instance_compute_tokens() over the rank's expert instances:
-// what the compute phase waits for once small instances cost their minimum. Drains `compute`.
-TokenCount largest_compute_load(InstanceTally& compute, int num_ranks, const CostParams& cost) {
+// what the compute phase waits for once small instances cost their minimum. The instances are
+// those for_each_instance(visit) visits as visit(rank, tokens).
+template <typename ForEachInstance>
+TokenCount largest_compute_load(ForEachInstance&& for_each_instance, int num_ranks,
+                                const CostParams& cost) {
   std::vector<TokenCount> load(static_cast<std::size_t>(num_ranks), 0);
-  compute.drain([&](RankId rank, TokenCount tokens) {
-    load[rank] += instance_compute_tokens(tokens, cost.instance_min_tokens);
+  for_each_instance([&](RankId rank, TokenCount tokens) {
+    load[static_cast<std::size_t>(rank)] +=
+        instance_compute_tokens(tokens, cost.instance_min_tokens);
   });
   TokenCount largest = 0;
   for (const TokenCount rank_load : load) largest = std::max(largest, rank_load);
@@ -69,9 +73,11 @@ InstanceTally* compute_tally(const Plan& plan, const CostParams& cost) {
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
                       InstanceTally* compute, PlanCost& result) {
-  finish_plan_cost_at(
-      topology, placement, plan, resident, cost,
-      compute != nullptr ? largest_compute_load(*compute, plan.num_ranks, cost) : -1, result);
+  const TokenCount compute_load =
+      compute == nullptr
+          ? -1
+          : largest_compute_load([&](auto visit) { compute->drain(visit); }, plan.num_ranks, cost);
+  finish_plan_cost_at(topology, placement, plan, resident, cost, compute_load, result);
 }
 
 void finish_plan_cost_at(const TopologyView& topology, const Placement& placement, const Plan& plan,
@@ -128,15 +134,14 @@ PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& pla
   result.nvlink_tokens_in = tally.nvlink_in;
   result.ib_tokens_out = tally.ib_out;
   result.ib_tokens_in = tally.ib_in;
-  TokenCount compute_load = -1;  // the loads', without an instance minimum
-  if (cost.instance_min_tokens > 0) {
-    std::vector<TokenCount> load(static_cast<std::size_t>(plan.num_ranks), 0);
-    for (const auto& [rank, tokens] : tally.instances) {
-      load[static_cast<std::size_t>(rank)] +=
-          instance_compute_tokens(tokens, cost.instance_min_tokens);
-    }
-    compute_load = *std::max_element(load.begin(), load.end());
-  }
+  const TokenCount compute_load =  // -1 without an instance minimum: the loads'
+      cost.instance_min_tokens <= 0 ? -1
+                                    : plan_cost_detail::largest_compute_load(
+                                          [&](auto visit) {
+                                            for (const auto& [rank, tokens] : tally.instances)
+                                              visit(rank, tokens);
+                                          },
+                                          plan.num_ranks, cost);
   plan_cost_detail::finish_plan_cost_at(topology, placement, plan, resident, cost, compute_load,
                                         result);
   return result;

@@ -8,55 +8,8 @@
 namespace topoep {
 namespace {
 
-// Emits a plan's canonical encoding field by field: every field is a 4- or 8-byte
-// little-endian integer, so one description of the layout serves both the byte encoder and
-// the hash's word buffer.
-template <typename Sink>
-void emit_plan_fields(const Plan& plan, Sink& sink) {
-  std::uint64_t magic = 0;
-  for (int i = 7; i >= 0; --i) magic = magic << 8 | static_cast<std::uint8_t>("TOPOEPPL"[i]);
-  sink.put64(magic);
-  sink.put32(kPlanEncodingVersion);
-  sink.put32(static_cast<std::uint32_t>(plan.num_ranks));
-  sink.put32(static_cast<std::uint32_t>(plan.num_experts));
-  sink.put32(static_cast<std::uint32_t>(plan.slots_per_rank));
-  for (const ExpertId expert : plan.replica_expert) sink.put32(static_cast<std::uint32_t>(expert));
-  sink.put64(plan.routes.size());
-  for (const Route& route : plan.routes) sink.put_route(route);
-}
-
-// A route's fields in encoding order, one put each.
-template <typename Sink>
-void put_route_fields(const Route& route, Sink& sink) {
-  sink.put32(static_cast<std::uint32_t>(route.src));
-  sink.put32(static_cast<std::uint32_t>(route.expert));
-  sink.put32(static_cast<std::uint32_t>(route.dst));
-  sink.put64(static_cast<std::uint64_t>(route.tokens));
-}
-
-// Appends each field's bytes, least significant first.
-struct ByteSink {
-  std::vector<std::uint8_t>& bytes;
-  void put(std::uint64_t value, int size) {
-    for (int i = 0; i < size; ++i) bytes.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
-  }
-  void put32(std::uint32_t value) { put(value, 4); }
-  void put64(std::uint64_t value) { put(value, 8); }
-  void put_route(const Route& route) { put_route_fields(route, *this); }
-};
-
-// key(i) of plan hash v1 for words 0 .. count - 1. The keys depend on the index alone, so one
-// table per thread serves every plan (half of each word's hashing work, computed once).
-const std::uint64_t* word_keys(std::int64_t count) {
-  thread_local std::vector<std::uint64_t> keys;
-  for (auto i = static_cast<std::int64_t>(keys.size()); i < count; ++i) {
-    keys.push_back(hash_word_key(i));
-  }
-  return keys.data();
-}
-
 // Writes the encoding's bytes in place, each field little-endian (one store on a
-// little-endian host), into a buffer the caller sized and whose last word it zeroed.
+// little-endian host), into a buffer the caller sized (encoded_plan_size()).
 struct PlaceSink {
   std::uint8_t* out;
   void put(std::uint64_t value, int size) {
@@ -80,10 +33,40 @@ struct PlaceSink {
     std::memcpy(out + 12, &route.tokens, 8);
     out += kRouteBytes;
 #else
-    put_route_fields(route, *this);
+    put32(static_cast<std::uint32_t>(route.src));
+    put32(static_cast<std::uint32_t>(route.expert));
+    put32(static_cast<std::uint32_t>(route.dst));
+    put64(static_cast<std::uint64_t>(route.tokens));
 #endif
   }
 };
+
+// Writes a plan's canonical encoding field by field into `out`: for the byte encoder, and into
+// the hash's word buffer (whose last word the hash zeroes first: the padding). The sink is a
+// local: its pointer cannot alias the bytes it writes, so it stays in a register.
+void emit_plan_fields(const Plan& plan, std::uint8_t* out) {
+  PlaceSink sink{out};
+  std::uint64_t magic = 0;
+  for (int i = 7; i >= 0; --i) magic = magic << 8 | static_cast<std::uint8_t>("TOPOEPPL"[i]);
+  sink.put64(magic);
+  sink.put32(kPlanEncodingVersion);
+  sink.put32(static_cast<std::uint32_t>(plan.num_ranks));
+  sink.put32(static_cast<std::uint32_t>(plan.num_experts));
+  sink.put32(static_cast<std::uint32_t>(plan.slots_per_rank));
+  for (const ExpertId expert : plan.replica_expert) sink.put32(static_cast<std::uint32_t>(expert));
+  sink.put64(plan.routes.size());
+  for (const Route& route : plan.routes) sink.put_route(route);
+}
+
+// key(i) of plan hash v1 for words 0 .. count - 1. The keys depend on the index alone, so one
+// table per thread serves every plan (half of each word's hashing work, computed once).
+const std::uint64_t* word_keys(std::int64_t count) {
+  thread_local std::vector<std::uint64_t> keys;
+  for (auto i = static_cast<std::int64_t>(keys.size()); i < count; ++i) {
+    keys.push_back(hash_word_key(i));
+  }
+  return keys.data();
+}
 
 // SUM of hash_word_term_keyed(words[i], keys[i]) mod 2^64, in eight lanes of independent sums
 // (addition mod 2^64 is the same in any order): where the CPU has 64-bit vector multiplies
@@ -108,10 +91,8 @@ sum_word_terms(const std::uint64_t* words, const std::uint64_t* keys, std::int64
 }  // namespace
 
 std::vector<std::uint8_t> encode_plan(const Plan& plan) {
-  std::vector<std::uint8_t> bytes;
-  bytes.reserve(static_cast<std::size_t>(encoded_plan_size(view_of(plan))));
-  ByteSink sink{bytes};
-  emit_plan_fields(plan, sink);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(encoded_plan_size(view_of(plan))));
+  emit_plan_fields(plan, bytes.data());
   return bytes;
 }
 
@@ -135,8 +116,7 @@ std::uint64_t plan_hash(const Plan& plan) {
   thread_local std::vector<std::uint64_t> words;
   words.resize(static_cast<std::size_t>(count));
   words.back() = 0;  // the zero padding of the last word
-  PlaceSink sink{reinterpret_cast<std::uint8_t*>(words.data())};
-  emit_plan_fields(plan, sink);
+  emit_plan_fields(plan, reinterpret_cast<std::uint8_t*>(words.data()));
 #if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
   for (std::uint64_t& word : words) word = __builtin_bswap64(word);  // read little-endian
 #endif

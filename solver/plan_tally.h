@@ -19,10 +19,6 @@ struct PlanTally {
   std::vector<std::pair<RankId, TokenCount>> instances;
 
   bool empty() const { return loads.empty(); }
-  void clear() {
-    for (auto* counter : {&loads, &nvlink_out, &nvlink_in, &ib_out, &ib_in}) counter->clear();
-    instances.clear();
-  }
 };
 
 }  // namespace topoep

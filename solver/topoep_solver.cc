@@ -52,12 +52,6 @@ TopoepHostSolver::~TopoepHostSolver() = default;
 
 int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
                             Plan* plan, const std::vector<std::uint8_t>& owed_holders,
-                            int replica_uses) {
-  return solve(counts, resident, plan, owed_holders, replica_uses, true);
-}
-
-int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident,
-                            Plan* plan, const std::vector<std::uint8_t>& owed_holders,
                             int replica_uses, bool routes) {
   plan->num_ranks = params_.shape.num_ranks;
   plan->num_experts = params_.shape.num_experts;

@@ -77,12 +77,11 @@ class TopoepHostSolver {
   // microbatches of the step used, whose gradients are reduced with this one's;
   // `replica_uses`: the step's microbatches from this one on (TopoepLayerInput::replica_uses;
   // solver/README.md, "Gradients the step owes").
+  // `routes` false leaves `plan->routes` empty: the replica slots and last_tally() only, for a
+  // caller that prices the tally and never reads the routes.
   int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
-            const std::vector<std::uint8_t>& owed_holders = {}, int replica_uses = 1);
-  // The same with `plan->routes` left empty when `routes` is false: the replica slots and
-  // last_tally() only, for a caller that prices the tally and never reads the routes.
-  int solve(const RoutingCounts& counts, const std::vector<ExpertId>& resident, Plan* plan,
-            const std::vector<std::uint8_t>& owed_holders, int replica_uses, bool routes);
+            const std::vector<std::uint8_t>& owed_holders = {}, int replica_uses = 1,
+            bool routes = true);
 
   // The last solve's phase times as the search weighed them (TopoepLayerOutput::predicted):
   // what tests hold its incremental counters to.
