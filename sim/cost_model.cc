@@ -6,12 +6,11 @@
 #include <string>
 
 #include "sim/solver_cost.h"
-#include "solver/experts_by_home.h"
 #include "solver/input_error.h"
 #include "solver/instance_tally.h"
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
-#include "solver/static_traffic.h"
+#include "solver/static_tally.h"
 
 namespace topoep {
 namespace {
@@ -121,30 +120,16 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
 
 LayerCost CostModel::price_all_home(const PlannerDecision& layout,
                                     const RoutingCounts& counts) const {
+  thread_local PlanTally tally;  // the replay prices a fallback on every record
   const TopologyView view = topology_.view();
-  const int num_ranks = view.num_ranks();
-  const int num_experts = counts.num_experts();
-  const std::vector<RankId>& home = layout.placement.home_rank;
-  std::vector<std::int32_t> begin(num_ranks + 1), cursor(num_ranks);
-  std::vector<ExpertId> by_home(num_experts);
-  group_experts_by_home(home.data(), num_experts, num_ranks, begin.data(), cursor.data(),
-                        by_home.data());
-
-  PlanCost plan_cost = plan_cost_detail::empty_plan_cost(num_ranks);
-  std::vector<TokenCount> node_tokens(static_cast<std::size_t>(view.num_nodes) * num_experts);
-  std::vector<TokenCount> expert_tokens(num_experts);
   const TokenCount busiest_row =
-      static_traffic(counts.values().data(), num_ranks, num_experts, view.gpus_per_node,
-                     begin.data(), by_home.data(), node_tokens.data(), expert_tokens.data(),
-                     plan_cost.counters())
-          .busiest_row;
+      static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
   const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
   const CostParams params = params_for(dense);
-  plan_cost_detail::finish_plan_cost(view, layout.placement, layout.plan, layout.resident, params,
-                                     nullptr, plan_cost);
-  std::vector<Picoseconds> compute(num_ranks, 0);
-  for (ExpertId e = 0; e < num_experts; ++e)
-    compute[home[e]] += instance_compute_ps(expert_tokens[e]);
+  const PlanCost plan_cost =
+      plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
+  std::vector<Picoseconds> compute(view.num_ranks(), 0);
+  for (const auto& [rank, tokens] : tally.instances) compute[rank] += instance_compute_ps(tokens);
   return layer_cost(layout, plan_cost, compute, dense);
 }
 

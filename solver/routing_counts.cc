@@ -59,6 +59,25 @@ void RoutingCounts::sum_and_check() {
   sum_low_ = low;
 }
 
+RoutingCounts RoutingCounts::from_summed(int num_ranks, int num_experts,
+                                         std::vector<TokenCount> values, TokenCount total) {
+  check_shape(num_ranks, num_experts);
+  if (values.size() != static_cast<std::size_t>(num_ranks) * num_experts || total < 0) {
+    throw InputError("counts", "has " + std::to_string(values.size()) + " values summing to " +
+                                   std::to_string(total) + ", expected " +
+                                   std::to_string(num_ranks) + " ranks x " +
+                                   std::to_string(num_experts) + " experts, a sum >= 0");
+  }
+  RoutingCounts counts;
+  counts.num_ranks_ = num_ranks;
+  counts.num_experts_ = num_experts;
+  counts.values_ = std::move(values);
+  // The halves sum_and_check() would find: no count has high bits.
+  counts.sum_high_ = 0;
+  counts.sum_low_ = static_cast<std::uint64_t>(total);
+  return counts;
+}
+
 RoutingCounts RoutingCounts::from_rows(const std::vector<std::vector<TokenCount>>& rows) {
   check_shape(static_cast<int>(rows.size()), rows.empty() ? 0 : static_cast<int>(rows[0].size()));
   std::vector<TokenCount> values;

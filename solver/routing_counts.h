@@ -22,6 +22,12 @@ class RoutingCounts {
   RoutingCounts(int num_ranks, int num_experts, std::vector<TokenCount> values);
   // Takes rows (one per source rank); every row must have the same length.
   static RoutingCounts from_rows(const std::vector<std::vector<TokenCount>>& rows);
+  // For a reader of 16- or 32-bit counts that has already found every one of `values` in
+  // [0, 2^32) and summed them to `total` in its own pass: takes them without a second pass (a
+  // replay reads a record's counts once, not twice). Throws InputError on a bad shape or a
+  // negative total; the counts' range is the caller's word.
+  static RoutingCounts from_summed(int num_ranks, int num_experts, std::vector<TokenCount> values,
+                                   TokenCount total);
 
   int num_ranks() const { return num_ranks_; }
   int num_experts() const { return num_experts_; }

@@ -58,6 +58,23 @@ TEST(RoutingCounts, TotalFollowsEverySetIncludingValuesPast32Bits) {
   EXPECT_EQ(counts.total_in_range_check(), 8.0L);
 }
 
+TEST(RoutingCounts, SummedByTheReaderKeepsTheSameTotalThroughSets) {
+  const std::vector<TokenCount> values{1, 0xffffffff, 3, 0xfffffffe};
+  const TokenCount sum = 1 + 0xffffffffLL + 3 + 0xfffffffeLL;
+  RoutingCounts summed = RoutingCounts::from_summed(2, 2, values, sum);
+  RoutingCounts checked(2, 2, values);
+  EXPECT_EQ(summed.total(), checked.total());
+  EXPECT_EQ(summed.total_in_range_check(), checked.total_in_range_check());
+  for (RoutingCounts* counts : {&summed, &checked}) {
+    counts->set(0, 1, 0);  // lowering a value whose low half carried
+    counts->set(1, 0, TokenCount{1} << 40);
+  }
+  EXPECT_EQ(summed.total(), checked.total());
+  EXPECT_EQ(summed.values(), checked.values());
+  EXPECT_THROW(RoutingCounts::from_summed(2, 2, values, -1), InputError);
+  EXPECT_THROW(RoutingCounts::from_summed(2, 3, values, sum), InputError);
+}
+
 TEST(RoutingCounts, TotalThatOverflowsIsAnErrorNotAWrappedSum) {
   const TokenCount half = TokenCount{1} << 62;
   const RoutingCounts counts = RoutingCounts::from_rows({{half, half}});  // 2^63: one too many

@@ -192,7 +192,8 @@ TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
         const LayerCost& a = with.steps[s].records[r].planners[p];
         const LayerCost& b = without.steps[s].records[r].planners[p];
-        // Without hashes TopoEP writes no routes (PlannerContext::routes): priced the same.
+        // Without hashes TopoEP and static write no routes (PlannerContext::routes): priced
+        // the same.
         EXPECT_EQ(a.moe(), b.moe());
         EXPECT_EQ(a.loads, b.loads);
         EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
@@ -381,7 +382,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     Collect collect;
     replay_trace(trace, config, collect);
     check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed));
-    // Neither checked nor hashed, TopoEP writes no routes: the same step times.
+    // Neither checked nor hashed, TopoEP and static write no routes: the same step times.
     config.check_plans = config.plan_hashes = false;
     Collect unchecked;
     replay_trace(trace, config, unchecked);

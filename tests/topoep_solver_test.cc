@@ -17,6 +17,7 @@
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
 #include "solver/static_plan.h"
+#include "solver/static_tally.h"
 #include "tests/input_error_field.h"
 #include "tests/topoep_corpus.h"
 
@@ -546,6 +547,10 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     solver.last_static_tally(&tally);
     expect_tally_matches_routes(tally, c.problem, static_plan(c.counts, c.problem.placement),
                                 c.resident, "seed " + std::to_string(seed) + ", static plan");
+    // The static planner's sums, straight from the counts, are the same.
+    static_plan_tally(c.problem.topology, c.problem.placement, c.counts, &tally);
+    expect_tally_matches_routes(tally, c.problem, static_plan(c.counts, c.problem.placement),
+                                c.resident, "seed " + std::to_string(seed) + ", static tally");
     EXPECT_EQ(plan_hash(again), plan_hash(result.plan)) << "seed " << seed;
     EXPECT_EQ(kept, result.moves) << "seed " << seed;
     // The search made at least the moves its plan keeps (both runs of step 6 are counted).

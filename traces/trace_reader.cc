@@ -159,7 +159,10 @@ bool TraceReader::next(TraceRecord& record) {
   record.step = id[0];
   record.microbatch = id[1];
   record.layer = id[2];
-  record.counts = RoutingCounts(m.num_ranks, m.num_experts, std::move(values));
+  // Counts of at most 32 bits, so neither a row's sum nor theirs can overflow.
+  TokenCount total = 0;
+  for (const TokenCount row : row_sums) total += row;
+  record.counts = RoutingCounts::from_summed(m.num_ranks, m.num_experts, std::move(values), total);
   ++next_record_;
   if (++in_chunk_ == chunk.num_records) {
     ++chunk_index_;

@@ -5,11 +5,17 @@
 #include <cmath>
 
 #include "solver/static_plan.h"
+#include "solver/static_tally.h"
 
 namespace topoep {
 
 PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts) {
-  return PlannerDecision{context_.placement, static_plan(counts, context_.placement), {}, {}, {}};
+  PlannerDecision decision{context_.placement, static_layout(context_.placement), {}, {}, {}};
+  // Its sums from one pass over the counts: the replay prices them instead of walking the
+  // routes, which it then needs only to hash or check (pricing the routes was half a record).
+  static_plan_tally(context_.topology, context_.placement, counts, &decision.tally);
+  if (context_.routes) route_all_home(counts, context_.placement, &decision.plan);
+  return decision;
 }
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
