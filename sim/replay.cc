@@ -344,13 +344,14 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
 
   ProgressBar progress("records", metadata.num_records());
   std::int64_t done = 0;
-  // One microbatch of counts in memory at a time (its layers), besides the reader's chunk.
+  // One microbatch of counts in memory at a time (its layers), besides the reader's chunk. The
+  // records are swapped in, not moved: the reader refills the last microbatch's buffers.
   std::vector<TraceRecord> microbatch;
   while (more) {
     const int step = record.step;
     replay->start_step(step);
     while (more && record.step == step) {
-      microbatch.clear();
+      std::size_t used = 0;
       const int current = record.microbatch;
       while (more && record.step == step && record.microbatch == current) {
         if (!declared) {
@@ -361,10 +362,12 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
             throw located(error, "record " + std::to_string(done) + " counts");
           }
         }
-        microbatch.push_back(std::move(record));
+        if (used == microbatch.size()) microbatch.emplace_back();
+        std::swap(microbatch[used++], record);
         more = reader.next(record);
         ++done;
       }
+      microbatch.resize(used);
       replay->run_microbatch(microbatch);
       progress.update(done);
     }

@@ -3,6 +3,7 @@
 // each expert (one count per token-expert assignment, so a token with top-k sends k).
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "solver/types.h"
@@ -37,6 +38,13 @@ class RoutingCounts {
   // Throws InputError for a negative value.
   void set(RankId src, ExpertId expert, TokenCount value);
   const std::vector<TokenCount>& values() const { return values_; }
+  // Gives up the values' buffer, leaving no counts: a reader refills it for the next record
+  // without allocating and zero-filling another.
+  std::vector<TokenCount> release_values() && {
+    num_ranks_ = num_experts_ = 0;
+    sum_high_ = sum_low_ = 0;
+    return std::move(values_);
+  }
 
   // Tokens per expert summed over source ranks, shape [num_experts].
   std::vector<TokenCount> expert_totals() const;

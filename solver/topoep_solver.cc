@@ -157,7 +157,15 @@ void check_owed_holders(const Placement& placement, const std::vector<std::uint8
                      "lists " + std::to_string(owed.size()) +
                          " entries, expected experts x ranks = " + std::to_string(cells));
   }
-  for (std::size_t i = 0; i < owed.size(); ++i) {
+  // One branch-free pass for the common case (every entry 0 or 1, no home marked); the entry
+  // to name is searched for only when there is one: a planner checks this every record.
+  std::uint8_t bits = 0;
+  for (const std::uint8_t entry : owed) bits |= entry;
+  bool bad = bits > 1;
+  for (std::size_t e = 0; e < static_cast<std::size_t>(placement.num_experts()); ++e) {
+    bad |= owed[e * ranks + static_cast<std::size_t>(placement.home_rank[e])] != 0;
+  }
+  for (std::size_t i = 0; bad && i < owed.size(); ++i) {
     if (owed[i] == 0) continue;
     const std::size_t expert = i / ranks, rank = i % ranks;
     auto fail = [&](const std::string& why) {
@@ -177,6 +185,11 @@ void check_owed_holders(const Placement& placement, const std::vector<std::uint8
 void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& counts,
                          const std::vector<ExpertId>& resident,
                          const std::vector<std::uint8_t>& owed_holders) {
+  check_topoep_problem(problem);
+  check_topoep_record(problem, counts, resident, owed_holders);
+}
+
+void check_topoep_problem(const TopoepProblem& problem) {
   check_topology_view(problem.topology);
   check_placement(problem.placement);
   check_cost_params(problem.cost);
@@ -190,6 +203,11 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                                       " ranks, the topology has " +
                                       std::to_string(problem.topology.num_ranks()));
   }
+}
+
+void check_topoep_record(const TopoepProblem& problem, const RoutingCounts& counts,
+                         const std::vector<ExpertId>& resident,
+                         const std::vector<std::uint8_t>& owed_holders) {
   if (counts.num_ranks() != problem.topology.num_ranks()) {
     throw InputError("counts", "has " + std::to_string(counts.num_ranks()) +
                                    " source ranks (rows), the topology has " +

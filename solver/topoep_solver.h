@@ -47,6 +47,14 @@ void check_topoep_inputs(const TopoepProblem& problem, const RoutingCounts& coun
                          const std::vector<ExpertId>& resident,
                          const std::vector<std::uint8_t>& owed_holders = {});
 
+// The two halves of check_topoep_inputs(): what depends on the problem alone (topology,
+// placement, cost parameters, IB slack), which a planner checks once, and what each record
+// brings (counts, resident replicas, owed holders, the counts' range at these costs).
+void check_topoep_problem(const TopoepProblem& problem);
+void check_topoep_record(const TopoepProblem& problem, const RoutingCounts& counts,
+                         const std::vector<ExpertId>& resident,
+                         const std::vector<std::uint8_t>& owed_holders = {});
+
 // Where a TopoepHostSolver's workspace lives.
 enum class TopoepWorkspaceUse {
   // The solver's own buffer, allocated with it: one solver solving over and over.

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include "common/file_input_error.h"
 #include "models/model_json.h"
+#include "solver/input_error.h"
 #include "solver/topoep_solver.h"
 #include "topologies/topology_presets.h"
 #include "traces/synthetic_routing.h"
@@ -72,6 +75,39 @@ TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
   EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 5), 0.2);
   EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 15), 0.4);
   EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, 40), 0.6);
+}
+
+TEST(GemmEfficiency, AgreesWithTheCurveAtAndBetweenEveryPoint) {
+  GemmEfficiencyCurve curve;
+  curve.tokens_per_expert = {2, 8, 32, 128, 512, 2048};
+  curve.efficiency = {0.05, 0.15, 0.35, 0.6, 0.8, 0.9};
+  const auto& x = curve.tokens_per_expert;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, x[i]), curve.efficiency[i]) << x[i];
+    if (i + 1 < x.size()) {
+      const double mid = (x[i] + x[i + 1]) / 2;
+      EXPECT_DOUBLE_EQ(gemm_efficiency_at(curve, mid),
+                       (curve.efficiency[i] + curve.efficiency[i + 1]) / 2)
+          << mid;
+    }
+  }
+}
+
+TEST(PicosecondsInRange, RoundsHalvesAwayFromZeroAsLlroundDoes) {
+  const double two52 = 4503599627370496.0;
+  for (const double ps : {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 2.4999999999999996, 1e6 + 0.5,
+                          two52 - 0.5, two52 + 1, 2 * two52 + 2, 2305843009213693951.0 / 2}) {
+    EXPECT_EQ(picoseconds_in_range(ps, "t"), std::llround(ps)) << ps;
+  }
+  std::uint64_t state = 12345;
+  for (int i = 0; i < 100000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double ps = std::ldexp(static_cast<double>(state >> 11), -static_cast<int>(state % 60));
+    EXPECT_EQ(picoseconds_in_range(ps, "t"), std::llround(ps)) << ps;
+  }
+  EXPECT_THROW(picoseconds_in_range(-0.5, "t"), InputError);
+  EXPECT_THROW(picoseconds_in_range(2305843009213693952.0, "t"), InputError);
+  EXPECT_THROW(picoseconds_in_range(std::nan(""), "t"), InputError);
 }
 
 TEST(SolverCost, InstanceMinimumFitsTheCurve) {

@@ -110,7 +110,9 @@ bool TraceReader::next(TraceRecord& record) {
                              ": records must run step, microbatch, layer without gaps");
   }
   const std::size_t cells = static_cast<std::size_t>(m.num_ranks) * m.num_experts;
-  std::vector<TokenCount> values(cells);
+  // The record's last counts' buffer, refilled: every cell is written below.
+  std::vector<TokenCount> values = std::move(record.counts).release_values();
+  values.resize(cells);
   const std::size_t width = m.dtype == "U16" ? 2 : 4;
   const std::uint8_t* bytes = counts_.data() + static_cast<std::size_t>(in_chunk_) * cells * width;
   // Little-endian on every host: a little-endian host copies each cell (one load, and the loop

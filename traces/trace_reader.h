@@ -19,7 +19,8 @@ class TraceReader {
   const std::string& path() const { return path_; }
   // The next record, or false after the last. Checks the chunk's header, its size against the
   // file (truncation), shapes against the metadata, record ids in order, and row sums when the
-  // metadata declares tokens_per_rank.
+  // metadata declares tokens_per_rank. The record's counts buffer is refilled (no allocation
+  // when it held a record of this trace).
   bool next(TraceRecord& record);
 
  private:

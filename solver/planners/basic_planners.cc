@@ -28,7 +28,9 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
       // Without a spare slot every plan is the static one: a deployment launches no solve.
       solve_ps_(context.placement.slots_per_rank == 0
                     ? 0
-                    : static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {}
+                    : static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {
+  check_topoep_problem(problem_);
+}
 
 PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
   // Replicas placed by earlier microbatches of the same step stay resident (free to keep); a
@@ -43,7 +45,7 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   PlannerDecision decision;
   decision.placement = problem_.placement;
   decision.resident = resident_;
-  check_topoep_inputs(problem_, counts, resident_, owed_);
+  check_topoep_record(problem_, counts, resident_, owed_);  // the problem: at construction
   // A new replica can serve this microbatch and the step's later ones, while it stays resident.
   const int left = std::max(1, microbatches_per_step_ - record.microbatch);
   solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_),
