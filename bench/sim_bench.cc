@@ -61,7 +61,11 @@ BENCHMARK_CAPTURE(BM_Replay, static, std::string("static"), true)->Unit(benchmar
 BENCHMARK_CAPTURE(BM_Replay, static_no_hash, std::string("static"), false)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, eplb, std::string("eplb"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, eplb_no_hash, std::string("eplb"), false)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"), true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, shadowing_no_hash, std::string("shadowing"), false)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -52,6 +52,24 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
                            const Plan& plan, const std::vector<ExpertId>& resident,
                            const CostParams& cost, Visit&& visit);
 
+// Zeroes `tally`'s per-rank token counters ([num_ranks] each) and returns counters over them
+// (no weight counters) for add_route_tokens() or static_traffic() to fill.
+inline RankCounters zeroed_token_counters(int num_ranks, PlanTally* tally) {
+  for (auto* v :
+       {&tally->loads, &tally->nvlink_out, &tally->nvlink_in, &tally->ib_out, &tally->ib_in}) {
+    v->assign(static_cast<std::size_t>(num_ranks), 0);
+  }
+  return RankCounters{tally->loads.data(),
+                      tally->nvlink_out.data(),
+                      tally->nvlink_in.data(),
+                      tally->ib_out.data(),
+                      tally->ib_in.data(),
+                      nullptr,
+                      nullptr,
+                      nullptr,
+                      nullptr};
+}
+
 // The same from the plan's sums (PlanTally: its per-rank token counters and instance tokens)
 // instead of its routes, which it does not read: what a walk over the routes would give.
 PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& placement,
@@ -77,30 +95,47 @@ void finish_plan_cost_at(const TopologyView& topology, const Placement& placemen
                          const std::vector<ExpertId>& resident, const CostParams& cost,
                          TokenCount compute_load, PlanCost& result);
 
+// Adds routes' tokens to the link counters. Consecutive routes between the same two ranks (a
+// source's experts homed on one rank) are summed in a register first: adding each to the
+// counters would chain every add through the same memory word. Integer sums, so the counters
+// are the same. `node` ([R]) is every rank's node; flush() adds the last run.
+class RouteRunCounter {
+ public:
+  RouteRunCounter(const RankCounters& counters, const int* node)
+      : counters_(counters), node_(node) {}
+  void add(RankId src, RankId dst, TokenCount tokens) {
+    if (src != run_src_ || dst != run_dst_) {
+      flush();
+      run_src_ = src;
+      run_dst_ = dst;
+    }
+    run_tokens_ += tokens;
+  }
+  void flush() {
+    if (run_tokens_ > 0) {
+      add_route_tokens(counters_, run_src_, run_dst_, node_[run_src_] == node_[run_dst_],
+                       run_tokens_);
+    }
+    run_tokens_ = 0;
+  }
+
+ private:
+  RankCounters counters_;
+  const int* node_;
+  RankId run_src_ = -1, run_dst_ = -1;
+  TokenCount run_tokens_ = 0;
+};
+
 // Adds every route's tokens to the link counters, calling visit(route) on each in plan order.
 template <typename Visit>
 void add_routes(const Plan& plan, const std::vector<int>& node, const RankCounters& counters,
                 Visit&& visit) {
-  // Consecutive routes between the same two ranks (a source's experts homed on one rank) are
-  // summed in a register first: adding each to the counters would chain every add through the
-  // same memory word. Integer sums, so the counters are the same.
-  RankId run_src = -1, run_dst = -1;
-  TokenCount run_tokens = 0;
+  RouteRunCounter runs(counters, node.data());
   for (const Route& route : plan.routes) {
     visit(route);
-    if (route.src != run_src || route.dst != run_dst) {
-      if (run_tokens > 0) {
-        add_route_tokens(counters, run_src, run_dst, node[run_src] == node[run_dst], run_tokens);
-      }
-      run_src = route.src;
-      run_dst = route.dst;
-      run_tokens = 0;
-    }
-    run_tokens += route.tokens;
+    runs.add(route.src, route.dst, route.tokens);
   }
-  if (run_tokens > 0) {
-    add_route_tokens(counters, run_src, run_dst, node[run_src] == node[run_dst], run_tokens);
-  }
+  runs.flush();
 }
 }  // namespace plan_cost_detail
 

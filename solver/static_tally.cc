@@ -5,6 +5,7 @@
 
 #include "solver/experts_by_home.h"
 #include "solver/input_error.h"
+#include "solver/plan_cost.h"
 
 namespace topoep {
 
@@ -32,21 +33,8 @@ StaticTraffic static_plan_tally(const TopologyView& topology, const Placement& p
   group_experts_by_home(placement.home_rank.data(), E, R, begin.data(), cursor.data(),
                         by_home.data());
 
-  const std::size_t ranks = static_cast<std::size_t>(R);
-  for (auto* v :
-       {&tally->loads, &tally->nvlink_out, &tally->nvlink_in, &tally->ib_out, &tally->ib_in}) {
-    v->resize(ranks);
-  }
   // Every token at home: the compute load static_traffic() counts is the tally's load.
-  const RankCounters c{tally->loads.data(),
-                       tally->nvlink_out.data(),
-                       tally->nvlink_in.data(),
-                       tally->ib_out.data(),
-                       tally->ib_in.data(),
-                       nullptr,
-                       nullptr,
-                       nullptr,
-                       nullptr};
+  const RankCounters c = zeroed_token_counters(R, tally);
   const StaticTraffic traffic =
       static_traffic(counts.values().data(), R, E, topology.gpus_per_node, begin.data(),
                      by_home.data(), node_tokens.data(), totals.data(), c);

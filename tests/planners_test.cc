@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "solver/plan_cost.h"
@@ -47,6 +49,30 @@ Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDeci
   return cost.times.total + overhead_time_ps(d.overhead);
 }
 
+// A decision's sums (PlannerDecision::tally) price as its routes do, and hold its routes' sums.
+void expect_tally_prices_as_routes(const PlannerContext& context, const PlannerDecision& d,
+                                   const std::string& where) {
+  const PlanCost walked =
+      predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
+  const PlanCost summed = plan_cost_from_tally(context.topology, d.placement, d.plan, d.resident,
+                                               context.cost, d.tally);
+  EXPECT_EQ(d.tally.loads, walked.loads) << where;
+  EXPECT_EQ(d.tally.nvlink_out, walked.nvlink_tokens_out) << where;
+  EXPECT_EQ(d.tally.nvlink_in, walked.nvlink_tokens_in) << where;
+  EXPECT_EQ(d.tally.ib_out, walked.ib_tokens_out) << where;
+  EXPECT_EQ(d.tally.ib_in, walked.ib_tokens_in) << where;
+  EXPECT_EQ(summed.times.total, walked.times.total) << where;
+  EXPECT_EQ(summed.times.compute, walked.times.compute) << where;
+  EXPECT_EQ(summed.times.dispatch, walked.times.dispatch) << where;
+  std::map<std::pair<RankId, ExpertId>, TokenCount> by_instance;
+  for (const Route& route : d.plan.routes) by_instance[{route.dst, route.expert}] += route.tokens;
+  std::vector<std::pair<RankId, TokenCount>> routed, tallied = d.tally.instances;
+  for (const auto& [instance, tokens] : by_instance) routed.emplace_back(instance.first, tokens);
+  std::sort(routed.begin(), routed.end());
+  std::sort(tallied.begin(), tallied.end());
+  EXPECT_EQ(tallied, routed) << where;
+}
+
 TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
   for (const bool weights : {false, true}) {
     const PlannerContext context = context_for(64, 32, 2, weights);
@@ -64,6 +90,10 @@ TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
           const auto violation = find_plan_violation(counts, d.placement, d.plan);
           EXPECT_FALSE(violation) << planner->name() << " step " << step << ": "
                                   << violation->message;
+          if (!d.tally.empty()) {
+            expect_tally_prices_as_routes(context, d,
+                                          planner->name() + " step " + std::to_string(step));
+          }
           const PlanCost cost =
               predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
           times.push_back(cost.times);
@@ -73,6 +103,31 @@ TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
         for (std::size_t i = 0; i < planners.size(); ++i) {
           EXPECT_LE(ideal.total, totals[i]) << planners[i]->name();
         }
+      }
+    }
+  }
+}
+
+TEST(Planners, WithoutRoutesEveryPlannerDecidesTheSameSlotsAndSums) {
+  PlannerContext with = context_for(64, 32, 2, true), without = with;
+  without.routes = false;
+  for (const std::string& name : planner_names()) {
+    auto a = make_planner(name, with, eplb_every(1, 1));
+    auto b = make_planner(name, without, eplb_every(1, 1));
+    for (int step = 0; step < 3; ++step) {
+      const RoutingCounts counts = record_counts(64, 32, 300 + step);
+      const PlannerDecision da = a->plan(RecordId{step, 0}, counts);
+      const PlannerDecision db = b->plan(RecordId{step, 0}, counts);
+      EXPECT_EQ(da.plan.replica_expert, db.plan.replica_expert) << name;
+      EXPECT_EQ(da.placement.home_rank, db.placement.home_rank) << name;
+      EXPECT_EQ(da.tally.loads, db.tally.loads) << name;
+      EXPECT_EQ(da.tally.ib_in, db.tally.ib_in) << name;
+      EXPECT_EQ(da.tally.instances, db.tally.instances) << name;
+      // A planner that hands over its sums may leave the routes unwritten.
+      if (!db.tally.empty()) {
+        EXPECT_TRUE(db.plan.routes.empty()) << name;
+      } else {
+        EXPECT_EQ(da.plan.routes.size(), db.plan.routes.size()) << name;
       }
     }
   }

@@ -103,11 +103,15 @@ PlannerDecision EplbPlanner::plan(const RecordId& record, const RoutingCounts& c
     for (std::size_t e = 0; e < totals.size(); ++e)
       current_step_loads_[e] += static_cast<double>(totals[e]);
   }
-  const LayoutPlan layout = plan_layout(InstanceLayout{instances_}, counts, context_.topology,
-                                        context_.placement.slots_per_rank);
-  PlannerDecision decision{layout.placement, layout.plan, {}, overhead, {}};
+  // With its sums, tallied in the pass that splits the tokens: the replay prices those, and
+  // reads the routes only to hash or check them.
+  PlanTally tally;
+  LayoutPlan layout = plan_layout(InstanceLayout{instances_}, counts, context_.topology,
+                                  context_.placement.slots_per_rank, &tally, context_.routes);
+  PlannerDecision decision{std::move(layout.placement), std::move(layout.plan), {}, overhead, {}};
   // The layout's replicas are already in place: their weights moved in `overhead`.
-  decision.resident = layout.plan.replica_expert;
+  decision.resident = decision.plan.replica_expert;
+  decision.tally = std::move(tally);
   return decision;
 }
 

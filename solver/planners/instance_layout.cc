@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "solver/plan_cost.h"
+
 namespace topoep {
 
 namespace {
@@ -94,10 +96,34 @@ class InstanceIndex {
   std::vector<RankId> rank_ids_;          // [R]: r at r, a source's own one-rank target list
 };
 
-}  // namespace
+// Calls visit(src, src_node, expert, dst, tokens) for every route of the layout's even split,
+// tokens > 0, in canonical order.
+template <typename Visit>
+void for_each_layout_route(const InstanceIndex& index, const RoutingCounts& counts,
+                           const TopologyView& topology, Visit&& visit) {
+  const int R = counts.num_ranks(), E = counts.num_experts();
+  for (RankId src = 0; src < R; ++src) {
+    const int src_node = topology.node_of(src);  // once per row: a division
+    for (ExpertId e = 0; e < E; ++e) {
+      const TokenCount tokens = counts.at(src, e);
+      if (tokens == 0) continue;
+      std::int32_t count = 0;
+      const RankId* const first = index.targets(e, src, src_node, &count);
+      if (count == 1) {  // most pairs: one instance, and no division
+        visit(src, src_node, e, first[0], tokens);
+        continue;
+      }
+      const TokenCount share = tokens / count, extra = tokens % count;
+      for (std::int32_t i = 0; i < count && (share > 0 || i < extra); ++i) {
+        visit(src, src_node, e, first[i], share + (i < extra ? 1 : 0));
+      }
+    }
+  }
+}
 
-LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
-                       const TopologyView& topology, int min_slots_per_rank) {
+// The plan's placement and replica slots, no routes yet.
+LayoutPlan layout_slots(const InstanceLayout& layout, const RoutingCounts& counts,
+                        int min_slots_per_rank) {
   const int R = counts.num_ranks(), E = counts.num_experts();
   LayoutPlan result;
   result.placement.num_ranks = R;
@@ -122,31 +148,90 @@ LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts
     std::copy(replicas[r].begin(), replicas[r].end(),
               plan.replica_expert.begin() + static_cast<std::ptrdiff_t>(r) * slots);
   }
+  return result;
+}
+
+LayoutPlan plan_with(const InstanceLayout& layout, const RoutingCounts& counts,
+                     const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
+                     bool write_routes) {
+  LayoutPlan result = layout_slots(layout, counts, min_slots_per_rank);
+  const int R = counts.num_ranks(), E = counts.num_experts();
   const InstanceIndex index(layout, topology, R);
   // Written through a pointer into route_bound() routes (RouteList leaves them unset), then
   // cut to the routes written.
-  plan.routes.resize(index.route_bound());
+  Plan& plan = result.plan;
+  if (write_routes) plan.routes.resize(index.route_bound());
   Route* const out = plan.routes.data();
   std::size_t written = 0;
-  for (RankId src = 0; src < R; ++src) {
-    const int src_node = topology.node_of(src);  // once per row: a division
+  if (tally == nullptr) {
+    for_each_layout_route(index, counts, topology,
+                          [&](RankId src, int, ExpertId e, RankId dst, TokenCount tokens) {
+                            out[written++] = Route{src, e, dst, tokens};
+                          });
+  } else {
+    const RankCounters c = zeroed_token_counters(R, tally);
+    // Instance tokens in a table small enough to stay in L1: one cell for an expert with no
+    // replica (its home), one per rank for a replicated one, at cell[e] + (dst & mask[e]).
+    // Plain adds, no branch per route; a dense [R][E] table was twice as slow, a first-touch
+    // list (InstanceTally) three times.
+    thread_local std::vector<std::int32_t> cell, mask;
+    thread_local std::vector<TokenCount> instance_table;
+    cell.resize(static_cast<std::size_t>(E));
+    mask.resize(static_cast<std::size_t>(E));
+    std::int32_t cells = 0;
     for (ExpertId e = 0; e < E; ++e) {
-      const TokenCount tokens = counts.at(src, e);
-      if (tokens == 0) continue;
-      std::int32_t count = 0;
-      const RankId* const first = index.targets(e, src, src_node, &count);
-      if (count == 1) {  // most pairs: one instance, and no division
-        out[written++] = Route{src, e, first[0], tokens};
-        continue;
-      }
-      const TokenCount share = tokens / count, extra = tokens % count;
-      for (std::int32_t i = 0; i < count && (share > 0 || i < extra); ++i) {
-        out[written++] = Route{src, e, first[i], share + (i < extra ? 1 : 0)};
+      const bool replicated = layout.instances[e].size() > 1;
+      cell[e] = cells;
+      mask[e] = replicated ? -1 : 0;
+      cells += replicated ? R : 1;
+    }
+    instance_table.assign(static_cast<std::size_t>(cells), 0);
+    TokenCount* const by_instance = instance_table.data();
+    const std::int32_t* const cell_of = cell.data();
+    const std::int32_t* const mask_of = mask.data();
+    // Each rank's node, looked up: a division per route would cost more than the route.
+    const std::vector<int> node_of = plan_cost_detail::node_of_ranks(topology);
+    plan_cost_detail::RouteRunCounter runs(c, node_of.data());
+    auto tally_route = [&](RankId src, int, ExpertId e, RankId dst, TokenCount tokens) {
+      runs.add(src, dst, tokens);
+      by_instance[cell_of[e] + (dst & mask_of[e])] += tokens;
+      return Route{src, e, dst, tokens};
+    };
+    if (write_routes) {
+      for_each_layout_route(
+          index, counts, topology,
+          [&](RankId src, int src_node, ExpertId e, RankId dst, TokenCount tokens) {
+            out[written++] = tally_route(src, src_node, e, dst, tokens);
+          });
+    } else {
+      for_each_layout_route(index, counts, topology, tally_route);
+    }
+    runs.flush();
+    tally->instances.clear();
+    for (ExpertId e = 0; e < E; ++e) {
+      const int width = mask[e] != 0 ? R : 1;
+      for (int k = 0; k < width; ++k) {
+        const TokenCount tokens = by_instance[cell[e] + k];
+        if (tokens > 0)
+          tally->instances.emplace_back(width == 1 ? layout.instances[e][0] : k, tokens);
       }
     }
   }
   plan.routes.resize(written);
   return result;
+}
+
+}  // namespace
+
+LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
+                       const TopologyView& topology, int min_slots_per_rank) {
+  return plan_with(layout, counts, topology, min_slots_per_rank, nullptr, true);
+}
+
+LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
+                       const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
+                       bool write_routes) {
+  return plan_with(layout, counts, topology, min_slots_per_rank, tally, write_routes);
 }
 
 }  // namespace topoep

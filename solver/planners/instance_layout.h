@@ -7,6 +7,7 @@
 
 #include "solver/placement.h"
 #include "solver/plan.h"
+#include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
 #include "solver/topology_view.h"
 
@@ -27,5 +28,12 @@ struct LayoutPlan {
 // ascending rank order. Deterministic.
 LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
                        const TopologyView& topology, int min_slots_per_rank);
+
+// The same plan with its sums (plan_tally.h) into `tally`, tallied in the pass that splits the
+// tokens: a caller that prices the tally need not walk the routes again. The routes are written
+// only when `write_routes` (plan.routes is left empty otherwise).
+LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
+                       const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
+                       bool write_routes);
 
 }  // namespace topoep

@@ -24,7 +24,7 @@ struct PlannerContext {
   int microbatches_per_step = 1;  // the trace's: replicas stay resident over a step's
   // False where the caller reads a decision's replica slots and tally only, never its routes
   // (a replay that neither hashes nor checks plans): a planner with a tally may then leave
-  // plan.routes empty (TopoEP does: writing them was a tenth of its record).
+  // plan.routes empty (every planner here does: writing them was a tenth of a TopoEP record).
   bool routes = true;
 };
 
