@@ -151,73 +151,83 @@ LayoutPlan layout_slots(const InstanceLayout& layout, const RoutingCounts& count
   return result;
 }
 
+// Splits the tokens as for_each_layout_route() does, summing the plan's tally and, where `out`
+// is not null, writing the routes there. Returns how many routes it wrote.
+std::size_t tally_layout(const InstanceLayout& layout, const InstanceIndex& index,
+                         const RoutingCounts& counts, const TopologyView& topology,
+                         PlanTally* tally, Route* out) {
+  const int R = counts.num_ranks(), E = counts.num_experts();
+  const RankCounters counters = zeroed_token_counters(R, tally);
+  // Each rank's node, looked up: a division per route would cost more than the route.
+  const std::vector<int> node_of = plan_cost_detail::node_of_ranks(topology);
+  plan_cost_detail::RouteRunCounter runs(counters, node_of.data());
+  // Instance tokens in a table small enough to stay in L1: one cell for an expert with no
+  // replica (its home), one per rank for a replicated one, at cell[e] + (dst & mask[e]). Plain
+  // adds, no branch per route: a dense [R][E] table was twice as slow, a first-touch list
+  // (InstanceTally) three times.
+  thread_local std::vector<std::int32_t> cell, mask;
+  thread_local std::vector<TokenCount> table;
+  cell.resize(static_cast<std::size_t>(E));
+  mask.resize(static_cast<std::size_t>(E));
+  std::int32_t cells = 0;
+  for (ExpertId e = 0; e < E; ++e) {
+    const bool replicated = layout.instances[e].size() > 1;
+    cell[e] = cells;
+    mask[e] = replicated ? -1 : 0;
+    cells += replicated ? R : 1;
+  }
+  table.assign(static_cast<std::size_t>(cells), 0);
+  // Plain pointers: a lambda names a thread_local through its TLS wrapper on every use.
+  TokenCount* const by_instance = table.data();
+  const std::int32_t* const cell_of = cell.data();
+  const std::int32_t* const mask_of = mask.data();
+  std::size_t written = 0;
+  auto add = [&](RankId src, int, ExpertId e, RankId dst, TokenCount tokens) {
+    runs.add(src, dst, tokens);
+    by_instance[cell_of[e] + (dst & mask_of[e])] += tokens;
+  };
+  if (out != nullptr) {
+    for_each_layout_route(index, counts, topology,
+                          [&](RankId src, int node, ExpertId e, RankId dst, TokenCount tokens) {
+                            add(src, node, e, dst, tokens);
+                            out[written++] = Route{src, e, dst, tokens};
+                          });
+  } else {
+    for_each_layout_route(index, counts, topology, add);
+  }
+  runs.flush();
+  tally->instances.clear();
+  for (ExpertId e = 0; e < E; ++e) {
+    const int width = mask_of[e] != 0 ? R : 1;
+    for (int k = 0; k < width; ++k) {
+      const TokenCount tokens = by_instance[cell_of[e] + k];
+      if (tokens <= 0) continue;
+      tally->instances.emplace_back(width == 1 ? layout.instances[e][0] : k, tokens);
+    }
+  }
+  return written;
+}
+
 LayoutPlan plan_with(const InstanceLayout& layout, const RoutingCounts& counts,
                      const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
                      bool write_routes) {
   LayoutPlan result = layout_slots(layout, counts, min_slots_per_rank);
-  const int R = counts.num_ranks(), E = counts.num_experts();
-  const InstanceIndex index(layout, topology, R);
+  const InstanceIndex index(layout, topology, counts.num_ranks());
   // Written through a pointer into route_bound() routes (RouteList leaves them unset), then
   // cut to the routes written.
-  Plan& plan = result.plan;
-  if (write_routes) plan.routes.resize(index.route_bound());
-  Route* const out = plan.routes.data();
+  RouteList& routes = result.plan.routes;
+  if (write_routes) routes.resize(index.route_bound());
+  Route* const out = write_routes ? routes.data() : nullptr;
   std::size_t written = 0;
-  if (tally == nullptr) {
+  if (tally != nullptr) {
+    written = tally_layout(layout, index, counts, topology, tally, out);
+  } else {
     for_each_layout_route(index, counts, topology,
                           [&](RankId src, int, ExpertId e, RankId dst, TokenCount tokens) {
                             out[written++] = Route{src, e, dst, tokens};
                           });
-  } else {
-    const RankCounters c = zeroed_token_counters(R, tally);
-    // Instance tokens in a table small enough to stay in L1: one cell for an expert with no
-    // replica (its home), one per rank for a replicated one, at cell[e] + (dst & mask[e]).
-    // Plain adds, no branch per route; a dense [R][E] table was twice as slow, a first-touch
-    // list (InstanceTally) three times.
-    thread_local std::vector<std::int32_t> cell, mask;
-    thread_local std::vector<TokenCount> instance_table;
-    cell.resize(static_cast<std::size_t>(E));
-    mask.resize(static_cast<std::size_t>(E));
-    std::int32_t cells = 0;
-    for (ExpertId e = 0; e < E; ++e) {
-      const bool replicated = layout.instances[e].size() > 1;
-      cell[e] = cells;
-      mask[e] = replicated ? -1 : 0;
-      cells += replicated ? R : 1;
-    }
-    instance_table.assign(static_cast<std::size_t>(cells), 0);
-    TokenCount* const by_instance = instance_table.data();
-    const std::int32_t* const cell_of = cell.data();
-    const std::int32_t* const mask_of = mask.data();
-    // Each rank's node, looked up: a division per route would cost more than the route.
-    const std::vector<int> node_of = plan_cost_detail::node_of_ranks(topology);
-    plan_cost_detail::RouteRunCounter runs(c, node_of.data());
-    auto tally_route = [&](RankId src, int, ExpertId e, RankId dst, TokenCount tokens) {
-      runs.add(src, dst, tokens);
-      by_instance[cell_of[e] + (dst & mask_of[e])] += tokens;
-      return Route{src, e, dst, tokens};
-    };
-    if (write_routes) {
-      for_each_layout_route(
-          index, counts, topology,
-          [&](RankId src, int src_node, ExpertId e, RankId dst, TokenCount tokens) {
-            out[written++] = tally_route(src, src_node, e, dst, tokens);
-          });
-    } else {
-      for_each_layout_route(index, counts, topology, tally_route);
-    }
-    runs.flush();
-    tally->instances.clear();
-    for (ExpertId e = 0; e < E; ++e) {
-      const int width = mask[e] != 0 ? R : 1;
-      for (int k = 0; k < width; ++k) {
-        const TokenCount tokens = by_instance[cell[e] + k];
-        if (tokens > 0)
-          tally->instances.emplace_back(width == 1 ? layout.instances[e][0] : k, tokens);
-      }
-    }
   }
-  plan.routes.resize(written);
+  routes.resize(written);
   return result;
 }
 
