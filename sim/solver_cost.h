@@ -26,8 +26,6 @@ double gemm_efficiency_at(const GemmEfficiencyCurve& curve, double tokens_per_ex
 // curve gives 0.
 double curve_instance_min_tokens(const GemmEfficiencyCurve& curve);
 
-// Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
-// ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
 // Throws the InputError picoseconds_in_range() names.
 [[noreturn]] void throw_picoseconds_out_of_range(double ps, const char* field);
 
@@ -44,6 +42,8 @@ inline Picoseconds picoseconds_in_range(double ps, const char* field) {
   return ps - static_cast<double>(whole) >= 0.5 ? whole + 1 : whole;
 }
 
+// Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
+// ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x

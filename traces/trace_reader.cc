@@ -121,6 +121,8 @@ bool TraceReader::next(TraceRecord& record) {
   // negative I32 cells found after the pass, so the loops stay branch-free.
   const int E = m.num_experts;
   bool negative = false;
+  // Counts of at most 32 bits, so neither a row's sum nor their total can overflow.
+  TokenCount total = 0;
   std::vector<TokenCount> row_sums(static_cast<std::size_t>(m.num_ranks));
   for (int src = 0; src < m.num_ranks; ++src) {
     const std::size_t first = static_cast<std::size_t>(src) * E;
@@ -142,6 +144,7 @@ bool TraceReader::next(TraceRecord& record) {
       }
     }
     row_sums[static_cast<std::size_t>(src)] = sum;
+    total += sum;
   }
   for (std::size_t i = 0; negative && i < cells; ++i) {
     if (values[i] < 0) {
@@ -161,9 +164,6 @@ bool TraceReader::next(TraceRecord& record) {
   record.step = id[0];
   record.microbatch = id[1];
   record.layer = id[2];
-  // Counts of at most 32 bits, so neither a row's sum nor theirs can overflow.
-  TokenCount total = 0;
-  for (const TokenCount row : row_sums) total += row;
   record.counts = RoutingCounts::from_summed(m.num_ranks, m.num_experts, std::move(values), total);
   ++next_record_;
   if (++in_chunk_ == chunk.num_records) {

@@ -60,6 +60,7 @@ class LayerSolve {
 #endif
   }
   TOPOEP_HOST_DEVICE void clear_stuck();
+  TOPOEP_HOST_DEVICE void flag_holders(ExpertId expert, std::uint8_t* flags, std::uint8_t value);
   TOPOEP_HOST_DEVICE void mark_helpers(RankId rank);
   TOPOEP_HOST_DEVICE void unstick_near(RankId rank);
   TOPOEP_HOST_DEVICE std::int32_t run(Move* log, RunKind kind, std::int32_t* best_moves);

@@ -88,25 +88,31 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::clear_stuck() {
   for (RankId r = 0; r < R; ++r) helper[r] = 0;
 }
 
+// Sets flags[r] to `value` for every rank r holding an instance of `expert`: its home and each
+// of its replicas.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::flag_holders(ExpertId expert,
+                                                                 std::uint8_t* flags,
+                                                                 std::uint8_t value) {
+  flags[in_.home_rank[expert]] = value;
+  for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
+    flags[w_.slot_rank[j]] = value;
+  }
+}
+
 // Clears the stuck marks of `rank` and of every rank holding an instance of an expert that
 // `rank` holds (with tokens or not): a move changes its two ranks' loads and instances, and
 // these are the ranks whose candidates read them (a new replica's cost reads the replicas'
 // weights and chains, which a move changes only through replica_changes_).
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::unstick_near(RankId rank) {
-  auto unstick_instances_of = [&](ExpertId expert) {
-    w_.rank_stuck[in_.home_rank[expert]] = 0;
-    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
-      w_.rank_stuck[w_.slot_rank[j]] = 0;
-    }
-  };
   w_.rank_stuck[rank] = 0;
   for (std::int32_t i = w_.home_begin[rank]; i < w_.home_begin[rank + 1]; ++i) {
-    unstick_instances_of(w_.home_experts[i]);
+    flag_holders(w_.home_experts[i], w_.rank_stuck, 0);
   }
   for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
     const ExpertId expert = w_.slot_expert[slot_index(rank, slot)];
-    if (expert != kNoExpert) unstick_instances_of(expert);
+    if (expert != kNoExpert) flag_holders(expert, w_.rank_stuck, 0);
   }
 }
 
@@ -114,10 +120,7 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::unstick_near(RankId rank) {
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::mark_helpers(RankId rank) {
   auto mark_instances_of = [&](ExpertId expert, std::int32_t) {
-    w_.rank_helper[in_.home_rank[expert]] = 1;
-    for (std::int32_t j = w_.expert_first_slot[expert]; j >= 0; j = w_.slot_next[j]) {
-      w_.rank_helper[w_.slot_rank[j]] = 1;
-    }
+    flag_holders(expert, w_.rank_helper, 1);
   };
   for_each_loaded_instance(rank, mark_instances_of);
   w_.rank_helper[rank] = 0;

@@ -67,8 +67,8 @@ struct PlannerDecision {
   Plan plan;
   std::vector<ExpertId> resident;  // [R][S] replicas already in place (free), or empty
   PlannerOverhead overhead;
-  // The plan's sums where the planner has them (TopoEP's solver), priced instead of its
-  // routes; empty: priced from the routes.
+  // The plan's sums (every planner here hands them over), priced instead of its routes;
+  // empty: priced from the routes.
   PlanTally tally;
 };
 
