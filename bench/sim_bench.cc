@@ -37,12 +37,14 @@ const std::string& bench_trace() {
   return path;
 }
 
-void BM_Replay(benchmark::State& state, const std::string& planner, bool plan_hashes) {
+void time_replay(benchmark::State& state, const std::string& planner, bool plan_hashes,
+                 const PlannerOptions& options) {
   SimConfig config;
   config.plan_hashes = plan_hashes;
   config.topology = load_topology("h800-4x8");
   config.model = load_model("deepseek-v3");
   config.planners = {planner};
+  config.planner_options = options;
   config.threads = 1;
   const std::string& trace = bench_trace();
   std::int64_t records = 0;
@@ -52,6 +54,10 @@ void BM_Replay(benchmark::State& state, const std::string& planner, bool plan_ha
   }
   state.counters["records_per_s"] =
       benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
+}
+
+void BM_Replay(benchmark::State& state, const std::string& planner, bool plan_hashes) {
+  time_replay(state, planner, plan_hashes, PlannerOptions{});
 }
 // With plan hashes (simulate's per_layer.csv) and without (a sweep's totals).
 BENCHMARK_CAPTURE(BM_Replay, topoep, std::string("topoep"), true)->Unit(benchmark::kMillisecond);
@@ -66,6 +72,22 @@ BENCHMARK_CAPTURE(BM_Replay, eplb_no_hash, std::string("eplb"), false)
 BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"), true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, shadowing_no_hash, std::string("shadowing"), false)
+    ->Unit(benchmark::kMillisecond);
+
+// TopoEP with each search capped at this many moves (PlannerOptions::topoep_max_moves,
+// `simulate --topoep-max-moves`), without plan hashes: the solver's work against the step time
+// its plans reach (bench/README.md). The default cap, 4 R (S + 1), is 256 moves here.
+void BM_ReplayTopoepCapped(benchmark::State& state) {
+  PlannerOptions options;
+  options.topoep_max_moves = static_cast<int>(state.range(0));
+  time_replay(state, "topoep", false, options);
+}
+BENCHMARK(BM_ReplayTopoepCapped)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(32)
+    ->Arg(64)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -19,7 +19,8 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
-                                               "topoep_replica_uses"};
+                                               "topoep_replica_uses",
+                                               "topoep_max_moves"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
 bool contains(const std::vector<std::string>& list, const std::string& key) {
@@ -171,7 +172,8 @@ class GridReader {
       return;
     }
     if (contains(kIntegerKeys, key)) {
-      const std::int64_t min = key == "slots" ? 0 : 1;
+      // 0 spare slots is a cluster; 0 moves is the solver's default cap.
+      const std::int64_t min = key == "slots" || key == "topoep_max_moves" ? 0 : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
           v.get<std::int64_t>() > 1000000) {
         fail(where, "must be an integer >= " + std::to_string(min));
@@ -287,6 +289,7 @@ class GridReader {
       o.eplb_window_steps = get("eplb_window_steps", o.eplb_window_steps);
       o.topoep_replica_uses = get("topoep_replica_uses", o.topoep_replica_uses);
       o.topoep_ib_load_slack = get("topoep_ib_load_slack", o.topoep_ib_load_slack);
+      o.topoep_max_moves = get("topoep_max_moves", o.topoep_max_moves);
       c.planners = planners;
       c.threads = 1;
       if (o.eplb_period_steps < 1 || o.eplb_window_steps < 1) {
@@ -324,7 +327,8 @@ class GridReader {
                        {"eplb_period_steps", o.eplb_period_steps},
                        {"eplb_window_steps", o.eplb_window_steps},
                        {"topoep_replica_uses", o.topoep_replica_uses},
-                       {"topoep_ib_load_slack", o.topoep_ib_load_slack}};
+                       {"topoep_ib_load_slack", o.topoep_ib_load_slack},
+                       {"topoep_max_moves", o.topoep_max_moves}};
     } catch (const InputError& error) {
       fail(key_for(error.field(), values),
            "point " + std::to_string(index) + " " + point.key + ": " + error.what());
@@ -364,7 +368,8 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "eplb_period_steps",
                                                    "eplb_window_steps",
                                                    "topoep_replica_uses",
-                                                   "topoep_ib_load_slack"};
+                                                   "topoep_ib_load_slack",
+                                                   "topoep_max_moves"};
   return columns;
 }
 

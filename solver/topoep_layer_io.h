@@ -57,6 +57,10 @@ struct TopoepParams {
   std::int32_t ib_load_slack_permille = kDefaultIbLoadSlackPermille;
 };
 
+// The largest cap a caller may set (TopoepProblem::max_moves): two move logs of this many
+// 64-byte moves are 128 MB of workspace per thread.
+constexpr std::int32_t kMaxMovesCap = 1000000;
+
 // 4 R (S + 1): enough for every replica slot to be filled and levelled several times over.
 TOPOEP_HOST_DEVICE inline std::int32_t default_max_moves(const TopoepShape& shape) {
   return 4 * shape.num_ranks * (shape.slots_per_rank + 1);

@@ -198,6 +198,11 @@ void check_topoep_problem(const TopoepProblem& problem) {
         "ib_load_slack_permille",
         "must be 0 to 1000 (got " + std::to_string(problem.ib_load_slack_permille) + ")");
   }
+  if (problem.max_moves < 0 || problem.max_moves > kMaxMovesCap) {
+    throw InputError("max_moves", "must be 0 (the default, 4 R (S + 1)) to " +
+                                      std::to_string(kMaxMovesCap) + " (got " +
+                                      std::to_string(problem.max_moves) + ")");
+  }
   if (problem.placement.num_ranks != problem.topology.num_ranks()) {
     throw InputError("placement", "covers " + std::to_string(problem.placement.num_ranks) +
                                       " ranks, the topology has " +

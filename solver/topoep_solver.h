@@ -22,7 +22,10 @@ struct TopoepProblem {
   TopologyView topology;
   Placement placement;  // home ranks and S spare slots per rank
   CostParams cost;
-  int max_moves = 0;  // 0: default_max_moves() of topoep_algorithm.h
+  // A cap on each search's moves, 1 to kMaxMovesCap, or 0: default_max_moves() of
+  // topoep_layer_io.h. The search ends there and keeps its best prefix so far: a smaller cap
+  // bounds the solve's work at some cost to the plan.
+  int max_moves = 0;
   // TopoepParams::ib_load_slack_permille: how far above the mean load, in thousandths of it,
   // compute may be traded for IB time; 0 to 1000.
   int ib_load_slack_permille = kDefaultIbLoadSlackPermille;

@@ -118,6 +118,14 @@ expect_text "unknown planner lists the planners" "$work/out" "eplb-microbatch"
 "$topoep" solve --counts "$work/counts.json" --planner eplb --ib-slack 0.05 >"$work/out" 2>&1
 expect "--ib-slack with another planner than topoep exits 2" 2 $?
 expect_text "--ib-slack says whose option it is" "$work/out" "--ib-slack: applies to the topoep planner only, not 'eplb'"
+"$topoep" solve --counts "$work/counts.json" --planner static --max-moves 8 >"$work/out" 2>&1
+expect "--max-moves with another planner than topoep exits 2" 2 $?
+expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep planner only, not 'static'"
+"$topoep" solve --counts "$work/counts.json" --max-moves 2 --json >"$work/capped.json" 2>"$work/out"
+expect "solve takes a move cap" 0 $?
+"$topoep" solve --counts "$work/counts.json" --max-moves -1 >"$work/out" 2>&1
+expect "solve rejects a negative move cap" 2 $?
+expect_text "the bad cap is named" "$work/out" "--max-moves"
 
 "$topoep" solve --counts "$work/counts.json" --threads 2 >"$work/out" 2>&1
 expect "solve table exits 0" 0 $?
@@ -313,6 +321,14 @@ expect_text "summary.json records the IB load slack" "$work/slack/summary.json" 
   --topoep-ib-slack 1.5 >"$work/out" 2>&1
 expect "simulate rejects an IB load slack above 1" 2 $?
 expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --topoep-max-moves 4 --out "$work/capped" >"$work/out" 2>&1
+expect "simulate takes a move cap" 0 $?
+expect_text "summary.json records the move cap" "$work/capped/summary.json" '"topoep_max_moves": 4'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners eplb,static --topoep-max-moves 4 >"$work/out" 2>&1
+expect "simulate refuses a move cap without the topoep planner" 2 $?
+expect_text "the cap and its planner are named" "$work/out" "--topoep-max-moves: applies to the topoep planner"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners eplb-microbatch,static --eplb-period 2 >"$work/out" 2>&1
 expect "simulate refuses an EPLB option without the eplb planner" 2 $?

@@ -254,6 +254,23 @@ TEST(Planners, TopoepWeighsGradientsOverTheStepsRemainingMicrobatches) {
   }
 }
 
+// PlannerOptions::topoep_max_moves is the solver's move cap: the planner's plan is the capped
+// solver's, and a cap of one move plans differently from the default here.
+TEST(Planners, TopoepCapsEachSearchAtTheOptionsMoves) {
+  const PlannerContext context = context_for(64, 32, 1, false);
+  const RoutingCounts counts = record_counts(64, 32, 1);
+  PlannerOptions options;
+  options.topoep_max_moves = 1;
+  const PlannerDecision capped = make_planner("topoep", context, options)->plan(RecordId{}, counts);
+  TopoepHostSolver solver(TopoepProblem{context.topology, context.placement, context.cost, 1});
+  Plan expected;
+  EXPECT_EQ(solver.solve(counts, {}, &expected), 1);
+  EXPECT_EQ(plan_hash(capped.plan), plan_hash(expected));
+  const PlannerDecision full =
+      make_planner("topoep", context, PlannerOptions{})->plan(RecordId{}, counts);
+  EXPECT_NE(plan_hash(capped.plan), plan_hash(full.plan));
+}
+
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {
   const PlannerContext context = context_for(64, 32, 1, false);
   auto planner = make_planner("topoep", context, PlannerOptions{});

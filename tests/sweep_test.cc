@@ -109,6 +109,10 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "topoep_ib_load_slack[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_replica_uses": [0]})"),
             "topoep_replica_uses[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_max_moves": [-1]})"),
+            "topoep_max_moves[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_max_moves": [0.5]})"),
+            "topoep_max_moves[0]");
 }
 
 // A planner option swept while none of its planners is compared would only repeat points.
@@ -148,13 +152,17 @@ TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
   const SweepGrid grid = load_sweep_grid(write_grid("topoep_options.json", R"({
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
     "topoep_ib_load_slack": [0, 0.05],
-    "topoep_replica_uses": [1]
+    "topoep_replica_uses": [1],
+    "topoep_max_moves": [0, 16]
   })"));
-  ASSERT_EQ(grid.points.size(), 2u);
+  ASSERT_EQ(grid.points.size(), 4u);
   EXPECT_EQ(grid.points[0].config.planner_options.topoep_ib_load_slack, 0.0);
-  EXPECT_EQ(grid.points[1].config.planner_options.topoep_ib_load_slack, 0.05);
-  EXPECT_EQ(grid.points[1].config.planner_options.topoep_replica_uses, 1);
-  EXPECT_EQ(grid.points[1].columns["topoep_ib_load_slack"], 0.05);
+  EXPECT_EQ(grid.points[2].config.planner_options.topoep_ib_load_slack, 0.05);
+  EXPECT_EQ(grid.points[2].config.planner_options.topoep_replica_uses, 1);
+  EXPECT_EQ(grid.points[2].columns["topoep_ib_load_slack"], 0.05);
+  EXPECT_EQ(grid.points[0].config.planner_options.topoep_max_moves, 0);
+  EXPECT_EQ(grid.points[1].config.planner_options.topoep_max_moves, 16);
+  EXPECT_EQ(grid.points[1].columns["topoep_max_moves"], 16);
 }
 
 TEST(Sweep, ResultsDoNotDependOnThreadsOrShards) {

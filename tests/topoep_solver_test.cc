@@ -212,6 +212,36 @@ TEST(TopoepSolverInputs, RejectsAnIbLoadSlackOutsideZeroToAThousandPermille) {
   }
 }
 
+TEST(TopoepSolverInputs, RejectsAMoveCapBelowZeroOrPastItsLimit) {
+  TopoepProblem problem = small_problem();
+  for (const int cap : {-1, kMaxMovesCap + 1}) {
+    problem.max_moves = cap;
+    EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
+              "max_moves");
+  }
+}
+
+// A cap ends each search there (the greedy and the IB levelling share it; a second run has its
+// own), and the plan is the best prefix found so far: still valid and never predicted slower
+// than the static plan.
+TEST(TopoepSolver, StopsEachSearchAtTheMoveCap) {
+  for (const CorpusCase& c : corpus()) {
+    if (c.problem.placement.slots_per_rank == 0) continue;
+    for (const int cap : {1, 3, 10}) {
+      TopoepProblem problem = c.problem;
+      problem.max_moves = cap;
+      TopoepHostSolver solver(problem);
+      Plan plan;
+      const int moves = solver.solve(c.counts, {}, &plan);
+      EXPECT_LE(moves, cap) << c.name;
+      EXPECT_LE(solver.last_searched_moves(), 2 * cap) << c.name;
+      EXPECT_FALSE(find_plan_violation(c.counts, problem.placement, plan, nullptr)) << c.name;
+      const LayerPlan capped = solve_topoep(problem, c.counts);
+      EXPECT_LE(capped.cost.times.total, capped.static_cost.times.total) << c.name;
+    }
+  }
+}
+
 TEST(TopoepSolverInputs, RejectsBadResidentReplicas) {
   const TopoepProblem problem = small_problem();
   const RoutingCounts counts(8, 16);

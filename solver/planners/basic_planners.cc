@@ -19,7 +19,7 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 }
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
-    : problem_{context.topology, context.placement, context.cost, 0,
+    : problem_{context.topology, context.placement, context.cost, options.topoep_max_moves,
                static_cast<int>(std::lround(options.topoep_ib_load_slack * 1000))},
       microbatches_per_step_(context.microbatches_per_step),
       routes_(context.routes),

@@ -42,6 +42,9 @@ struct PlannerOptions {
   // How far above the mean load TopoEP may raise a GPU's compute to save IB time, as a
   // fraction of the mean (TopoepProblem::ib_load_slack_permille, rounded to thousandths)
   double topoep_ib_load_slack = 0.01;
+  // A cap on the moves of each of TopoEP's searches (TopoepProblem::max_moves), to weigh plan
+  // quality against the solver's work; 0: the solver's default, 4 R (S + 1)
+  int topoep_max_moves = 0;
 };
 
 struct PlannerOverhead {

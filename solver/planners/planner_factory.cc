@@ -79,7 +79,7 @@ std::vector<std::string> planner_names() {
 
 std::vector<std::string> planners_reading_option(const std::string& field) {
   if (field == "topoep_solve_us" || field == "topoep_replica_uses" ||
-      field == "topoep_ib_load_slack") {
+      field == "topoep_ib_load_slack" || field == "topoep_max_moves") {
     return {"topoep"};
   }
   if (field == "eplb_period_steps" || field == "eplb_window_steps") return {"eplb"};

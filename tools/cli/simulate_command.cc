@@ -10,6 +10,7 @@
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
+#include "solver/topoep_layer_io.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
 
@@ -134,6 +135,11 @@ void add_simulate_command(CLI::App& app) {
                    "compute to save IB time")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  simulate
+      ->add_option("--topoep-max-moves", o->planner.topoep_max_moves,
+                   "Cap on the moves of each TopoEP search (0: 4 R (S + 1))")
+      ->check(CLI::Range(0, static_cast<int>(kMaxMovesCap)))
+      ->capture_default_str();
   simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
       ->capture_default_str();
   simulate
@@ -146,6 +152,7 @@ void add_simulate_command(CLI::App& app) {
   for (const auto& [flag, field] : {std::pair{"--topoep-solve-us", "topoep_solve_us"},
                                     std::pair{"--topoep-replica-uses", "topoep_replica_uses"},
                                     std::pair{"--topoep-ib-slack", "topoep_ib_load_slack"},
+                                    std::pair{"--topoep-max-moves", "topoep_max_moves"},
                                     std::pair{"--eplb-period", "eplb_period_steps"},
                                     std::pair{"--eplb-window", "eplb_window_steps"}}) {
     owned.emplace_back(simulate->get_option(flag), planners_reading_option(field));

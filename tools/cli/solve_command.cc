@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "common/preset_source.h"
 #include "models/model_json.h"
@@ -36,6 +37,7 @@ struct SolveOptions {
   bool no_weight_cost = false;
   bool linear_compute = false;
   double ib_slack = PlannerOptions{}.topoep_ib_load_slack;  // as `simulate`'s default
+  int max_moves = 0;                                        // the solver's default
   std::string planner = "topoep";
   int threads = 1;
   std::string backend = "host";
@@ -135,6 +137,7 @@ void run_solve(const SolveOptions& options) {
       derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
   if (options.linear_compute) problem.cost.instance_min_tokens = 0;
   problem.ib_load_slack_permille = static_cast<int>(std::lround(options.ib_slack * 1000));
+  problem.max_moves = options.max_moves;
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   const PlannerContext context{problem.topology, problem.placement, problem.cost};
 
@@ -242,6 +245,12 @@ void add_solve_command(CLI::App& app) {
                        "may rise to save IB time")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
+  CLI::Option* max_moves =
+      solve
+          ->add_option("--max-moves", options->max_moves,
+                       "TopoEP: cap on the moves of each search (0: 4 R (S + 1))")
+          ->check(CLI::Range(0, static_cast<int>(kMaxMovesCap)))
+          ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
                    "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
@@ -256,13 +265,16 @@ void add_solve_command(CLI::App& app) {
       "--check", options->check,
       "Validate every plan (and the loads and bytes it is reported with); stop at the first "
       "invalid one");
-  solve->callback([options, ib_slack] {
-    // Another planner would ignore it: the plans would not be what was asked for.
-    const std::vector<std::string> readers = planners_reading_option("topoep_ib_load_slack");
-    if (ib_slack->count() > 0 &&
-        std::find(readers.begin(), readers.end(), options->planner) == readers.end()) {
-      throw InputError("--ib-slack",
-                       "applies to the topoep planner only, not '" + options->planner + "'");
+  solve->callback([options, ib_slack, max_moves] {
+    // Another planner would ignore them: the plans would not be what was asked for.
+    for (const auto& [option, field] :
+         {std::pair{ib_slack, "topoep_ib_load_slack"}, std::pair{max_moves, "topoep_max_moves"}}) {
+      const std::vector<std::string> readers = planners_reading_option(field);
+      if (option->count() > 0 &&
+          std::find(readers.begin(), readers.end(), options->planner) == readers.end()) {
+        throw InputError(option->get_name(),
+                         "applies to the topoep planner only, not '" + options->planner + "'");
+      }
     }
     run_solve(*options);
   });
