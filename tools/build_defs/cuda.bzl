@@ -89,11 +89,16 @@ def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_flags = [], visibility =
         target_compatible_with = CUDA_ONLY,
         visibility = ["//visibility:private"],
     )
+    # Never a shared object: the CUDA runtime is linked statically (libcudart_static.a) into
+    # the executable, which does not export it, so a test linking this library as a .so (as
+    # cc_test does by default) died at load with "undefined symbol: __cudaPopCallConfiguration"
+    # on every machine, a GPU's too.
     native.cc_library(
         name = name,
         srcs = [":" + name + "_nvcc"],
         hdrs = hdrs,
         deps = deps + ["@cuda//:cudart"],
+        linkstatic = True,
         target_compatible_with = CUDA_ONLY,
         visibility = visibility,
         **kwargs
