@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -546,9 +547,27 @@ RandomCase random_case(std::uint64_t seed) {
   return c;
 }
 
+// The random inputs' seeds: 1 to 20,000, or FIRST-LAST from TOPOEP_PROPERTY_SEEDS for a wider
+// sweep (bazel test --test_env=TOPOEP_PROPERTY_SEEDS=1-1200000 ...; about 0.25 ms a seed at
+// -c opt). 2,000 seeds once missed a case that 1 seed in 12,500 hits
+// (tests/resident_replicas_test.cc).
+std::pair<std::uint64_t, std::uint64_t> property_seeds() {
+  const char* text = std::getenv("TOPOEP_PROPERTY_SEEDS");
+  if (text == nullptr) return {1, 20000};
+  unsigned long long first = 0, last = 0;
+  char end = 0;
+  if (std::sscanf(text, "%llu-%llu%c", &first, &last, &end) != 2 || first < 1 || last < first) {
+    ADD_FAILURE() << "TOPOEP_PROPERTY_SEEDS: expected FIRST-LAST with 1 <= FIRST <= LAST, got '"
+                  << text << "'";
+    return {1, 0};
+  }
+  return {first, last};
+}
+
 TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
-  int solved = 0;
-  for (std::uint64_t seed = 1; seed <= 2000; ++seed) {
+  const auto [first_seed, last_seed] = property_seeds();
+  std::uint64_t solved = 0;
+  for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     const RandomCase c = random_case(seed);
     LayerPlan result;
     try {
@@ -619,7 +638,12 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     solver.solve(c.counts, c.resident, &again, c.owed_holders);
     EXPECT_EQ(plan_hash(again), plan_hash(owing)) << "seed " << seed;
   }
-  EXPECT_GT(solved, 1500);
+  // Most draws pass the range check; checked from a thousand seeds on, since a handful of
+  // seeds may all be refused.
+  const std::uint64_t seeds = last_seed + 1 - first_seed;
+  if (seeds >= 1000) {
+    EXPECT_GE(solved * 4, seeds * 3);
+  }
 }
 
 TEST(TopoepSolverInputs, RejectsCountsWhoseTimesWouldOverflowThePicosecondRange) {
@@ -643,20 +667,6 @@ TEST(TopoepSolverInputs, RejectsABandwidthPastTheArithmeticsRange) {
   problem.cost.scale_up.bytes_per_us = 2000000000000;  // 2 PB/s
   EXPECT_EQ(testing::input_error_field([&] { solve_topoep(problem, RoutingCounts(8, 16)); }),
             "scale_up.bytes_per_us");
-}
-
-TEST(TopoepSolverInputs, UsesResidentReplicasForFree) {
-  // All tokens go to expert 0 (home rank 0); a replica of it already sits on every other rank.
-  TopoepProblem problem = small_problem();
-  problem.cost = testing::corpus_cost(true);
-  RoutingCounts counts(8, 16);
-  for (RankId src = 0; src < 8; ++src) counts.set(src, 0, 1000);
-  std::vector<ExpertId> resident(8, 0);
-  resident[0] = kNoExpert;
-  const LayerPlan result = solve_topoep(problem, counts, resident);
-  EXPECT_EQ(result.cost.new_replicas, 0);
-  EXPECT_LT(result.cost.max_mean_load(), 1.05);
-  EXPECT_FALSE(find_plan_violation(counts, problem.placement, result.plan));
 }
 
 }  // namespace

@@ -148,6 +148,7 @@ class LayerSolve {
     *link = w_.slot_next[j];
   }
   TOPOEP_HOST_DEVICE bool hosts(RankId rank, ExpertId expert) const;
+  TOPOEP_HOST_DEVICE bool was_resident(RankId rank, ExpertId expert) const;
   TOPOEP_HOST_DEVICE std::int64_t free_slot(RankId rank) const;
   TOPOEP_HOST_DEVICE bool has_free_slot(RankId rank) const;
   TOPOEP_HOST_DEVICE void find_open_ranks();

@@ -181,6 +181,21 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::hosts(RankId rank, ExpertId 
   return false;
 }
 
+// Whether `rank` held a replica of `expert` when the solve began (TopoepLayerInput::resident).
+// The search may evict such a replica while it is idle and make it again later in another
+// slot; the plan lists a rank's replicas as a set, so it is the resident replica kept, not a
+// new one: its weights do not move and it joins no gradient chain (predict_plan_cost() prices
+// it so).
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::was_resident(RankId rank,
+                                                                 ExpertId expert) const {
+  if (in_.resident == nullptr) return false;
+  for (int slot = 0; slot < s_.slots_per_rank; ++slot) {
+    if (in_.resident[slot_index(rank, slot)] == expert) return true;
+  }
+  return false;
+}
+
 // The slot a new replica on `rank` would take: the lowest empty slot, else the lowest slot
 // whose replica has gone idle (it is evicted); -1 when the rank is full.
 template <typename Threads>

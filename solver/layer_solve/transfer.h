@@ -156,7 +156,7 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::apply(Move move) {
     if (w_.slot_expert[j] != kNoExpert) unlink_slot(j);
     w_.slot_expert[j] = move.expert;
     link_slot(j);
-    w_.slot_is_new[j] = 1;
+    w_.slot_is_new[j] = was_resident(move.to_rank, move.expert) ? 0 : 1;
     w_.slot_tokens[j] = 0;
     clear_slot_flows(j);
     move.to_slot = static_cast<std::int32_t>(j);
