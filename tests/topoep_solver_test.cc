@@ -13,7 +13,10 @@
 #include <memory>
 #include <sstream>
 
+#include "solver/gradient_chains.h"
 #include "solver/input_error.h"
+#include "solver/phase_times.h"
+#include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
 #include "solver/static_plan.h"
@@ -459,6 +462,50 @@ void expect_tally_matches_routes(const PlanTally& tally, const TopoepProblem& pr
   EXPECT_EQ(tallied, routed) << where;
 }
 
+// The gradient phase the search weighs with owed holders (`owed`, [E][R]; solver/README.md,
+// "Gradients the step owes"), from scratch, for one use: the chains of the owed holders and of
+// the plan's new replicas together, less the owed holders' chains alone.
+Picoseconds owed_gradient_phase(const TopoepProblem& problem, const Plan& plan,
+                                const std::vector<ExpertId>& resident,
+                                const std::vector<std::uint8_t>& owed) {
+  const int R = plan.num_ranks, E = plan.num_experts, S = plan.slots_per_rank;
+  std::vector<std::vector<RankId>> owed_by_expert(E), all_by_expert(E);
+  for (ExpertId e = 0; e < E; ++e) {
+    for (RankId r = 0; r < R; ++r) {
+      if (owed[static_cast<std::size_t>(e) * R + r] == 0) continue;
+      owed_by_expert[e].push_back(r);
+      all_by_expert[e].push_back(r);
+    }
+  }
+  for (RankId r = 0; r < R; ++r) {
+    for (int k = 0; k < S; ++k) {
+      const ExpertId e = plan.replica_expert[static_cast<std::size_t>(r) * S + k];
+      const auto kept = resident.begin() + static_cast<std::ptrdiff_t>(r) * S;
+      if (e == kNoExpert || (!resident.empty() && std::find(kept, kept + S, e) != kept + S)) {
+        continue;  // resident replicas are kept for free and join no chain
+      }
+      all_by_expert[e].push_back(r);
+    }
+  }
+  std::vector<std::int32_t> owed_counts(4 * static_cast<std::size_t>(R), 0);
+  std::vector<std::int32_t> all_counts(4 * static_cast<std::size_t>(R), 0);
+  GradientHops hops;
+  for (ExpertId e = 0; e < E; ++e) {
+    std::vector<RankId>& all = all_by_expert[e];
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    const RankId home = problem.placement.home_rank[e];
+    add_gradient_chain(home, owed_by_expert[e].data(), static_cast<int>(owed_by_expert[e].size()),
+                       problem.topology, owed_counts.data(), hops);
+    add_gradient_chain(home, all.data(), static_cast<int>(all.size()), problem.topology,
+                       all_counts.data(), hops);
+  }
+  const Bytes bytes = problem.cost.replica_gradient_bytes;
+  const Picoseconds owed_ps = gradient_chains_ps(owed_counts.data(), R, bytes, problem.cost);
+  const Picoseconds all_ps = gradient_chains_ps(all_counts.data(), R, bytes, problem.cost);
+  return all_ps > owed_ps ? all_ps - owed_ps : 0;
+}
+
 // The random inputs' seeds: 1 to 20,000, or FIRST-LAST from TOPOEP_PROPERTY_SEEDS for a wider
 // sweep (bazel test --test_env=TOPOEP_PROPERTY_SEEDS=1-1200000 ...; about 0.25 ms a seed at
 // -c opt). 2,000 seeds once missed a case that 1 seed in 12,500 hits
@@ -528,8 +575,8 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
     EXPECT_EQ(searched.backward_compute, priced.backward_compute) << "seed " << seed;
     EXPECT_EQ(searched.backward_transfer, priced.backward_transfer) << "seed " << seed;
     if (c.owed_holders.empty()) continue;
-    // Owed holders change what a replica costs, never what a plan may be. (Its predicted time
-    // is the solver's own, against the step's owed reduction: not predict_plan_cost()'s.)
+    // Owed holders change what a replica costs, never what a plan may be. (Its gradient phase
+    // is counted beyond the step's owed reduction: owed_gradient_phase(), below.)
     try {
       check_topoep_inputs(c.problem, c.counts, c.resident, c.owed_holders);
     } catch (const InputError& error) {
@@ -547,6 +594,13 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
                                                   c.resident, c.problem.cost);
     EXPECT_LE(owing_cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
         << "seed " << seed;
+    // The search's phases with owed holders: predict_plan_cost()'s, but the gradient phase
+    // counted beyond the owed chains.
+    const PhaseTimes owed_times = solver.last_predicted();
+    const Picoseconds gradient = owed_gradient_phase(c.problem, owing, c.resident, c.owed_holders);
+    EXPECT_EQ(owed_times.gradient, gradient) << "seed " << seed << ", owed holders";
+    EXPECT_EQ(owed_times.total, owing_cost.times.total - owing_cost.times.gradient + gradient)
+        << "seed " << seed << ", owed holders";
     solver.solve(c.counts, c.resident, &again, c.owed_holders);
     EXPECT_EQ(plan_hash(again), plan_hash(owing)) << "seed " << seed;
   }
