@@ -603,6 +603,23 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
         << "seed " << seed << ", owed holders";
     solver.solve(c.counts, c.resident, &again, c.owed_holders);
     EXPECT_EQ(plan_hash(again), plan_hash(owing)) << "seed " << seed;
+    // Shared over the microbatches a new replica can serve: the gradient phase's share.
+    const int uses = 2 + static_cast<int>(seed % 3);
+    Plan shared;
+    solver.solve(c.counts, c.resident, &shared, c.owed_holders, uses);
+    EXPECT_FALSE(find_plan_violation(c.counts, c.problem.placement, shared, nullptr))
+        << "seed " << seed << ", " << uses << " uses";
+    const PlanCost shared_cost = predict_plan_cost(c.problem.topology, c.problem.placement, shared,
+                                                   c.resident, c.problem.cost);
+    const Picoseconds share =
+        owed_gradient_phase(c.problem, shared, c.resident, c.owed_holders) / uses;
+    EXPECT_EQ(solver.last_predicted().gradient, share)
+        << "seed " << seed << ", " << uses << " uses";
+    EXPECT_EQ(solver.last_predicted().total,
+              shared_cost.times.total - shared_cost.times.gradient + share)
+        << "seed " << seed << ", " << uses << " uses";
+    EXPECT_LE(shared_cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
+        << "seed " << seed << ", " << uses << " uses";
   }
   // Most draws pass the range check; checked from a thousand seeds on, since a handful of
   // seeds may all be refused.
