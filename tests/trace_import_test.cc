@@ -136,6 +136,44 @@ TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
   EXPECT_EQ(x.counts.values(), y.counts.values());
 }
 
+// The message of the FileInputError `action` throws, or "<no error>".
+std::string file_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const FileInputError& error) {
+    return error.what();
+  }
+  return "<no error>";
+}
+
+TEST(TraceImport, LayersThatDoNotHoldTheSameTokensAreNamedByFileAndLine) {
+  // ESFT: line 2 (a sequence) of layer 2 has 3 tokens where layer 1's has 2.
+  const std::string esft = fresh("esft_mismatch");
+  fs::create_directories(esft);
+  std::ofstream(esft + "/expert_weights_1.txt") << "0\t1\t\t0.5\t0.5\n2\t3\t\t1\t1\n";
+  std::ofstream(esft + "/expert_weights_2.txt") << "0\t1\t\t0.5\t0.5\n2\t3\t1\t\t1\t1\t1\n";
+  const std::string out = fresh("esft_mismatch.trace");
+  const std::string esft_error = file_error([&] {
+    import_esft(esft, 2, 4, 1, ImportShape{1, 1, 1, 1}, PackingOptions{}, out);
+  });
+  EXPECT_EQ(esft_error, esft + "/expert_weights_2.txt: line 2 holds 3 tokens where " + esft +
+                            "/expert_weights_1.txt's holds 2: every layer must hold the same "
+                            "tokens, in the same order");
+  EXPECT_FALSE(fs::exists(out));
+  // Top-k CSV, one file per layer: the second file is a token short.
+  const std::string topk = fresh("topk_mismatch");
+  fs::create_directories(topk);
+  std::ofstream(topk + "/layer1.csv") << "e\n0\n1\n2\n";
+  std::ofstream(topk + "/layer2.csv") << "e\n0\n1\n";
+  const std::string topk_error = file_error([&] {
+    import_token_files("topk-csv", topk, 4, 1, ImportShape{1, 1, 1, 1}, PackingOptions{}, out);
+  });
+  EXPECT_EQ(topk_error, topk + "/layer2.csv: holds 2 tokens where " + topk +
+                            "/layer1.csv holds 3: every layer must hold the same tokens, in the "
+                            "same order");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units) {
   TokenUnits result;
   for (const auto& unit : units) result.add_unit(unit.data(), unit.data() + unit.size());

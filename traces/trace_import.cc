@@ -33,19 +33,45 @@ TokenUnits token_runs(std::vector<ExpertId> experts, int top_k, int unit_tokens)
   return units;
 }
 
+// Every layer must hold the same tokens, cut into the same units, so that a record's layers see
+// the same tokens: throws FileInputError naming the first layer's files that do not, with the
+// first line that differs where units are sequences (`lines`, one per line), else both layers'
+// token counts (units of a fixed number of tokens differ only where the counts do).
+void check_same_units(const std::vector<TokenUnits>& layers, const std::vector<std::string>& files,
+                      int top_k, bool lines) {
+  const TokenUnits& first = layers.front();
+  for (std::size_t l = 1; l < layers.size(); ++l) {
+    const TokenUnits& layer = layers[l];
+    if (layer.begin == first.begin) continue;
+    const int common = std::min(layer.num_units(), first.num_units());
+    int unit = 0;
+    while (unit < common && layer.unit_size(unit) == first.unit_size(unit)) ++unit;
+    std::string message;
+    if (lines && unit < common) {
+      message = "line " + std::to_string(unit + 1) + " holds " +
+                std::to_string(layer.unit_size(unit) / top_k) + " tokens where " + files.front() +
+                "'s holds " + std::to_string(first.unit_size(unit) / top_k);
+    } else if (lines) {
+      message = "holds " + std::to_string(layer.num_units()) + " sequences where " + files.front() +
+                " holds " + std::to_string(first.num_units());
+    } else {
+      message = "holds " + std::to_string(layer.experts.size() / top_k) + " tokens where " +
+                files.front() + " holds " + std::to_string(first.experts.size() / top_k);
+    }
+    throw FileInputError(files[l], "",
+                         message + ": every layer must hold the same tokens, in the same order");
+  }
+}
+
 // Packs every layer's units the same way and writes the records step, microbatch, layer, one
-// at a time.
+// at a time. `files` names each layer's input in errors.
 std::int64_t write_token_trace(const std::string& model, const std::string& source,
-                               const std::vector<TokenUnits>& layers, int num_experts, int top_k,
+                               const std::vector<TokenUnits>& layers,
+                               const std::vector<std::string>& files, int num_experts, int top_k,
                                const ImportShape& shape, const PackingOptions& packing,
                                const std::string& natural_unit, const std::string& out) {
   const int num_units = layers.front().num_units();
-  for (std::size_t l = 1; l < layers.size(); ++l) {
-    if (layers[l].begin != layers[0].begin) {
-      throw InputError("layer " + std::to_string(l),
-                       "does not hold the same tokens (unit lengths) as layer 0");
-    }
-  }
+  check_same_units(layers, files, top_k, natural_unit == "sequence" && packing.unit_tokens <= 0);
   const UnitPacker packer(
       layers.front(), unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed),
       packing.method, top_k, shape.num_ranks, shape.tokens_per_rank);
@@ -92,9 +118,10 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out) {
   std::vector<TokenUnits> layers;
+  std::vector<std::string> files;
   for (int layer = 1; layer <= num_layers; ++layer) {
-    EsftLayer esft = read_esft_layer(dir + "/expert_weights_" + std::to_string(layer) + ".txt",
-                                     num_experts, top_k);
+    files.push_back(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
+    EsftLayer esft = read_esft_layer(files.back(), num_experts, top_k);
     if (packing.unit_tokens > 0) {
       std::vector<ExpertId> stream;
       for (const auto& sequence : esft.sequences)
@@ -108,16 +135,18 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
       layers.push_back(std::move(sequences));
     }
   }
-  return write_token_trace("esft", "ESFT expert scores: " + dir, layers, num_experts, top_k, shape,
-                           packing, "sequence", out);
+  return write_token_trace("esft", "ESFT expert scores: " + dir, layers, files, num_experts, top_k,
+                           shape, packing, "sequence", out);
 }
 
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out) {
   std::vector<std::vector<ExpertId>> streams;  // per layer
+  std::vector<std::string> files;              // per layer, for errors
   if (format == "flame-csv") {
     std::map<int, std::vector<ExpertId>> by_layer;
+    std::map<int, std::string> layer_files;
     for (const std::string& file : files_in_natural_order(dir, ".csv")) {
       TokenLayerFile layer = read_flame_csv(file, num_experts, top_k);
       // FLAME's dumps name the layer in the file name ("..._layer7_..."); their layer_id column
@@ -126,16 +155,28 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
       const std::size_t at = name.find("layer");
       const bool named = at != std::string::npos && at + 5 < name.size() &&
                          std::isdigit(static_cast<unsigned char>(name[at + 5]));
-      auto& stream = by_layer[named ? std::stoi(name.substr(at + 5)) : layer.layer];
+      const int id = named ? std::stoi(name.substr(at + 5)) : layer.layer;
+      auto& stream = by_layer[id];
       stream.insert(stream.end(), layer.experts.begin(), layer.experts.end());
+      // A layer split into shards is named by its first file and how many there are.
+      std::string& label = layer_files[id];
+      if (label.empty()) {
+        label = file;
+      } else if (label.back() != ')') {
+        label += " (and its other shards)";
+      }
     }
-    for (auto& entry : by_layer) streams.push_back(std::move(entry.second));
+    for (auto& entry : by_layer) {
+      streams.push_back(std::move(entry.second));
+      files.push_back(layer_files[entry.first]);
+    }
   } else if (format == "topk-csv" || format == "topk-npy") {
     const bool csv = format == "topk-csv";
     for (const std::string& file : files_in_natural_order(dir, csv ? ".csv" : ".npy")) {
       streams.push_back(
           (csv ? read_topk_csv(file, num_experts, top_k) : read_topk_npy(file, num_experts, top_k))
               .experts);
+      files.push_back(file);
     }
   } else {
     throw InputError("format", "unknown per-token format '" + format + "'");
@@ -144,8 +185,8 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
   std::vector<TokenUnits> layers;
   for (auto& stream : streams)
     layers.push_back(token_runs(std::move(stream), top_k, packing.unit_tokens));
-  return write_token_trace(format, format + " files: " + dir, layers, num_experts, top_k, shape,
-                           packing, "token", out);
+  return write_token_trace(format, format + " files: " + dir, layers, files, num_experts, top_k,
+                           shape, packing, "token", out);
 }
 
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
