@@ -270,6 +270,7 @@ expect_text "a model file is named with its path" "$work/out" "model.top_k: 'sma
 expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
 expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
+expect_text "the table says that TopoEP's solve time is a parameter" "$work/out" "Note: topoep's GPU solve is charged 20 us per layer and microbatch"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners static --timeline-step 1 >"$work/out" 2>&1
 expect "--timeline-step without --timeline is refused" 2 $?
@@ -292,6 +293,10 @@ expect_text "simulate --check finds every plan of the five planners valid" "$wor
   --planners eplb,static --eplb-period 1 >"$work/out" 2>&1
 expect "simulate with a one-step EPLB period exits 0" 0 $?
 expect_no_text "no note when eplb replans within the trace" "$work/out" "Note: eplb"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --slots 0 >"$work/out" 2>&1
+expect "simulate without spare slots exits 0" 0 $?
+expect_no_text "no solve-time note without spare slots (no solve runs)" "$work/out" "Note: topoep"
 python3 - "$work/sim" <<'PY'
 import csv, json, sys
 d = sys.argv[1]

@@ -46,9 +46,18 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
-void print_planner_notes(const std::vector<std::string>& planners, int steps,
+void print_planner_notes(const std::vector<std::string>& planners, int steps, int slots,
                          const PlannerOptions& options, std::ostream& out) {
-  if (std::find(planners.begin(), planners.end(), "eplb") == planners.end()) return;
+  const auto runs = [&](const char* planner) {
+    return std::find(planners.begin(), planners.end(), planner) != planners.end();
+  };
+  if (runs("topoep") && slots > 0) {
+    out << "\nNote: topoep's GPU solve is charged " << options.topoep_solve_us
+        << " us per layer and microbatch (--topoep-solve-us),\n"
+           "the design target; the CUDA solver has not been timed on a GPU yet (sim/README.md\n"
+           "shows how the gain moves with it).\n";
+  }
+  if (!runs("eplb")) return;
   // Its first replan is at step K (eplb_planner.cc: the steps before it are its history).
   if (steps > options.eplb_period_steps) return;
   out << "\nNote: eplb replans every " << options.eplb_period_steps << " steps, the first at step "
