@@ -34,9 +34,10 @@ TokenUnits token_runs(std::vector<ExpertId> experts, int top_k, int unit_tokens)
 }
 
 // Every layer must hold the same tokens, cut into the same units, so that a record's layers see
-// the same tokens: throws FileInputError naming the first layer's files that do not, with the
-// first line that differs where units are sequences (`lines`, one per line), else both layers'
-// token counts (units of a fixed number of tokens differ only where the counts do).
+// the same tokens. Throws FileInputError naming the first layer that does not (its file) and
+// the first layer's file, with the first line that differs where units are sequences (`lines`,
+// one per line), else both token counts (units of a fixed number of tokens differ only where
+// the counts do).
 void check_same_units(const std::vector<TokenUnits>& layers, const std::vector<std::string>& files,
                       int top_k, bool lines) {
   const TokenUnits& first = layers.front();
@@ -158,7 +159,7 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
       const int id = named ? std::stoi(name.substr(at + 5)) : layer.layer;
       auto& stream = by_layer[id];
       stream.insert(stream.end(), layer.experts.begin(), layer.experts.end());
-      // A layer split into shards is named by its first file and how many there are.
+      // A layer split into shards is named by its first file.
       std::string& label = layer_files[id];
       if (label.empty()) {
         label = file;
