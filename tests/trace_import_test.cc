@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "common/file_input_error.h"
-#include "solver/input_error.h"
+#include "tests/input_error_field.h"
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_packing.h"
@@ -23,15 +23,6 @@ namespace topoep {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string testing_field(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.field();
-  }
-  return "<no error>";
-}
 
 std::string shared_dir() {
   const char* dir = std::getenv("TOPOEP_SHARED_DIR");
@@ -196,7 +187,7 @@ TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   std::sort(shuffled.begin(), shuffled.end());
   EXPECT_EQ(shuffled, unit_order(33, PackingMethod::kContiguous, 0, 7));       // a permutation
   EXPECT_EQ(unit_order(33, PackingMethod::kContiguous, 100, 7).size(), 100u);  // bootstrap
-  EXPECT_EQ(testing_field([] { parse_packing_method("zigzag"); }), "packing");
+  EXPECT_EQ(testing::input_error_field([] { parse_packing_method("zigzag"); }), "packing");
 }
 
 // Runs cross unit boundaries, empty units and, round-robin, the ranks' own streams: every
