@@ -594,8 +594,6 @@ TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
                                                   c.resident, c.problem.cost);
     EXPECT_LE(owing_cost.ib_dispatch_bytes, result.static_cost.ib_dispatch_bytes)
         << "seed " << seed;
-    // The search's phases with owed holders: predict_plan_cost()'s, but the gradient phase
-    // counted beyond the owed chains.
     const PhaseTimes owed_times = solver.last_predicted();
     const Picoseconds gradient = owed_gradient_phase(c.problem, owing, c.resident, c.owed_holders);
     EXPECT_EQ(owed_times.gradient, gradient) << "seed " << seed << ", owed holders";
