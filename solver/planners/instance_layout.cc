@@ -208,9 +208,11 @@ std::size_t tally_layout(const InstanceLayout& layout, const InstanceIndex& inde
   return written;
 }
 
-LayoutPlan plan_with(const InstanceLayout& layout, const RoutingCounts& counts,
-                     const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
-                     bool write_routes) {
+}  // namespace
+
+LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
+                       const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
+                       bool write_routes) {
   LayoutPlan result = layout_slots(layout, counts, min_slots_per_rank);
   const InstanceIndex index(layout, topology, counts.num_ranks());
   // Written through a pointer into route_bound() routes (RouteList leaves them unset), then
@@ -231,17 +233,9 @@ LayoutPlan plan_with(const InstanceLayout& layout, const RoutingCounts& counts,
   return result;
 }
 
-}  // namespace
-
 LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
                        const TopologyView& topology, int min_slots_per_rank) {
-  return plan_with(layout, counts, topology, min_slots_per_rank, nullptr, true);
-}
-
-LayoutPlan plan_layout(const InstanceLayout& layout, const RoutingCounts& counts,
-                       const TopologyView& topology, int min_slots_per_rank, PlanTally* tally,
-                       bool write_routes) {
-  return plan_with(layout, counts, topology, min_slots_per_rank, tally, write_routes);
+  return plan_layout(layout, counts, topology, min_slots_per_rank, nullptr, true);
 }
 
 }  // namespace topoep
