@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "solver/plan_cost.h"
@@ -15,6 +14,7 @@
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tests/input_error_field.h"
+#include "tests/tally_checks.h"
 #include "tests/topoep_corpus.h"
 
 namespace topoep {
@@ -49,30 +49,6 @@ Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDeci
   return cost.times.total + overhead_time_ps(d.overhead);
 }
 
-// A decision's sums (PlannerDecision::tally) price as its routes do, and hold its routes' sums.
-void expect_tally_prices_as_routes(const PlannerContext& context, const PlannerDecision& d,
-                                   const std::string& where) {
-  const PlanCost walked =
-      predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
-  const PlanCost summed = plan_cost_from_tally(context.topology, d.placement, d.plan, d.resident,
-                                               context.cost, d.tally);
-  EXPECT_EQ(d.tally.loads, walked.loads) << where;
-  EXPECT_EQ(d.tally.nvlink_out, walked.nvlink_tokens_out) << where;
-  EXPECT_EQ(d.tally.nvlink_in, walked.nvlink_tokens_in) << where;
-  EXPECT_EQ(d.tally.ib_out, walked.ib_tokens_out) << where;
-  EXPECT_EQ(d.tally.ib_in, walked.ib_tokens_in) << where;
-  EXPECT_EQ(summed.times.total, walked.times.total) << where;
-  EXPECT_EQ(summed.times.compute, walked.times.compute) << where;
-  EXPECT_EQ(summed.times.dispatch, walked.times.dispatch) << where;
-  std::map<std::pair<RankId, ExpertId>, TokenCount> by_instance;
-  for (const Route& route : d.plan.routes) by_instance[{route.dst, route.expert}] += route.tokens;
-  std::vector<std::pair<RankId, TokenCount>> routed, tallied = d.tally.instances;
-  for (const auto& [instance, tokens] : by_instance) routed.emplace_back(instance.first, tokens);
-  std::sort(routed.begin(), routed.end());
-  std::sort(tallied.begin(), tallied.end());
-  EXPECT_EQ(tallied, routed) << where;
-}
-
 TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
   for (const bool weights : {false, true}) {
     const PlannerContext context = context_for(64, 32, 2, weights);
@@ -91,8 +67,9 @@ TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
           EXPECT_FALSE(violation) << planner->name() << " step " << step << ": "
                                   << violation->message;
           if (!d.tally.empty()) {
-            expect_tally_prices_as_routes(context, d,
-                                          planner->name() + " step " + std::to_string(step));
+            testing::expect_tally_matches_routes(d.tally, context.topology, d.placement, d.plan,
+                                                 d.resident, context.cost,
+                                                 planner->name() + " step " + std::to_string(step));
           }
           const PlanCost cost =
               predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);

@@ -23,6 +23,7 @@
 #include "solver/static_tally.h"
 #include "tests/input_error_field.h"
 #include "tests/random_topoep_case.h"
+#include "tests/tally_checks.h"
 #include "tests/topoep_corpus.h"
 
 namespace topoep {
@@ -433,33 +434,12 @@ TEST(TopoepSolver, PlansHugeCountsWithoutOverflow) {
   EXPECT_LE(result.cost.times.total, result.static_cost.times.total);
 }
 
-// A plan's tally (TopoepHostSolver::last_tally(), last_static_tally()) against a walk over the
-// plan's routes: every per-rank counter, every instance's tokens, and the phase times priced
-// from each (what the simulator prices TopoEP's plans and their static fallback from).
+// The tally against the routes, at the problem's topology, placement and costs.
 void expect_tally_matches_routes(const PlanTally& tally, const TopoepProblem& problem,
                                  const Plan& plan, const std::vector<ExpertId>& resident,
                                  const std::string& where) {
-  const PlanCost walked =
-      predict_plan_cost(problem.topology, problem.placement, plan, resident, problem.cost);
-  const PlanCost summed = plan_cost_from_tally(problem.topology, problem.placement, plan, resident,
-                                               problem.cost, tally);
-  EXPECT_EQ(tally.loads, walked.loads) << where;
-  EXPECT_EQ(tally.nvlink_out, walked.nvlink_tokens_out) << where;
-  EXPECT_EQ(tally.nvlink_in, walked.nvlink_tokens_in) << where;
-  EXPECT_EQ(tally.ib_out, walked.ib_tokens_out) << where;
-  EXPECT_EQ(tally.ib_in, walked.ib_tokens_in) << where;
-  EXPECT_EQ(summed.times.total, walked.times.total) << where;
-  EXPECT_EQ(summed.times.compute, walked.times.compute) << where;
-  EXPECT_EQ(summed.times.dispatch, walked.times.dispatch) << where;
-  EXPECT_EQ(summed.ib_dispatch_bytes, walked.ib_dispatch_bytes) << where;
-  std::map<std::pair<RankId, ExpertId>, TokenCount> by_instance;
-  for (const Route& route : plan.routes) by_instance[{route.dst, route.expert}] += route.tokens;
-  std::vector<std::pair<RankId, TokenCount>> routed;
-  for (const auto& [instance, tokens] : by_instance) routed.emplace_back(instance.first, tokens);
-  std::vector<std::pair<RankId, TokenCount>> tallied = tally.instances;
-  std::sort(routed.begin(), routed.end());
-  std::sort(tallied.begin(), tallied.end());
-  EXPECT_EQ(tallied, routed) << where;
+  testing::expect_tally_matches_routes(tally, problem.topology, problem.placement, plan, resident,
+                                       problem.cost, where);
 }
 
 // The gradient phase the search weighs with owed holders (`owed`, [E][R]; solver/README.md,
