@@ -96,8 +96,15 @@ LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
     b(i) = samples[i].second;
   }
   // time = alpha + bytes x (1 / bytes-per-µs); QR for a well-conditioned least-squares solve.
-  const Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
-  fit.latency_us = std::max(0.0, x(0));
+  Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
+  if (x(0) < 0) {
+    // A latency cannot be negative. The squared error is convex in (alpha, slope), so with
+    // alpha held at 0 the best fit is the least-squares line through the origin, not the free
+    // fit's slope with its intercept dropped (which misses every sample by the dropped alpha).
+    x(0) = 0;
+    x(1) = a.col(1).dot(b) / a.col(1).squaredNorm();
+  }
+  fit.latency_us = x(0);
   const double us_per_byte = x(1);
   fit.bandwidth_gb_per_s = us_per_byte > 0 ? 1.0 / us_per_byte / 1000.0 : 0.0;
   fit.rms_residual_us = std::sqrt((a * x - b).squaredNorm() / std::max<double>(1, samples.size()));
@@ -143,7 +150,16 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
         {positive(links, i, bytes_col, links_path), positive(links, i, time_col, links_path)});
   }
   for (const auto& [name, samples] : by_link) {
-    if (samples.size() < 2) throw FileInputError(links_path, name, "needs at least two samples");
+    // One transfer size fits any latency with some bandwidth: the two cannot be told apart.
+    const auto other_size = std::find_if(samples.begin(), samples.end(), [&](const auto& s) {
+      return s.first != samples.front().first;
+    });
+    if (other_size == samples.end()) {
+      std::ostringstream why;
+      why << "needs transfers of at least two sizes to separate latency from bandwidth; its "
+          << samples.size() << " sample(s) all move " << samples.front().first << " bytes";
+      throw FileInputError(links_path, name, why.str());
+    }
     const LinkFit fit = fit_link(samples);
     if (fit.bandwidth_gb_per_s <= 0) {
       throw FileInputError(links_path, name, "time does not grow with bytes: no bandwidth to fit");

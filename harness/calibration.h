@@ -11,7 +11,7 @@
 namespace topoep {
 
 struct LinkFit {
-  double latency_us = 0;          // alpha, clamped at 0
+  double latency_us = 0;          // alpha, at least 0 (the slope is refitted where it binds)
   double bandwidth_gb_per_s = 0;  // decimal GB/s
   int samples = 0;
   double rms_residual_us = 0;

@@ -65,6 +65,27 @@ TEST(Calibration, RecoversLinkLatencyAndBandwidthFromNoisyTransfers) {
   EXPECT_NEAR(fit.latency_us, 4.2, 0.5);
 }
 
+// Noise can give the free fit a negative latency. The fit is then the best line with none, not
+// the free fit's slope with its intercept dropped, which would miss every sample by that much.
+TEST(Calibration, ANegativeLatencyRefitsTheBandwidthThroughTheOrigin) {
+  const std::vector<std::pair<double, double>> samples = {{1e5, 0.5}, {1e6, 9.5}, {1e7, 99.5}};
+  double bytes_times = 0, bytes_squared = 0;
+  for (const auto& [bytes, time] : samples) {
+    bytes_times += bytes * time;
+    bytes_squared += bytes * bytes;
+  }
+  const LinkFit fit = fit_link(samples);  // the free fit: -0.5 us + bytes / 100 GB/s
+  EXPECT_EQ(fit.latency_us, 0.0);
+  EXPECT_NEAR(fit.bandwidth_gb_per_s, bytes_squared / bytes_times / 1000, 1e-9);
+  EXPECT_GT(fit.bandwidth_gb_per_s, 100.0);
+  double squared_error = 0;
+  for (const auto& [bytes, time] : samples) {
+    const double miss = bytes / (fit.bandwidth_gb_per_s * 1000) - time;
+    squared_error += miss * miss;
+  }
+  EXPECT_NEAR(fit.rms_residual_us, std::sqrt(squared_error / 3), 1e-9);
+}
+
 // A base that passes the topology file's checks: 1000 TFLOP/s bf16, NVLink spec 400 GB/s and
 // IB spec 50 GB/s (above what the tests below measure).
 Topology calibration_base() {
@@ -146,6 +167,11 @@ TEST(Calibration, RefusesMeasurementsItCannotTurnIntoAValidTopology) {
             dir + "/gemm_samples.csv:3: field 'time_us': must be above 0, got 0");
   EXPECT_EQ(calibration_error(dir, links, "-4,1e9,10\n"),
             dir + "/gemm_samples.csv:2: field 'tokens': must be above 0, got -4");
+  // Transfers of one size cannot tell latency from bandwidth.
+  EXPECT_EQ(calibration_error(dir, "nvlink,1000,4\nnvlink,1000,5\nib,1000,10\nib,1e5,14\n", gemms),
+            dir +
+                "/link_samples.csv: field 'nvlink': needs transfers of at least two sizes to "
+                "separate latency from bandwidth; its 2 sample(s) all move 1000 bytes");
   // 1e11 bytes in 10 us is 10,000 GB/s: not the base's NVLink.
   const std::string too_fast = calibration_error(dir, "nvlink,1e3,4\nnvlink,1e11,10\n", gemms);
   EXPECT_NE(too_fast.find("field 'nvlink': the fitted bandwidth"), std::string::npos) << too_fast;
