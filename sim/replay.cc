@@ -257,6 +257,7 @@ void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadat
 
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   check_sim_options(config.options);
+  check_planner_options(config.planner_options);
   if (config.planners.empty()) throw InputError("planners", "name at least one planner");
   const std::vector<std::string> known = planner_names();
   bool planned = false;

@@ -180,7 +180,11 @@ class GridReader {
       }
       return;
     }
-    if (!v.is_number() || !(v.get<double>() >= 0)) fail(where, "must be a number >= 0");
+    // 1e6 bounds times in µs and bandwidths in GB/s as a topology file does: beyond it is a
+    // unit mistake, and a time's conversion to picoseconds would overflow.
+    if (!v.is_number() || !(v.get<double>() >= 0) || !(v.get<double>() <= 1e6)) {
+      fail(where, "must be a number from 0 to 1e6");
+    }
     if ((key == "nvlink_gb_per_s" || key == "ib_gb_per_s") && !(v.get<double>() > 0)) {
       fail(where, "must be above 0");
     }
@@ -292,9 +296,6 @@ class GridReader {
       o.topoep_max_moves = get("topoep_max_moves", o.topoep_max_moves);
       c.planners = planners;
       c.threads = 1;
-      if (o.eplb_period_steps < 1 || o.eplb_window_steps < 1) {
-        throw InputError("eplb_period_steps", "EPLB's period and window must be at least 1");
-      }
       const nlohmann::json& trace = values.at("trace");
       TraceMetadata metadata;
       if (trace.is_string()) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "solver/plan_cost.h"
@@ -322,6 +323,27 @@ TEST(Planners, UnknownNamesAreRejected) {
   EXPECT_EQ(testing::input_error_field(
                 [] { make_planner("magic", context_for(64, 32, 1, false), PlannerOptions{}); }),
             "planner");
+}
+
+// Every caller (simulate, sweeps, the harness) builds planners here, so a bad option is caught
+// here once: a time beyond 1e6 us overflowed its picoseconds and was charged as no time at all.
+TEST(Planners, OptionsOutOfRangeNameTheirField) {
+  const auto field_for = [](auto set) {
+    PlannerOptions options;
+    set(options);
+    return testing::input_error_field(
+        [&] { make_planner("topoep", context_for(64, 32, 1, false), options); });
+  };
+  EXPECT_EQ(field_for([](PlannerOptions&) {}), "<no error>");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_solve_us = 1e308; }), "topoep_solve_us");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.host_roundtrip_us = -1; }), "host_roundtrip_us");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.eplb_cpu_us_per_layer = std::nan(""); }),
+            "eplb_cpu_us_per_layer");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.eplb_window_steps = 0; }), "eplb_window_steps");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_replica_uses = 0; }), "topoep_replica_uses");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_ib_load_slack = 1.5; }),
+            "topoep_ib_load_slack");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_max_moves = -1; }), "topoep_max_moves");
 }
 
 }  // namespace

@@ -113,6 +113,14 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "topoep_max_moves[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_max_moves": [0.5]})"),
             "topoep_max_moves[0]");
+  // Beyond 1e6 us a time overflowed its picoseconds: 1e308 us of solve was charged as none.
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_solve_us": [1e308]})"),
+            "topoep_solve_us[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "ib_latency_us": [1e300]})"),
+            "ib_latency_us[0]");
+  EXPECT_EQ(field_of_grid_error(
+                R"({"trace": [{"synthetic": {}}], "points": [{"host_roundtrip_us": 2e6}]})"),
+            "points[0].host_roundtrip_us");
 }
 
 // A planner option swept while none of its planners is compared would only repeat points.

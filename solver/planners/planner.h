@@ -93,9 +93,16 @@ class Planner {
   virtual void ran_fallback(const PlannerDecision& /*fallback*/) {}
 };
 
+// Throws InputError naming the field (as PlannerOptions and the sweep grid spell it) for an
+// option out of its range: times in [0, 1e6] µs (a second per layer is a unit mistake, and the
+// picosecond conversion must not overflow), EPLB's period and window and TopoEP's replica uses
+// at least 1, the IB load slack in [0, 1], the move cap in [0, kMaxMovesCap].
+void check_planner_options(const PlannerOptions& options);
+
 // "static", "topoep", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE layer:
 // planners keep per-layer state), with the gradient reduction of its replicas charged. Throws
-// InputError naming "planner" for an unknown name.
+// InputError naming "planner" for an unknown name, or the field of a bad option
+// (check_planner_options()).
 std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
                                       const PlannerOptions& options);
 

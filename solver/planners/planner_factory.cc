@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "solver/input_error.h"
 #include "solver/planners/basic_planners.h"
 #include "solver/planners/eplb_planner.h"
 #include "solver/planners/shadowing_planner.h"
+#include "solver/topoep_layer_io.h"
 
 namespace topoep {
 namespace {
@@ -89,10 +91,32 @@ std::vector<std::string> planners_reading_option(const std::string& field) {
   return {};
 }
 
-std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
-                                      const PlannerOptions& options) {
+void check_planner_options(const PlannerOptions& options) {
+  for (const auto& [field, us] :
+       {std::pair{"topoep_solve_us", options.topoep_solve_us},
+        std::pair{"host_roundtrip_us", options.host_roundtrip_us},
+        std::pair{"eplb_cpu_us_per_layer", options.eplb_cpu_us_per_layer}}) {
+    if (!(us >= 0 && us <= 1e6)) {
+      throw InputError(field, "must be in [0, 1e6] us (got " + std::to_string(us) + ")");
+    }
+  }
   if (options.eplb_period_steps < 1) throw InputError("eplb_period_steps", "must be at least 1");
   if (options.eplb_window_steps < 1) throw InputError("eplb_window_steps", "must be at least 1");
+  if (options.eplb_groups < 0) throw InputError("eplb_groups", "must not be negative");
+  if (options.topoep_replica_uses < 1) {
+    throw InputError("topoep_replica_uses", "must be at least 1");
+  }
+  if (!(options.topoep_ib_load_slack >= 0 && options.topoep_ib_load_slack <= 1)) {
+    throw InputError("topoep_ib_load_slack", "must be in [0, 1]");
+  }
+  if (options.topoep_max_moves < 0 || options.topoep_max_moves > kMaxMovesCap) {
+    throw InputError("topoep_max_moves", "must be in [0, " + std::to_string(kMaxMovesCap) + "]");
+  }
+}
+
+std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
+                                      const PlannerOptions& options) {
+  check_planner_options(options);
   if (auto planner = make_uncharged(name, context, options)) {
     return std::make_unique<GradientCharging>(std::move(planner), context);
   }

@@ -124,6 +124,7 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
                    "TopoEP's GPU solve time per layer, on the critical path")
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   simulate
       ->add_option("--topoep-replica-uses", o->planner.topoep_replica_uses,
