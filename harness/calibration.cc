@@ -88,26 +88,36 @@ double median(std::vector<double> values) {
 LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
   LinkFit fit;
   fit.samples = static_cast<int>(samples.size());
+  // Rows of time = alpha + bytes x (1 / bytes-per-µs), each divided by its measured time: the
+  // fit minimises relative residuals. Timing noise is multiplicative (a few percent of each
+  // transfer), so unweighted residuals would let the largest transfers' noise swamp the
+  // smallest ones, which alone carry the latency.
   Eigen::MatrixXd a(samples.size(), 2);
   Eigen::VectorXd b(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    a(i, 0) = 1.0;
-    a(i, 1) = samples[i].first;
-    b(i) = samples[i].second;
+    const double weight = 1.0 / samples[i].second;
+    a(i, 0) = weight;
+    a(i, 1) = samples[i].first * weight;
+    b(i) = 1.0;
   }
-  // time = alpha + bytes x (1 / bytes-per-µs); QR for a well-conditioned least-squares solve.
+  // QR for a well-conditioned least-squares solve.
   Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
   if (x(0) < 0) {
     // A latency cannot be negative. The squared error is convex in (alpha, slope), so with
-    // alpha held at 0 the best fit is the least-squares line through the origin, not the free
-    // fit's slope with its intercept dropped (which misses every sample by the dropped alpha).
+    // alpha held at 0 the best fit is the weighted least-squares line through the origin, not
+    // the free fit's slope with its intercept dropped (which misses every sample by alpha).
     x(0) = 0;
     x(1) = a.col(1).dot(b) / a.col(1).squaredNorm();
   }
   fit.latency_us = x(0);
   const double us_per_byte = x(1);
   fit.bandwidth_gb_per_s = us_per_byte > 0 ? 1.0 / us_per_byte / 1000.0 : 0.0;
-  fit.rms_residual_us = std::sqrt((a * x - b).squaredNorm() / std::max<double>(1, samples.size()));
+  double squared_us = 0;
+  for (const auto& [bytes, time_us] : samples) {
+    const double miss = x(0) + bytes * x(1) - time_us;
+    squared_us += miss * miss;
+  }
+  fit.rms_residual_us = std::sqrt(squared_us / std::max<double>(1, samples.size()));
   return fit;
 }
 

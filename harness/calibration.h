@@ -17,7 +17,8 @@ struct LinkFit {
   double rms_residual_us = 0;
 };
 
-// time_us = alpha + bytes / bandwidth over (bytes, time_us) samples (at least two sizes).
+// time_us = alpha + bytes / bandwidth over (bytes, time_us) samples (at least two sizes), by
+// least squares of the relative residuals (residual / time_us); rms_residual_us is in µs.
 LinkFit fit_link(const std::vector<std::pair<double, double>>& bytes_time_us);
 
 // Efficiency at each measured token count: FLOP / (peak x time), the median over samples at
