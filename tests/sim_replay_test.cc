@@ -18,6 +18,7 @@
 #include "sim/simulation.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
+#include "tests/seed_range.h"
 #include "tests/sim_fixtures.h"
 #include "topologies/topology_presets.h"
 #include "traces/synthetic_trace.h"
@@ -34,7 +35,7 @@ const std::vector<std::string> kAllPlanners = {"topoep",    "eplb",   "eplb-micr
                                                "shadowing", "static", "ideal"};
 
 std::string temp_path(const std::string& name) {
-  return (fs::path(testing::TempDir()) / name).string();
+  return (fs::path(::testing::TempDir()) / name).string();
 }
 
 // 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x 2 microbatches x 3 layers.
@@ -333,10 +334,8 @@ TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
 // Random clusters, models, options and traces beyond the fixed ones above: every bound holds
 // on every record. Properties only (the draws may differ between standard libraries).
 TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
-  const int cases = std::getenv("TOPOEP_SIM_RANDOM_CASES") != nullptr
-                        ? std::atoi(std::getenv("TOPOEP_SIM_RANDOM_CASES"))
-                        : 100;
-  for (int seed = 1; seed <= cases; ++seed) {
+  const auto [first_seed, last_seed] = testing::seed_range("TOPOEP_SIM_RANDOM_CASES", 1, 100);
+  for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     std::mt19937_64 random(static_cast<std::uint64_t>(seed));
     auto draw = [&](int low, int high) {
       return std::uniform_int_distribution<int>(low, high)(random);

@@ -23,6 +23,7 @@
 #include "solver/static_tally.h"
 #include "tests/input_error_field.h"
 #include "tests/random_topoep_case.h"
+#include "tests/seed_range.h"
 #include "tests/tally_checks.h"
 #include "tests/topoep_corpus.h"
 
@@ -486,25 +487,10 @@ Picoseconds owed_gradient_phase(const TopoepProblem& problem, const Plan& plan,
   return all_ps > owed_ps ? all_ps - owed_ps : 0;
 }
 
-// The random inputs' seeds: 1 to 20,000, or FIRST-LAST from TOPOEP_PROPERTY_SEEDS for a wider
-// sweep (bazel test --test_env=TOPOEP_PROPERTY_SEEDS=1-1200000 ...; about 0.25 ms a seed at
-// -c opt). 2,000 seeds once missed a case that 1 seed in 12,500 hits
-// (tests/resident_replicas_test.cc).
-std::pair<std::uint64_t, std::uint64_t> property_seeds() {
-  const char* text = std::getenv("TOPOEP_PROPERTY_SEEDS");
-  if (text == nullptr) return {1, 20000};
-  unsigned long long first = 0, last = 0;
-  char end = 0;
-  if (std::sscanf(text, "%llu-%llu%c", &first, &last, &end) != 2 || first < 1 || last < first) {
-    ADD_FAILURE() << "TOPOEP_PROPERTY_SEEDS: expected FIRST-LAST with 1 <= FIRST <= LAST, got '"
-                  << text << "'";
-    return {1, 0};
-  }
-  return {first, last};
-}
-
 TEST(TopoepSolver, KeepsEveryPropertyOnRandomShapesPlacementsAndCosts) {
-  const auto [first_seed, last_seed] = property_seeds();
+  // 20,000 seeds in CI (about 0.25 ms a seed at -c opt): 2,000 once missed a case that 1 seed
+  // in 12,500 hits (tests/resident_replicas_test.cc). TOPOEP_PROPERTY_SEEDS sweeps wider.
+  const auto [first_seed, last_seed] = testing::seed_range("TOPOEP_PROPERTY_SEEDS", 1, 20000);
   std::uint64_t solved = 0;
   for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     const RandomCase c = random_case(seed);
