@@ -318,6 +318,10 @@ expect "simulate writes summary, per-layer and per-step tables and a timeline" 0
 expect "simulate rejects the ideal alone" 2 $?
 expect_text "the ideal alone is named" "$work/out" "planners: 'ideal' is a bound on other planners"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --weight-overlap 2 >"$work/out" 2>&1
+expect "simulate rejects an overlap above 1" 2 $?
+expect_text "the error names the flag typed" "$work/out" "error: --weight-overlap: must be in [0, 1]"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?
 expect_text "summary.json records the IB load slack" "$work/slack/summary.json" \
