@@ -149,7 +149,7 @@ expect_text "the counts file and the topology are named" "$work/out" "--topology
 
 "$topoep" solve --counts "$work/counts.json" --slots 300 >"$work/out" 2>&1
 expect "solve rejects too many slots" 2 $?
-expect_text "too many slots is named" "$work/out" "slots_per_rank"
+expect_text "too many slots names the flag" "$work/out" "error: --slots: 300 spare slots per rank is too many"
 
 echo '{"weight": [[90,132,40,61,104,165,39,4,73,56,183,86]]}' >"$work/weight.json"
 "$topoep" eplb --weights "$work/weight.json" --replicas 16 --groups 4 --nodes 2 --gpus 8 --json >"$work/eplb.json" 2>&1

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 
@@ -12,6 +11,7 @@
 #include "sim/simulation.h"
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
+#include "tools/cli/flag_errors.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
 
@@ -41,32 +41,6 @@ std::vector<std::string> split_names(const std::string& text) {
     if (!name.empty()) names.push_back(name);
   }
   return names;
-}
-
-// The flag a configuration check's field comes from: the checks name the options as the
-// library spells them (weight_overlap_fraction), the user typed the flag (--weight-overlap).
-std::string flag_for_field(const std::string& field) {
-  static const std::map<std::string, std::string> flags = {
-      {"planner", "--planners"},
-      {"planners", "--planners"},
-      {"slots", "--slots"},
-      {"threads", "--threads"},
-      {"timeline_step", "--timeline-step"},
-      {"weight_overlap_fraction", "--weight-overlap"},
-      {"topoep_solve_us", "--topoep-solve-us"},
-      {"topoep_replica_uses", "--topoep-replica-uses"},
-      {"topoep_ib_load_slack", "--topoep-ib-slack"},
-      {"topoep_max_moves", "--topoep-max-moves"},
-      {"eplb_period_steps", "--eplb-period"},
-      {"eplb_window_steps", "--eplb-window"}};
-  const auto it = flags.find(field);
-  return it == flags.end() ? field : it->second;
-}
-
-// What an InputError says after its "field: ".
-std::string message_of(const InputError& error) {
-  const std::string what = error.what();
-  return what.substr(std::min(what.size(), error.field().size() + 2));
 }
 
 void run_simulate(const SimulateOptions& options) {
@@ -198,11 +172,19 @@ void add_simulate_command(CLI::App& app) {
                                                  ", which --planners does not list");
       }
     }
-    try {
-      run_simulate(*o);
-    } catch (const InputError& error) {
-      throw InputError(flag_for_field(error.field()), message_of(error));
-    }
+    naming_flags({{"planner", "--planners"},
+                  {"planners", "--planners"},
+                  {"slots", "--slots"},
+                  {"threads", "--threads"},
+                  {"timeline_step", "--timeline-step"},
+                  {"weight_overlap_fraction", "--weight-overlap"},
+                  {"topoep_solve_us", "--topoep-solve-us"},
+                  {"topoep_replica_uses", "--topoep-replica-uses"},
+                  {"topoep_ib_load_slack", "--topoep-ib-slack"},
+                  {"topoep_max_moves", "--topoep-max-moves"},
+                  {"eplb_period_steps", "--eplb-period"},
+                  {"eplb_window_steps", "--eplb-window"}},
+                 [&] { run_simulate(*o); });
   });
 }
 

@@ -18,6 +18,7 @@
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
+#include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
 #include "traces/counts_json.h"
@@ -256,6 +257,7 @@ void add_solve_command(CLI::App& app) {
                    "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
       ->capture_default_str();
   solve->add_option("--threads", options->threads, "Host threads over layers")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   solve->add_option("--backend", options->backend, "host or cuda")
       ->capture_default_str()
@@ -276,7 +278,8 @@ void add_solve_command(CLI::App& app) {
                          "applies to the topoep planner only, not '" + options->planner + "'");
       }
     }
-    run_solve(*options);
+    naming_flags({{"planner", "--planner"}, {"slots_per_rank", "--slots"}},
+                 [&] { run_solve(*options); });
   });
 }
 
