@@ -179,6 +179,11 @@ expect "eplb rejects a load float32 cannot hold" 2 $?
 expect_text "the load beyond float32 is named with its file" "$work/out" "huge.json: field 'weight[0][1]'"
 
 rm -rf "$work/t.trace"
+"$topoep" trace synth --out "$work/t.trace" --ranks 16 --experts 4 >"$work/out" 2>&1
+expect "trace synth rejects a top-k above the experts" 2 $?
+expect_text "the flag and both values are named" "$work/out" "error: --top-k: must be 1 to the 4 experts (got 8)"
+[[ ! -e "$work/t.trace" ]]
+expect "a refused synth writes nothing" 0 $?
 "$topoep" trace synth --out "$work/t.trace" --ranks 16 --experts 32 --top-k 4 >"$work/out" 2>&1
 expect "trace synth exits 0" 0 $?
 "$topoep" trace info "$work/t.trace" >"$work/out" 2>&1

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "solver/input_error.h"
+#include "tests/input_error_field.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
@@ -168,12 +169,29 @@ TEST(SyntheticTrace, RejectsParametersOutOfRange) {
   SyntheticTraceSpec spec = small_spec();
   spec.drift_per_step = 1.5;
   EXPECT_THROW(write_synthetic_trace(spec, ::testing::TempDir() + "/bad.trace"), InputError);
+  // Each value is named by its own field (the CLI maps them to flags), with what it was.
+  const auto field_for = [](auto set) {
+    SyntheticTraceSpec bad = small_spec();
+    set(bad);
+    return testing::input_error_field([&] { check_synthetic_trace_spec(bad); });
+  };
+  EXPECT_EQ(field_for([](SyntheticTraceSpec&) {}), "<no error>");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.hot_ratio = 0.5; }), "hot_ratio");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.gpus_per_node = 5; }), "gpus_per_node");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.top_k = s.num_experts + 1; }), "top_k");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.num_layers = 0; }), "layers");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.microbatches = 0; }), "microbatches");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.tokens_per_rank = -1; }), "tokens_per_rank");
+  EXPECT_EQ(field_for([](SyntheticTraceSpec& s) { s.rank_variation = 5; }), "rank_variation");
   spec = small_spec();
-  spec.hot_ratio = 0.5;
-  EXPECT_THROW(check_synthetic_trace_spec(spec), InputError);
-  spec = small_spec();
-  spec.gpus_per_node = 5;
-  EXPECT_THROW(check_synthetic_trace_spec(spec), InputError);
+  spec.top_k = spec.num_experts + 1;
+  try {
+    check_synthetic_trace_spec(spec);
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()), "top_k: must be 1 to the " +
+                                             std::to_string(spec.num_experts) + " experts (got " +
+                                             std::to_string(spec.top_k) + ")");
+  }
 }
 
 }  // namespace

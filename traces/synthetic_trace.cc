@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/parallel_tasks.h"
@@ -100,20 +102,40 @@ TraceMetadata synthetic_trace_metadata(const SyntheticTraceSpec& spec) {
 }  // namespace
 
 void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
-  auto require = [](bool ok, const char* field, const char* message) {
-    if (!ok) throw InputError(field, message);
+  auto at_least_one = [](std::int64_t value, const char* field) {
+    if (value < 1)
+      throw InputError(field, "must be at least 1 (got " + std::to_string(value) + ")");
   };
-  require(s.num_experts >= 1 && s.top_k >= 1 && s.top_k <= s.num_experts, "top_k",
-          "must be in [1, experts]");
-  require(s.num_ranks >= 1 && s.gpus_per_node >= 1 && s.num_ranks % s.gpus_per_node == 0,
-          "gpus_per_node", "must divide the ranks");
-  require(s.num_layers >= 1 && s.microbatches >= 1 && s.steps >= 1 && s.tokens_per_rank >= 1,
-          "steps", "layers, microbatches, steps and tokens per rank must be positive");
-  require(s.hot_ratio >= 1, "hot_ratio", "must be at least 1");
-  require(s.drift_per_step >= 0 && s.drift_per_step <= 1, "drift_per_step", "must be in [0, 1]");
-  require(s.layer_correlation >= 0 && s.layer_correlation <= 1, "layer_correlation",
-          "must be in [0, 1]");
-  require(s.rank_variation >= 0 && s.rank_variation <= 4, "rank_variation", "must be in [0, 4]");
+  at_least_one(s.num_experts, "num_experts");
+  at_least_one(s.num_ranks, "num_ranks");
+  at_least_one(s.gpus_per_node, "gpus_per_node");
+  at_least_one(s.num_layers, "layers");
+  at_least_one(s.microbatches, "microbatches");
+  at_least_one(s.steps, "steps");
+  at_least_one(s.tokens_per_rank, "tokens_per_rank");
+  if (s.top_k < 1 || s.top_k > s.num_experts) {
+    throw InputError("top_k", "must be 1 to the " + std::to_string(s.num_experts) +
+                                  " experts (got " + std::to_string(s.top_k) + ")");
+  }
+  if (s.num_ranks % s.gpus_per_node != 0) {
+    throw InputError("gpus_per_node", std::to_string(s.gpus_per_node) + " does not divide the " +
+                                          std::to_string(s.num_ranks) + " ranks into nodes");
+  }
+  auto in_range = [](double value, double low, double high, const char* field) {
+    if (!(value >= low && value <= high)) {
+      std::ostringstream message;
+      message << "must be in [" << low << ", " << high << "] (got " << value << ")";
+      throw InputError(field, message.str());
+    }
+  };
+  if (!(s.hot_ratio >= 1)) {
+    std::ostringstream message;
+    message << "must be at least 1 (got " << s.hot_ratio << ")";
+    throw InputError("hot_ratio", message.str());
+  }
+  in_range(s.drift_per_step, 0, 1, "drift_per_step");
+  in_range(s.layer_correlation, 0, 1, "layer_correlation");
+  in_range(s.rank_variation, 0, 4, "rank_variation");
   check_trace_metadata(synthetic_trace_metadata(s));  // what the trace writer will be given
 }
 

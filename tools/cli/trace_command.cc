@@ -10,6 +10,7 @@
 #include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "solver/input_error.h"
+#include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
@@ -166,7 +167,21 @@ void add_trace_command(CLI::App& app) {
   synth->add_option("--rank-variation", spec.rank_variation, "Log-normal sigma of per-rank noise")
       ->capture_default_str();
   synth->add_option("--seed", spec.seed)->capture_default_str();
-  synth->callback([options] { run_synth(*options); });
+  synth->callback([options] {
+    naming_flags({{"num_experts", "--experts"},
+                  {"top_k", "--top-k"},
+                  {"num_ranks", "--ranks"},
+                  {"gpus_per_node", "--gpus-per-node"},
+                  {"layers", "--layers"},
+                  {"microbatches", "--microbatches"},
+                  {"steps", "--steps"},
+                  {"tokens_per_rank", "--tokens-per-rank"},
+                  {"hot_ratio", "--hot-ratio"},
+                  {"drift_per_step", "--drift"},
+                  {"layer_correlation", "--layer-correlation"},
+                  {"rank_variation", "--rank-variation"}},
+                 [&] { run_synth(*options); });
+  });
 
   CLI::App* import_command =
       trace->add_subcommand("import", "Convert recorded routing data to a trace");
