@@ -166,7 +166,7 @@ expect "eplb --json prints consistent phy2log, logcnt and log2phy" 0 $?
 
 "$topoep" eplb --weights "$work/weight.json" --replicas 18 --groups 4 --nodes 2 --gpus 8 >"$work/out" 2>&1
 expect "eplb rejects replicas not divisible by GPUs" 2 $?
-expect_text "eplb names the parameter" "$work/out" "num_replicas"
+expect_text "eplb names the flag" "$work/out" "error: --replicas: "
 
 echo '{"weight": [[1, 2], [3]]}' >"$work/ragged.json"
 "$topoep" eplb --weights "$work/ragged.json" --replicas 4 --groups 1 --nodes 1 --gpus 2 >"$work/out" 2>&1

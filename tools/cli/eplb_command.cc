@@ -8,6 +8,7 @@
 
 #include "common/json_fields.h"
 #include "solver/eplb/eplb.h"
+#include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
 
 namespace topoep {
@@ -122,7 +123,13 @@ void add_eplb_command(CLI::App& app) {
   eplb->add_option("--nodes", options->params.num_nodes, "Nodes")->required();
   eplb->add_option("--gpus", options->params.num_gpus, "GPUs in total")->required();
   eplb->add_flag("--json", options->json, "Print phy2log, log2phy and logcnt as JSON");
-  eplb->callback([options] { run_eplb(*options); });
+  eplb->callback([options] {
+    naming_flags({{"num_replicas", "--replicas"},
+                  {"num_groups", "--groups"},
+                  {"num_nodes", "--nodes"},
+                  {"num_gpus", "--gpus"}},
+                 [&] { run_eplb(*options); });
+  });
 }
 
 }  // namespace topoep
