@@ -238,6 +238,15 @@ expect "trace import refuses an option its format does not use (exit 2)" 2 $?
 expect_text "the option and the formats it applies to are named" "$work/out" "--ranks: does not apply to --format jsonl (only to esft, flame-csv, topk-csv, topk-npy, sglang-stats)"
 [[ ! -e "$work/rec64.trace" ]]
 expect "nothing is written" 0 $?
+mkdir -p "$work/topk"
+printf '0,1\n2,3\n' >"$work/topk/layer0.csv"
+"$topoep" trace import --format topk-csv --input "$work/topk" --out "$work/mb0.trace" --top-k 2 \
+  --experts 4 --ranks 2 --gpus-per-node 2 --tokens-per-rank 1 --microbatches-per-step 0 \
+  >"$work/out" 2>&1
+expect "trace import refuses zero microbatches per step (exit 2; it divided by zero)" 2 $?
+expect_text "the flag and its value are named" "$work/out" "error: --microbatches-per-step: must be at least 1 (got 0)"
+[[ ! -e "$work/mb0.trace" ]]
+expect "nothing is written for zero microbatches" 0 $?
 head -c 40 "$work/rec.jsonl" >"$work/torn.jsonl"
 "$topoep" trace import --format jsonl --input "$work/torn.jsonl" --out "$work/torn.trace" >"$work/out" 2>&1
 expect "trace import refuses a torn line (exit 2)" 2 $?

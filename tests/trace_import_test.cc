@@ -171,6 +171,48 @@ TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units) {
   return result;
 }
 
+// Options are checked before any file is read (the directories here do not exist). A zero
+// microbatch count divided by zero and zero ESFT layers indexed an empty list: crashes.
+TEST(TraceImport, OptionsOutOfRangeAreNamedBeforeAnyFileIsRead) {
+  const std::string none = "/nonexistent/topoep-import";
+  const auto esft_field = [&](auto set) {
+    ImportShape shape;
+    PackingOptions packing;
+    int layers = 2, experts = 64, top_k = 6;
+    set(shape, packing, layers, experts, top_k);
+    return testing::input_error_field(
+        [&] { import_esft(none, layers, experts, top_k, shape, packing, none + "/out"); });
+  };
+  using Shape = ImportShape;
+  using Packing = PackingOptions;
+  EXPECT_EQ(esft_field([](Shape& s, Packing&, int&, int&, int&) { s.microbatches_per_step = 0; }),
+            "microbatches_per_step");
+  EXPECT_EQ(esft_field([](Shape&, Packing&, int& layers, int&, int&) { layers = 0; }),
+            "num_layers");
+  EXPECT_EQ(esft_field([](Shape& s, Packing&, int&, int&, int&) { s.tokens_per_rank = 0; }),
+            "tokens_per_rank");
+  EXPECT_EQ(esft_field([](Shape& s, Packing&, int&, int&, int&) { s.num_ranks = 0; }), "num_ranks");
+  EXPECT_EQ(esft_field([](Shape&, Packing& p, int&, int&, int&) { p.bootstrap_units = -1; }),
+            "bootstrap_units");
+  EXPECT_EQ(esft_field([](Shape&, Packing& p, int&, int&, int&) { p.unit_tokens = -2; }),
+            "unit_tokens");
+  EXPECT_EQ(esft_field([](Shape&, Packing&, int&, int&, int& top_k) { top_k = 65; }), "top_k");
+  EXPECT_EQ(testing::input_error_field([&] {
+              import_token_files("topk-csv", none, 0, 6, ImportShape{}, PackingOptions{}, none);
+            }),
+            "num_experts");
+  const auto sglang_field = [&](int steps, double concentration, int tokens_per_rank) {
+    ImportShape shape;
+    shape.tokens_per_rank = tokens_per_rank;
+    return testing::input_error_field(
+        [&] { import_sglang_stats(none, 8, steps, shape, 1, none + "/out", concentration); });
+  };
+  EXPECT_EQ(sglang_field(0, 0, 64), "steps");
+  EXPECT_EQ(sglang_field(2, -1, 64), "concentration");
+  EXPECT_EQ(sglang_field(2, 0, 0), "tokens_per_rank");  // once 58 records of no tokens
+  EXPECT_EQ(testing::input_error_field([&] { import_jsonl(none, 0, 8, none); }), "top_k");
+}
+
 TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   // Four units of one top-1 token each; two ranks, one token per rank and microbatch.
   const TokenUnits units = units_of({{0}, {1}, {2}, {3}});

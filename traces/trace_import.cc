@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -20,6 +21,34 @@
 namespace topoep {
 
 namespace {
+
+// The options every importer checks before it reads a byte: a zero here divided by zero or
+// indexed an empty layer list deep in the packing (a crash, not an error).
+void check_import_options(const ImportShape* shape, const PackingOptions* packing, int num_experts,
+                          int top_k) {
+  auto at_least = [](std::int64_t value, std::int64_t low, const char* field) {
+    if (value < low) {
+      throw InputError(field, "must be at least " + std::to_string(low) + " (got " +
+                                  std::to_string(value) + ")");
+    }
+  };
+  if (shape != nullptr) {
+    at_least(shape->num_ranks, 1, "num_ranks");
+    at_least(shape->gpus_per_node, 1, "gpus_per_node");
+    at_least(shape->tokens_per_rank, 1, "tokens_per_rank");
+    at_least(shape->microbatches_per_step, 1, "microbatches_per_step");
+  }
+  if (packing != nullptr) {
+    at_least(packing->unit_tokens, 0, "unit_tokens");
+    at_least(packing->bootstrap_units, 0, "bootstrap_units");
+  }
+  if (num_experts > 0) at_least(num_experts, 1, "num_experts");
+  at_least(top_k, 1, "top_k");
+  if (num_experts > 0 && top_k > num_experts) {
+    throw InputError("top_k", "must be at most the " + std::to_string(num_experts) +
+                                  " experts (got " + std::to_string(top_k) + ")");
+  }
+}
 
 // One layer's token stream cut into units of `unit_tokens` tokens (the last may be shorter).
 TokenUnits token_runs(std::vector<ExpertId> experts, int top_k, int unit_tokens) {
@@ -118,6 +147,13 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out) {
+  if (num_layers < 1) {
+    throw InputError("num_layers", "must be at least 1 (got " + std::to_string(num_layers) + ")");
+  }
+  if (num_experts < 1) {
+    throw InputError("num_experts", "must be at least 1 (got " + std::to_string(num_experts) + ")");
+  }
+  check_import_options(&shape, &packing, num_experts, top_k);
   std::vector<TokenUnits> layers;
   std::vector<std::string> files;
   for (int layer = 1; layer <= num_layers; ++layer) {
@@ -143,6 +179,10 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out) {
+  if (num_experts < 1) {
+    throw InputError("num_experts", "must be at least 1 (got " + std::to_string(num_experts) + ")");
+  }
+  check_import_options(&shape, &packing, num_experts, top_k);
   std::vector<std::vector<ExpertId>> streams;  // per layer
   std::vector<std::string> files;              // per layer, for errors
   if (format == "flame-csv") {
@@ -193,6 +233,15 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
                                  const std::string& out, double concentration) {
+  check_import_options(&shape, nullptr, 0, top_k);
+  if (steps < 1)
+    throw InputError("steps", "must be at least 1 (got " + std::to_string(steps) + ")");
+  if (!(concentration >= 0 && concentration <= 1e12)) {
+    throw InputError("concentration",
+                     "must be 0 (plain multinomial) or a positive finite value "
+                     "(got " +
+                         std::to_string(concentration) + ")");
+  }
   std::vector<std::vector<std::int64_t>> layers;
   for (auto& layer : read_sglang_logical_count(path)) {
     std::int64_t total = 0;
@@ -234,6 +283,11 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
 
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out) {
+  check_import_options(nullptr, nullptr, 0, top_k);
+  if (gpus_per_node < 1) {
+    throw InputError("gpus_per_node",
+                     "must be at least 1 (got " + std::to_string(gpus_per_node) + ")");
+  }
   std::ifstream in(path);
   if (!in) throw FileInputError(path, "", "cannot open the file for reading");
   std::map<std::tuple<int, int, int, int>, std::vector<TokenCount>> rows;  // (s, mb, l, rank)

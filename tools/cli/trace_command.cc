@@ -267,7 +267,23 @@ void add_trace_command(CLI::App& app) {
       throw InputError(option->get_name(), "does not apply to --format " + import_options->format +
                                                " (only to " + join_names(formats) + ")");
     }
-    run_import(*import_options);
+    naming_flags({{"num_ranks", "--ranks"},
+                  {"metadata.num_ranks", "--ranks"},
+                  {"gpus_per_node", "--gpus-per-node"},
+                  {"metadata.gpus_per_node", "--gpus-per-node"},
+                  {"tokens_per_rank", "--tokens-per-rank"},
+                  {"microbatches_per_step", "--microbatches-per-step"},
+                  {"metadata.microbatches", "--microbatches-per-step"},
+                  {"unit_tokens", "--unit-tokens"},
+                  {"bootstrap_units", "--bootstrap"},
+                  {"num_layers", "--layers"},
+                  {"num_experts", "--experts"},
+                  {"top_k", "--top-k"},
+                  {"metadata.top_k", "--top-k"},
+                  {"steps", "--steps"},
+                  {"metadata.steps", "--steps"},
+                  {"concentration", "--concentration"}},
+                 [&] { run_import(*import_options); });
   });
 
   CLI::App* slice = trace->add_subcommand("slice", "Write a trace of a step range and some layers");
@@ -283,10 +299,13 @@ void add_trace_command(CLI::App& app) {
       ->delimiter(',');
   slice->callback([slice_in, slice_out, slice_steps, slice_layers] {
     TraceSlice range;
-    parse_step_range(*slice_steps, &range);
-    range.layers = *slice_layers;
-    // Sliced first: a stream chain prints its left part before a call on its right throws.
-    const std::int64_t records = slice_trace(*slice_in, range, *slice_out);
+    std::int64_t records = 0;
+    naming_flags({{"steps", "--steps"}, {"layers", "--layers"}}, [&] {
+      parse_step_range(*slice_steps, &range);
+      range.layers = *slice_layers;
+      // Sliced first: a stream chain prints its left part before a call on its right throws.
+      records = slice_trace(*slice_in, range, *slice_out);
+    });
     std::cout << *slice_out << ": " << records << " records\n";
   });
 
