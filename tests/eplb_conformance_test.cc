@@ -109,6 +109,11 @@ TEST(Eplb, RejectsBrokenPreconditionsNamingTheParameter) {
               rebalance_experts(weights, {16, 0, 2, 8});
             }),
             "num_groups");
+  // 10^9 replicas (one pass over the experts each) ran for minutes.
+  EXPECT_EQ(testing::input_error_field([&] {
+              rebalance_experts(weights, {1000000000, 4, 2, 8});
+            }),
+            "num_replicas");
   weights.values[3] = -1.0f;
   EXPECT_EQ(testing::input_error_field([&] {
               rebalance_experts(weights, {16, 4, 2, 8});

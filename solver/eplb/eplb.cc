@@ -149,6 +149,14 @@ void check_params(const EplbWeights& weights, const EplbParams& p) {
   require(p.num_groups >= 1, "num_groups", "must be at least 1");
   require(p.num_nodes >= 1, "num_nodes", "must be at least 1");
   require(p.num_gpus >= 1, "num_gpus", "must be at least 1");
+  // Beyond any cluster (a topology file's GPU limit): each replica beyond the experts is one
+  // pass over the experts, so 10^9 replicas ran for minutes instead of failing.
+  constexpr int kMaxReplicas = 1 << 20;
+  require(
+      p.num_replicas <= kMaxReplicas, "num_replicas",
+      std::to_string(p.num_replicas) + " replicas are more than " + std::to_string(kMaxReplicas));
+  require(p.num_gpus <= kMaxReplicas, "num_gpus",
+          std::to_string(p.num_gpus) + " GPUs are more than " + std::to_string(kMaxReplicas));
   // The global policy is the hierarchical one with one group and one node, so these two only
   // bind when nodes divide groups (as in the reference).
   if (p.num_groups % p.num_nodes == 0) {

@@ -43,7 +43,7 @@ struct EplbResult {
 // p lives on GPU p / (num_replicas / num_gpus). Throws InputError naming the parameter when the
 // reference's preconditions fail: for the hierarchical policy experts divisible by groups and
 // GPUs by nodes; always replicas divisible by GPUs, replicas at least the experts, positive
-// sizes, weights finite and non-negative.
+// sizes, replicas and GPUs at most 2^20, weights finite and non-negative.
 EplbResult rebalance_experts(const EplbWeights& weights, const EplbParams& params);
 
 }  // namespace topoep
