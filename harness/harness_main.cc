@@ -36,6 +36,18 @@ int report(int rank, const std::string& message, int code) {
   return code;
 }
 
+// --hidden and --ffn, at least 1: with no hidden or FFN dimension every output is empty, and
+// "outputs equal the static plan's" would be checked of nothing. At most 65,536: the executed
+// layer is a scaled-down stand-in, and a larger one exhausts host memory.
+void add_dims(CLI::App* command, topoep::MoeDims& dims, const std::string& what) {
+  command->add_option("--hidden", dims.hidden, what + " hidden size")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  command->add_option("--ffn", dims.ffn, what + " expert FFN size")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+}
+
 int run(int argc, char** argv, topoep::MpiComm& comm) {
   CLI::App app("TopoEP validation harness (host mode: MPI + Eigen)", "topoep-harness");
   app.require_subcommand(1);
@@ -54,19 +66,18 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
       ->capture_default_str();
   replay->add_option("--slots", config.slots_per_rank, "Spare slots per GPU")
       ->capture_default_str();
-  replay->add_option("--hidden", config.dims.hidden, "Executed hidden size")->capture_default_str();
-  replay->add_option("--ffn", config.dims.ffn, "Executed expert FFN size")->capture_default_str();
-  replay->add_option("--records", config.max_records, "Stop after N records (0: all)");
+  add_dims(replay, config.dims, "Executed");
+  replay->add_option("--records", config.max_records, "Stop after N records (0: all)")
+      ->check(CLI::Range(0, 1 << 30));
   replay->add_option("--perturb-rank", config.perturb_rank,
                      "This rank corrupts its counts: the hash check must catch it");
   replay->add_option("--tolerance", config.tolerance, "Max relative output difference")
-      ->capture_default_str();
+      ->capture_default_str();  // checked below: CLI::Range lets NaN through
   replay->add_option("--out", config.out_dir, "Write per_layer.csv and per_rank.csv here");
   CLI::App* micro = app.add_subcommand("microbench", "Link and GEMM timings for topoep calibrate");
   micro->add_option("--topology", topology, "Preset or file; GPUs = MPI ranks")
       ->capture_default_str();
-  micro->add_option("--hidden", config.dims.hidden, "GEMM hidden size")->capture_default_str();
-  micro->add_option("--ffn", config.dims.ffn, "GEMM expert FFN size")->capture_default_str();
+  add_dims(micro, config.dims, "GEMM");
   micro->add_option("--out", out, "Write link_samples.csv and gemm_samples.csv here")->required();
   try {
     app.parse(argc, argv);
@@ -82,6 +93,17 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
                             " GPUs but mpirun started " + std::to_string(comm.size()) + " ranks");
     }
     if (replay->parsed()) {
+      if (!(config.tolerance >= 0 && config.tolerance <= 1)) {
+        throw topoep::InputError(
+            "--tolerance", "must be in [0, 1] (got " + std::to_string(config.tolerance) + ")");
+      }
+      // -1 (the default) perturbs nothing; a rank that does not exist would do the same, and the
+      // check that the run exists to make would silently not happen.
+      if (config.perturb_rank < -1 || config.perturb_rank >= comm.size()) {
+        throw topoep::InputError("--perturb-rank", "must be a rank, 0 to " +
+                                                       std::to_string(comm.size() - 1) + " (got " +
+                                                       std::to_string(config.perturb_rank) + ")");
+      }
       config.model = topoep::load_model(model);
       const topoep::TopologyView view = config.topology.view();
       topoep::LayerFactory make_layer = [&] {

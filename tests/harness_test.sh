@@ -66,6 +66,12 @@ expect_text "the record is named" "$work/out" "record (step,microbatch,layer,pla
 expect "a perturbed rank stops the run with exit 3" 3 $?
 expect_text "the record and the rank are named" "$work/out" "record 0 (step 0, microbatch 0, layer 0): plan hashes differ"
 expect_text "rank 2 is named" "$work/out" "rank 2 0x"
+"${mpi[@]}" "$harness" run "${common[@]}" --perturb-rank 4 >"$work/out" 2>&1
+expect "a perturbed rank that does not exist is bad input (the check would not happen)" 2 $?
+expect_text "the flag and the ranks are named" "$work/out" "--perturb-rank: must be a rank, 0 to 3 (got 4)"
+"${mpi[@]}" "$harness" run --trace "$work/trace" --topology "$work/topo.json" \
+  --model "$work/model.json" --hidden 0 --ffn 16 >"$work/out" 2>&1
+expect "a zero hidden size is bad input (empty outputs would compare equal)" 2 $?
 
 "${mpi[@]}" "$harness" run --trace "$work/trace" --topology h800-4x8 --model "$work/model.json" \
   >"$work/out" 2>&1
