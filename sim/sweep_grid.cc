@@ -245,7 +245,8 @@ class GridReader {
 
   // The grid key an InputError from the checks most likely comes from, for the message.
   static std::string key_for(const std::string& field, const nlohmann::json& values) {
-    if (field == "topology" || field == "num_experts") {
+    if (field == "topology" || field == "num_experts" || field == "metadata.num_ranks" ||
+        field == "metadata.gpus_per_node") {
       for (const char* key : {"nodes", "gpus_per_node", "topology"}) {
         if (values.contains(key)) return key;
       }

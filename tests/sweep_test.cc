@@ -99,6 +99,8 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
   // 256 experts do not divide over 3 x 8 GPUs.
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [3]})"), "nodes");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": [300]})"), "slots");
+  // 8,000,000 GPUs: beyond a trace's ranks, named by the key that set them.
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [1000000]})"), "nodes");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"stepz": 1}}]})"),
             "trace.synthetic.stepz");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "planners": ["fast"]})"),
