@@ -205,6 +205,14 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
   if (!samples.empty()) {
     const std::string before = t.gemm_efficiency.source;
     t.gemm_efficiency = fit_gemm_curve(samples, t.gpu.peak_tflops_bf16);
+    // The curve is flat beyond its ends (sim/README.md): from one size, every GEMM would run at
+    // that size's efficiency, a one-token GEMM's or a large one's alike.
+    if (t.gemm_efficiency.tokens_per_expert.size() < 2) {
+      std::ostringstream why;
+      why << "needs timings at two token counts or more to fit a curve; all " << samples.size()
+          << " are at " << t.gemm_efficiency.tokens_per_expert.front() << " tokens";
+      throw FileInputError(gemm_path, "tokens", why.str());
+    }
     for (std::size_t i = 0; i < t.gemm_efficiency.efficiency.size(); ++i) {
       const double efficiency = t.gemm_efficiency.efficiency[i];
       if (efficiency > 1) {

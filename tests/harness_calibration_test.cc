@@ -207,12 +207,17 @@ TEST(Calibration, RefusesMeasurementsItCannotTurnIntoAValidTopology) {
             dir +
                 "/link_samples.csv: field 'nvlink': needs transfers of at least two sizes to "
                 "separate latency from bandwidth; its 2 sample(s) all move 1000 bytes");
+  // One token count would make the whole curve flat at its efficiency.
+  EXPECT_EQ(calibration_error(dir, links, "8,1e9,10\n8,1e9,12\n"),
+            dir +
+                "/gemm_samples.csv: field 'tokens': needs timings at two token counts or more "
+                "to fit a curve; all 2 are at 8 tokens");
   // 1e11 bytes in 10 us is 10,000 GB/s: not the base's NVLink.
   const std::string too_fast = calibration_error(dir, "nvlink,1e3,4\nnvlink,1e11,10\n", gemms);
   EXPECT_NE(too_fast.find("field 'nvlink': the fitted bandwidth"), std::string::npos) << too_fast;
   EXPECT_NE(too_fast.find("exceeds the spec"), std::string::npos) << too_fast;
   // 1e15 FLOP in 1 us is 1e9 TFLOP/s: above the base GPU's peak.
-  const std::string beyond_peak = calibration_error(dir, links, "8,1e15,1\n");
+  const std::string beyond_peak = calibration_error(dir, links, "8,1e15,1\n16,2e15,1\n");
   EXPECT_NE(beyond_peak.find("above the bf16 peak"), std::string::npos) << beyond_peak;
 }
 
