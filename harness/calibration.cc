@@ -161,10 +161,9 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
   }
   for (const auto& [name, samples] : by_link) {
     // One transfer size fits any latency with some bandwidth: the two cannot be told apart.
-    const auto other_size = std::find_if(samples.begin(), samples.end(), [&](const auto& s) {
-      return s.first != samples.front().first;
-    });
-    if (other_size == samples.end()) {
+    const double first_bytes = samples.front().first;
+    if (std::all_of(samples.begin(), samples.end(),
+                    [first_bytes](const auto& s) { return s.first == first_bytes; })) {
       std::ostringstream why;
       why << "needs transfers of at least two sizes to separate latency from bandwidth; its "
           << samples.size() << " sample(s) all move " << samples.front().first << " bytes";
@@ -186,9 +185,9 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
     link.bandwidth_gb_per_s = fit.bandwidth_gb_per_s;
     link.latency_us = fit.latency_us;
     std::ostringstream source;
-    source << "calibrated by topoep calibrate from " << links_path << ": least squares over "
-           << fit.samples << " transfers, rms residual " << fit.rms_residual_us
-           << " us. Before: " << link.source;
+    source << "calibrated by topoep calibrate from " << links_path
+           << ": relative least squares over " << fit.samples << " transfers, rms residual "
+           << fit.rms_residual_us << " us. Before: " << link.source;
     link.source = source.str();
   }
   const Csv gemms = std::filesystem::exists(gemm_path) ? read_csv(gemm_path)
