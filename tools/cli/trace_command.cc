@@ -176,6 +176,13 @@ void add_trace_command(CLI::App& app) {
                   {"microbatches", "--microbatches"},
                   {"steps", "--steps"},
                   {"tokens_per_rank", "--tokens-per-rank"},
+                  // The trace's own checks: every value of its metadata is a flag here.
+                  {"metadata.num_experts", "--experts"},
+                  {"metadata.num_ranks", "--ranks"},
+                  {"metadata.num_layers", "--layers"},
+                  {"metadata.microbatches", "--microbatches"},
+                  {"metadata.steps", "--steps"},
+                  {"metadata.tokens_per_rank", "--tokens-per-rank"},
                   {"hot_ratio", "--hot-ratio"},
                   {"drift_per_step", "--drift"},
                   {"layer_correlation", "--layer-correlation"},
@@ -268,21 +275,20 @@ void add_trace_command(CLI::App& app) {
                                                " (only to " + join_names(formats) + ")");
     }
     naming_flags({{"num_ranks", "--ranks"},
-                  {"metadata.num_ranks", "--ranks"},
                   {"gpus_per_node", "--gpus-per-node"},
-                  {"metadata.gpus_per_node", "--gpus-per-node"},
                   {"tokens_per_rank", "--tokens-per-rank"},
                   {"microbatches_per_step", "--microbatches-per-step"},
-                  {"metadata.microbatches", "--microbatches-per-step"},
                   {"unit_tokens", "--unit-tokens"},
                   {"bootstrap_units", "--bootstrap"},
                   {"num_layers", "--layers"},
                   {"num_experts", "--experts"},
                   {"top_k", "--top-k"},
-                  {"metadata.top_k", "--top-k"},
                   {"steps", "--steps"},
-                  {"metadata.steps", "--steps"},
-                  {"concentration", "--concentration"}},
+                  {"concentration", "--concentration"},
+                  // Of the trace's own checks, only these values come from flags in every format
+                  // (jsonl takes ranks, steps and layers from its lines).
+                  {"metadata.gpus_per_node", "--gpus-per-node"},
+                  {"metadata.top_k", "--top-k"}},
                  [&] { run_import(*import_options); });
   });
 
