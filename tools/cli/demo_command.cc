@@ -72,12 +72,15 @@ void run_demo(const DemoOptions& options) {
   print_simulation_table(result.summary, std::cout);
   print_planner_notes(request.config.planners, result.metadata.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
-  std::cout << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
-               "layer, dense compute, planner overhead, replica gradient reduction, optimizer);\n"
-               "formulas and the source of every constant: sim/README.md.\n"
-            << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv, "
-            << "rank_loads.csv and timeline.json (step 1; open it in ui.perfetto.dev).\n"
-            << "Replay your own trace: tools/topoep simulate --trace DIR --out DIR\n";
+  std::cout
+      << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
+         "layer, dense compute, planner overhead, replica gradient reduction, optimizer);\n"
+         "formulas and the source of every constant: sim/README.md.\n"
+         "IB, NVLink GB/step: token dispatch plus replica weights and their gradient\n"
+         "reduction; summary.json splits them (TopoEP's IB dispatch is never above static's).\n"
+      << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv, "
+      << "rank_loads.csv and timeline.json (step 1; open it in ui.perfetto.dev).\n"
+      << "Replay your own trace: tools/topoep simulate --trace DIR --out DIR\n";
 }
 
 }  // namespace
