@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/file_input_error.h"
@@ -252,12 +253,21 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
   // by chance, and its errors would be meaningless.
   std::map<std::string, const std::vector<std::string>*> simulated;
   std::map<std::string, int> simulated_per_planner, measured_per_planner;
+  // A record listed twice would stand in for one the file lacks, and the per-planner counts
+  // below would still agree.
+  const auto duplicate = [](const std::string& path, const std::string& key) {
+    return FileInputError(path, "",
+                          "record (step,microbatch,layer,planner) " + key +
+                              " appears twice: one run, one row per record");
+  };
   for (const auto& row : sim.rows) {
-    simulated[key_of(sim, row, sim_csv)] = &row;
+    const std::string key = key_of(sim, row, sim_csv);
+    if (!simulated.emplace(key, &row).second) throw duplicate(sim_csv, key);
     ++simulated_per_planner[planner_of(sim, row, sim_csv)];
   }
   // Each measured row's key and simulated twin, found once for every comparison below.
   std::vector<std::string> keys;
+  std::set<std::string> measured_keys;
   std::vector<const std::vector<std::string>*> twins;
   for (const auto& row : measured.rows) {
     const std::string key = key_of(measured, row, measured_csv);
@@ -267,6 +277,7 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
                            "record (step,microbatch,layer,planner) " + key + " is not in " +
                                sim_csv + ": simulate the trace and planner the harness ran");
     }
+    if (!measured_keys.insert(key).second) throw duplicate(measured_csv, key);
     keys.push_back(key);
     twins.push_back(twin->second);
     ++measured_per_planner[planner_of(measured, row, measured_csv)];

@@ -276,6 +276,12 @@ TEST(Compare, RefusesRunsThatDoNotCoverTheSameRecords) {
   EXPECT_NE(message("fewer.csv").find("1 records of planner 'topoep', " + dir + "/sim.csv 2"),
             std::string::npos)
       << message("fewer.csv");
+  // Two rows of one record: the counts agree, but layer 1 would never be compared.
+  std::ofstream(dir + "/twice.csv") << header << "0,0,0,topoep,30,10,10,10,,1,0x1\n"
+                                    << "0,0,0,topoep,31,10,10,10,,1,0x1\n";
+  EXPECT_EQ(message("twice.csv"), dir +
+                                      "/twice.csv: record (step,microbatch,layer,planner) "
+                                      "0,0,0,topoep appears twice: one run, one row per record");
 }
 
 }  // namespace
