@@ -129,6 +129,28 @@ TEST(TraceFormat, AnUnfinishedWriteLeavesNothing) {
   }
 }
 
+// 10^6 steps of 1,024 x 1,024 counts: about 2 TB, more than any test machine has free. Refused
+// before a record is written, not when the disk fills, and nothing is left behind.
+TEST(TraceFormat, RefusesATraceLargerThanTheFreeSpaceBeforeWritingIt) {
+  const std::string path = fresh_path("huge.trace");
+  TraceMetadata m = small_metadata();
+  m.num_ranks = m.num_experts = 1024;
+  m.gpus_per_node = 8;
+  m.steps = 1000000;
+  m.tokens_per_rank = 0;
+  try {
+    TraceWriter writer(path, m);
+    FAIL() << "no error";
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), path);
+    EXPECT_NE(std::string(error.what()).find("records need"), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(fs::exists(path));
+  for (const auto& entry : fs::directory_iterator(::testing::TempDir())) {
+    EXPECT_EQ(entry.path().filename().string().find("huge.trace.tmp"), std::string::npos);
+  }
+}
+
 TEST(TraceSlice, KeepsTheChosenStepsAndLayersRenumbered) {
   const std::string path = write_small_trace("slice_source.trace");  // 2 steps x 2 mb x 3 layers
   const std::string out = fresh_path("slice.trace");

@@ -1,5 +1,6 @@
 #include "traces/trace_writer.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -41,6 +42,21 @@ TraceWriter::TraceWriter(std::string path, TraceMetadata metadata)
   std::random_device device;
   temp_path_ = path_ + ".tmp-" + std::to_string(device());
   fs::create_directories(temp_path_);
+  // The counts alone take this much; a trace that cannot fit would run until the disk is full
+  // (hours for a large one) and then be removed, having shared a full disk with everyone else.
+  const double needed =
+      static_cast<double>(m.num_records()) * m.num_ranks * m.num_experts * dtype_size(m.dtype);
+  std::error_code unknown;
+  const fs::space_info space = fs::space(temp_path_, unknown);
+  if (!unknown && needed > static_cast<double>(space.available)) {
+    fs::remove_all(temp_path_, unknown);
+    char why[200];
+    std::snprintf(why, sizeof why,
+                  "the trace's %lld records need %.3g GB of counts, and %.3g GB are free there",
+                  static_cast<long long>(m.num_records()), needed / 1e9,
+                  static_cast<double>(space.available) / 1e9);
+    throw FileInputError(path_, "", why);
+  }
 }
 
 TraceWriter::~TraceWriter() {
