@@ -22,29 +22,32 @@ namespace topoep {
 
 namespace {
 
+void require_at_least(std::int64_t value, std::int64_t low, const char* field) {
+  if (value < low) {
+    throw InputError(
+        field, "must be at least " + std::to_string(low) + " (got " + std::to_string(value) + ")");
+  }
+}
+
 // The options every importer checks before it reads a byte: a zero here divided by zero or
-// indexed an empty layer list deep in the packing (a crash, not an error).
+// indexed an empty layer list deep in the packing (a crash, not an error). `shape` and
+// `packing` may be null (formats that take neither); `num_experts` is -1 where the file says.
 void check_import_options(const ImportShape* shape, const PackingOptions* packing, int num_experts,
                           int top_k) {
-  auto at_least = [](std::int64_t value, std::int64_t low, const char* field) {
-    if (value < low) {
-      throw InputError(field, "must be at least " + std::to_string(low) + " (got " +
-                                  std::to_string(value) + ")");
-    }
-  };
   if (shape != nullptr) {
-    at_least(shape->num_ranks, 1, "num_ranks");
-    at_least(shape->gpus_per_node, 1, "gpus_per_node");
-    at_least(shape->tokens_per_rank, 1, "tokens_per_rank");
-    at_least(shape->microbatches_per_step, 1, "microbatches_per_step");
+    require_at_least(shape->num_ranks, 1, "num_ranks");
+    require_at_least(shape->gpus_per_node, 1, "gpus_per_node");
+    require_at_least(shape->tokens_per_rank, 1, "tokens_per_rank");
+    require_at_least(shape->microbatches_per_step, 1, "microbatches_per_step");
   }
   if (packing != nullptr) {
-    at_least(packing->unit_tokens, 0, "unit_tokens");
-    at_least(packing->bootstrap_units, 0, "bootstrap_units");
+    require_at_least(packing->unit_tokens, 0, "unit_tokens");
+    require_at_least(packing->bootstrap_units, 0, "bootstrap_units");
   }
-  if (num_experts > 0) at_least(num_experts, 1, "num_experts");
-  at_least(top_k, 1, "top_k");
-  if (num_experts > 0 && top_k > num_experts) {
+  require_at_least(top_k, 1, "top_k");
+  if (num_experts == -1) return;
+  require_at_least(num_experts, 1, "num_experts");
+  if (top_k > num_experts) {
     throw InputError("top_k", "must be at most the " + std::to_string(num_experts) +
                                   " experts (got " + std::to_string(top_k) + ")");
   }
@@ -147,12 +150,7 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out) {
-  if (num_layers < 1) {
-    throw InputError("num_layers", "must be at least 1 (got " + std::to_string(num_layers) + ")");
-  }
-  if (num_experts < 1) {
-    throw InputError("num_experts", "must be at least 1 (got " + std::to_string(num_experts) + ")");
-  }
+  require_at_least(num_layers, 1, "num_layers");
   check_import_options(&shape, &packing, num_experts, top_k);
   std::vector<TokenUnits> layers;
   std::vector<std::string> files;
@@ -179,9 +177,6 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out) {
-  if (num_experts < 1) {
-    throw InputError("num_experts", "must be at least 1 (got " + std::to_string(num_experts) + ")");
-  }
   check_import_options(&shape, &packing, num_experts, top_k);
   std::vector<std::vector<ExpertId>> streams;  // per layer
   std::vector<std::string> files;              // per layer, for errors
@@ -233,14 +228,11 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
                                  const std::string& out, double concentration) {
-  check_import_options(&shape, nullptr, 0, top_k);
-  if (steps < 1)
-    throw InputError("steps", "must be at least 1 (got " + std::to_string(steps) + ")");
+  check_import_options(&shape, nullptr, -1, top_k);
+  require_at_least(steps, 1, "steps");
   if (!(concentration >= 0 && concentration <= 1e12)) {
-    throw InputError("concentration",
-                     "must be 0 (plain multinomial) or a positive finite value "
-                     "(got " +
-                         std::to_string(concentration) + ")");
+    throw InputError("concentration", "must be 0 (plain multinomial) or positive and finite (got " +
+                                          std::to_string(concentration) + ")");
   }
   std::vector<std::vector<std::int64_t>> layers;
   for (auto& layer : read_sglang_logical_count(path)) {
@@ -283,11 +275,8 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
 
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out) {
-  check_import_options(nullptr, nullptr, 0, top_k);
-  if (gpus_per_node < 1) {
-    throw InputError("gpus_per_node",
-                     "must be at least 1 (got " + std::to_string(gpus_per_node) + ")");
-  }
+  check_import_options(nullptr, nullptr, -1, top_k);
+  require_at_least(gpus_per_node, 1, "gpus_per_node");
   std::ifstream in(path);
   if (!in) throw FileInputError(path, "", "cannot open the file for reading");
   std::map<std::tuple<int, int, int, int>, std::vector<TokenCount>> rows;  // (s, mb, l, rank)
