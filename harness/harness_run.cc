@@ -200,10 +200,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     }
     ++index;
   }
-  if (per_layer) {
-    per_layer->commit();
-    per_rank->commit();
-  }
+  if (per_layer) commit_all({per_layer.get(), per_rank.get()});
   return index;
 }
 

@@ -64,8 +64,7 @@ void run_microbench(Comm& comm, const TopologyView& topology, const MoeDims& dim
     AtomicFile link_file(out_dir + "/link_samples.csv"), gemm_file(out_dir + "/gemm_samples.csv");
     link_file.write(links);
     gemm_file.write(gemms);
-    link_file.commit();
-    gemm_file.commit();
+    commit_all({&link_file, &gemm_file});
   }
   comm.barrier();
 }

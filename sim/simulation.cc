@@ -97,10 +97,8 @@ class OutputObserver : public ReplayObserver {
       summary->write(result_.summary.to_json(result_.run).dump(2) + "\n");
     }
     if (timeline_ && !timeline_written_) timeline_->write(empty_timeline());
-    for (AtomicFile* file :
-         {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline_.get()}) {
-      if (file != nullptr) file->commit();
-    }
+    commit_all(
+        {per_layer_.get(), per_step_.get(), rank_loads_.get(), summary.get(), timeline_.get()});
     // The directory holds one run: an earlier run's rank_loads.csv beside this run's tables
     // would be read (by the notebooks and tools/plot) as this run's.
     if (per_layer_ && !rank_loads_) {

@@ -158,8 +158,7 @@ void write_results(std::vector<nlohmann::json> rows, const std::vector<std::stri
     }
     csv.write(line + "\n");
   }
-  jsonl.commit();
-  csv.commit();
+  commit_all({&jsonl, &csv});
 }
 
 // Rows of a JSON-lines results file. With `repair`, a torn last line (a killed writer) is cut

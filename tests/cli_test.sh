@@ -290,6 +290,13 @@ expect_text "the table says that TopoEP's solve time is a parameter" "$work/out"
   --planners static --timeline-step 1 >"$work/out" 2>&1
 expect "--timeline-step without --timeline is refused" 2 $?
 expect_text "what it needs is named" "$work/out" "--timeline-step requires --timeline"
+mkdir -p "$work/both"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners static --out "$work/both" --timeline "$work/both" >"$work/out" 2>&1
+expect "a timeline path that is a directory is refused" 2 $?
+expect_text "before the run, naming it" "$work/out" "error: $work/both: is a directory, not a file to write"
+[[ -z "$(ls -A "$work/both")" ]]
+expect "none of the run's outputs is written" 0 $?
 # A results directory holds one run: no earlier run's rank_loads.csv beside this run's tables.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners static --out "$work/rerun" --rank-loads >"$work/out" 2>&1
