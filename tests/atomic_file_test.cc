@@ -8,10 +8,10 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/file_input_error.h"
+#include "tests/read_file.h"
 
 namespace topoep {
 namespace {
@@ -25,13 +25,6 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Only the targets: no temporary left beside them.
 int entries(const std::string& dir) {
   return static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
@@ -43,8 +36,8 @@ TEST(AtomicFile, CommitAllPlacesEveryFile) {
   a.write("1,2\n");
   b.write("{}\n");
   commit_all({&a, nullptr, &b});
-  EXPECT_EQ(read(dir + "/a.csv"), "1,2\n");
-  EXPECT_EQ(read(dir + "/b.json"), "{}\n");
+  EXPECT_EQ(testing::read_file(dir + "/a.csv"), "1,2\n");
+  EXPECT_EQ(testing::read_file(dir + "/b.json"), "{}\n");
   EXPECT_EQ(entries(dir), 2);
 }
 
@@ -55,7 +48,7 @@ TEST(AtomicFile, AnUncommittedFileLeavesTheOldOneAndNoTemporary) {
     AtomicFile a(dir + "/a.csv");
     a.write("new\n");
   }
-  EXPECT_EQ(read(dir + "/a.csv"), "old\n");
+  EXPECT_EQ(testing::read_file(dir + "/a.csv"), "old\n");
   EXPECT_EQ(entries(dir), 1);
 }
 

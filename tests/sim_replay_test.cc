@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "common/file_input_error.h"
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
+#include "tests/read_file.h"
 #include "tests/seed_range.h"
 #include "tests/sim_fixtures.h"
 #include "topologies/topology_presets.h"
@@ -73,12 +73,7 @@ class Collect : public ReplayObserver {
   std::vector<StepResult> steps;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
 
 // No planner beats the ideal, and TopoEP never loses to static, on any record or step.
 void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::string>& planners,

@@ -7,10 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/file_input_error.h"
 #include "solver/input_error.h"
+#include "tests/read_file.h"
 
 namespace topoep {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_path(const std::string& name) {
-  const std::string path = (fs::path(testing::TempDir()) / name).string();
+  const std::string path = (fs::path(::testing::TempDir()) / name).string();
   fs::remove_all(path);
   return path;
 }
@@ -29,12 +29,7 @@ std::string write_grid(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
 
 // 2 x 3 x 2 = 12 points, three planners each, small synthetic DeepSeek-V3 routing.
 const char* kGrid = R"({
