@@ -42,9 +42,14 @@ done
 # A truncated chunk must fail loudly, not yield garbage.
 chunk=$(ls "$work/a.trace"/chunk-*.safetensors | head -n 1)
 truncate -s -16 "$chunk"
-if "$python" "$reader" "$work/a.trace" >/dev/null 2>"$work/err"; then
-  echo "FAIL: the reader accepted a truncated chunk"
+"$python" "$reader" "$work/a.trace" >/dev/null 2>"$work/err" && rc=0 || rc=$?
+if [[ $rc -ne 2 ]]; then
+  echo "FAIL: the reader exited $rc on a truncated chunk, not 2"
   exit 1
 fi
-grep -q "truncated" "$work/err" || { echo "FAIL: no 'truncated' in:"; cat "$work/err"; exit 1; }
+grep -q "^read_trace.py: error: .*chunk-000000.safetensors: .*truncated" "$work/err" ||
+  { echo "FAIL: no one-line error naming the chunk in:"; cat "$work/err"; exit 1; }
+if grep -q Traceback "$work/err"; then
+  echo "FAIL: a traceback, not a message:"; cat "$work/err"; exit 1
+fi
 echo "ok: truncated chunk rejected"

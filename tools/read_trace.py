@@ -50,12 +50,26 @@ def read_trace(path):
     return index["metadata"], records()
 
 
-if __name__ == "__main__":
-    metadata, records = read_trace(sys.argv[1])
-    total = 0
-    count = 0
-    for _, _, _, counts in records:
-        total += int(counts.sum())
-        count += 1
+def _main(argv):
+    """Prints the trace's summary as JSON; a bad trace is one line on stderr and exit 2."""
+    if len(argv) != 2:
+        print("usage: read_trace.py TRACE", file=sys.stderr)
+        return 2
+    try:
+        metadata, records = read_trace(argv[1])
+        total = 0
+        count = 0
+        for _, _, _, counts in records:
+            total += int(counts.sum())
+            count += 1
+    except (OSError, ValueError, KeyError) as error:
+        # A library caller gets the exception; a shell user the message, not a traceback.
+        print(f"read_trace.py: error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps({"records": count, "assignments": total, "num_ranks": metadata["num_ranks"],
                       "num_experts": metadata["num_experts"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv))
