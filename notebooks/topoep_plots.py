@@ -27,22 +27,38 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static"]
 
 
+def read_json(path):
+    """The parsed JSON file; a malformed one raises ValueError naming it."""
+    with open(path) as f:
+        try:
+            return json.load(f)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+
+def read_csv(path):
+    """The CSV file as a DataFrame; a malformed one raises ValueError naming it."""
+    try:
+        return pd.read_csv(path)
+    except ValueError as error:  # pandas' ParserError and EmptyDataError are ValueErrors
+        raise ValueError(f"{path}: {error}") from None
+
+
 # --- replay ---------------------------------------------------------------------------------
 
 def load_replay(directory):
     """The outputs of one simulation: summary (dict) and per_layer, per_step, rank_loads
     (DataFrames; rank_loads is None when the run did not write it)."""
-    with open(os.path.join(directory, "summary.json")) as f:
-        summary = json.load(f)
+    summary = read_json(os.path.join(directory, "summary.json"))
     replay = {
         "summary": summary,
-        "per_layer": pd.read_csv(os.path.join(directory, "per_layer.csv")),
-        "per_step": pd.read_csv(os.path.join(directory, "per_step.csv")),
+        "per_layer": read_csv(os.path.join(directory, "per_layer.csv")),
+        "per_step": read_csv(os.path.join(directory, "per_step.csv")),
         "rank_loads": None,
     }
     loads = os.path.join(directory, "rank_loads.csv")
     if os.path.exists(loads):
-        replay["rank_loads"] = pd.read_csv(loads)
+        replay["rank_loads"] = read_csv(loads)
     return replay
 
 
@@ -118,7 +134,7 @@ def plot_gain_over_baselines(replay, planner="topoep", ax=None):
 
 def load_sweep(directory):
     """results.csv of a sweep, with the IB/NVLink bandwidth ratio added."""
-    results = pd.read_csv(os.path.join(directory, "results.csv"))
+    results = read_csv(os.path.join(directory, "results.csv"))
     results["ib_nvlink_ratio"] = results["ib_gb_per_s"] / results["nvlink_gb_per_s"]
     return results
 
@@ -168,7 +184,7 @@ def load_reproduction(directory):
     """Per run and planner: static's median max/mean load and TopoEP's speedup over the
     planner, for the skew sweep's points and the real-data runs."""
     rows = []
-    sweep = pd.read_csv(os.path.join(directory, "skew", "results.csv"))
+    sweep = read_csv(os.path.join(directory, "skew", "results.csv"))
     for _, point in sweep.groupby("point"):
         by = point.set_index("planner")
         for baseline in BASELINES:
@@ -180,8 +196,8 @@ def load_reproduction(directory):
                              / by.loc["topoep", "step_time_us"]})
     runs = os.path.join(directory, "runs")
     for name in sorted(os.listdir(runs)):
-        with open(os.path.join(runs, name, "summary.json")) as f:
-            planners = {p["planner"]: p for p in json.load(f)["planners"]}
+        summary = read_json(os.path.join(runs, name, "summary.json"))
+        planners = {p["planner"]: p for p in summary["planners"]}
         for baseline in BASELINES:
             if baseline in planners:
                 rows.append({"source": f"real {name}",
@@ -214,14 +230,13 @@ def plot_gain_vs_skew(reproduction, baselines=("static", "eplb", "eplb-microbatc
 
 def load_solver_report(directory):
     """Google Benchmark JSON of the solver bench and the determinism table."""
-    with open(os.path.join(directory, "solver_bench.json")) as f:
-        bench = json.load(f)
+    bench = read_json(os.path.join(directory, "solver_bench.json"))
     rows = [b for b in bench["benchmarks"]
             if b.get("aggregate_name", "median") == "median" or b.get("run_type") == "iteration"]
     latency = pd.DataFrame(rows)
-    determinism = pd.read_csv(os.path.join(directory, "determinism.csv"))
+    determinism = read_csv(os.path.join(directory, "determinism.csv"))
     quality_path = os.path.join(directory, "quality.csv")  # reports before 2026-11-29 lack it
-    quality = pd.read_csv(quality_path) if os.path.exists(quality_path) else None
+    quality = read_csv(quality_path) if os.path.exists(quality_path) else None
     return {"context": bench["context"], "latency": latency, "determinism": determinism,
             "quality": quality}
 
@@ -286,7 +301,7 @@ def write_all(results_dir, out_dir):
     if os.path.exists(os.path.join(results_dir, "solver_bench.json")):
         save(plot_solver_latency(load_solver_report(results_dir)).figure, "solver_latency.png")
     if not written:
-        raise SystemExit(f"{results_dir}: no toolkit results found (summary.json, results.csv, "
+        raise ValueError("no toolkit results found (summary.json, results.csv, "
                          "skew/results.csv or solver_bench.json)")
     return written
 
@@ -296,9 +311,23 @@ def main(argv):
     parser.add_argument("results_dir")
     parser.add_argument("--out", help="PNG directory (default: RESULTS_DIR/plots)")
     args = parser.parse_args(argv)
-    for path in write_all(args.results_dir, args.out or os.path.join(args.results_dir, "plots")):
+    out_dir = args.out or os.path.join(args.results_dir, "plots")
+    before = set(os.listdir(out_dir)) if os.path.isdir(out_dir) else set()
+    try:
+        written = write_all(args.results_dir, out_dir)
+    except (OSError, ValueError, KeyError) as error:
+        # A damaged results file: one line naming it, and none of this run's plots left behind
+        # beside an earlier run's.
+        if os.path.isdir(out_dir):
+            for name in set(os.listdir(out_dir)) - before:
+                os.remove(os.path.join(out_dir, name))
+        what = f"a results file lacks the field {error}" if isinstance(error, KeyError) else error
+        print(f"tools/plot: error: {args.results_dir}: {what}", file=sys.stderr)
+        return 2
+    for path in written:
         print(path)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -73,8 +73,18 @@ done
 [[ -s "$work/png-solver/solver_latency.png" ]]
 expect "solver latency plot" 0 $?
 python3 "$notebook_dir/topoep_plots.py" "$work" >"$work/out" 2>&1
-expect "a directory without results is an error" 1 $?
+expect "a directory without results is bad input" 2 $?
 expect_text "it says what it looked for" "$work/out" "no toolkit results found"
+mkdir -p "$work/damaged"
+cp "$work/replay/per_layer.csv" "$work/replay/per_step.csv" "$work/damaged/"
+echo '{"planners": [' >"$work/damaged/summary.json"
+python3 "$notebook_dir/topoep_plots.py" "$work/damaged" >"$work/out" 2>&1
+expect "a damaged summary.json is bad input" 2 $?
+expect_text "one line names the file" "$work/out" "tools/plot: error: $work/damaged: $work/damaged/summary.json: "
+grep -q Traceback "$work/out"
+expect "no traceback" 1 $?
+[[ -z "$(ls -A "$work/damaged/plots" 2>/dev/null)" ]]
+expect "no plot of the damaged run is left" 0 $?
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]
