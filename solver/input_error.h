@@ -1,6 +1,7 @@
 #pragma once
 // The error the solver layer throws for inputs that break a documented precondition.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -17,5 +18,13 @@ class InputError : public std::invalid_argument {
  private:
   std::string field_;
 };
+
+// Throws InputError(field, "must be at least LOW (got VALUE)") when value < low.
+inline void require_at_least(std::int64_t value, std::int64_t low, const std::string& field) {
+  if (value < low) {
+    throw InputError(
+        field, "must be at least " + std::to_string(low) + " (got " + std::to_string(value) + ")");
+  }
+}
 
 }  // namespace topoep

@@ -9,9 +9,7 @@
 namespace topoep {
 
 Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_rank) {
-  if (num_ranks < 1) {
-    throw InputError("num_ranks", "must be at least 1 (got " + std::to_string(num_ranks) + ")");
-  }
+  require_at_least(num_ranks, 1, "num_ranks");
   if (num_experts < 1 || num_experts % num_ranks != 0) {
     throw InputError("num_experts", "must be a positive multiple of the rank count " +
                                         std::to_string(num_ranks) +
@@ -32,10 +30,7 @@ Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_ra
 }
 
 void check_placement(const Placement& placement) {
-  if (placement.num_ranks < 1) {
-    throw InputError("num_ranks",
-                     "must be at least 1 (got " + std::to_string(placement.num_ranks) + ")");
-  }
+  require_at_least(placement.num_ranks, 1, "num_ranks");
   if (placement.home_rank.empty()) throw InputError("home_rank", "needs at least one expert");
   for (std::size_t expert = 0; expert < placement.home_rank.size(); ++expert) {
     const RankId home = placement.home_rank[expert];

@@ -8,14 +8,8 @@
 namespace topoep {
 
 void check_topology_view(const TopologyView& topology) {
-  if (topology.num_nodes < 1) {
-    throw InputError("num_nodes",
-                     "must be at least 1 (got " + std::to_string(topology.num_nodes) + ")");
-  }
-  if (topology.gpus_per_node < 1) {
-    throw InputError("gpus_per_node",
-                     "must be at least 1 (got " + std::to_string(topology.gpus_per_node) + ")");
-  }
+  require_at_least(topology.num_nodes, 1, "num_nodes");
+  require_at_least(topology.gpus_per_node, 1, "gpus_per_node");
   if (topology.num_nodes > std::numeric_limits<RankId>::max() / topology.gpus_per_node) {
     throw InputError("num_nodes", "num_nodes x gpus_per_node overflows the rank type");
   }

@@ -102,17 +102,13 @@ TraceMetadata synthetic_trace_metadata(const SyntheticTraceSpec& spec) {
 }  // namespace
 
 void check_synthetic_trace_spec(const SyntheticTraceSpec& s) {
-  auto at_least_one = [](std::int64_t value, const char* field) {
-    if (value < 1)
-      throw InputError(field, "must be at least 1 (got " + std::to_string(value) + ")");
-  };
-  at_least_one(s.num_experts, "num_experts");
-  at_least_one(s.num_ranks, "num_ranks");
-  at_least_one(s.gpus_per_node, "gpus_per_node");
-  at_least_one(s.num_layers, "layers");
-  at_least_one(s.microbatches, "microbatches");
-  at_least_one(s.steps, "steps");
-  at_least_one(s.tokens_per_rank, "tokens_per_rank");
+  require_at_least(s.num_experts, 1, "num_experts");
+  require_at_least(s.num_ranks, 1, "num_ranks");
+  require_at_least(s.gpus_per_node, 1, "gpus_per_node");
+  require_at_least(s.num_layers, 1, "layers");
+  require_at_least(s.microbatches, 1, "microbatches");
+  require_at_least(s.steps, 1, "steps");
+  require_at_least(s.tokens_per_rank, 1, "tokens_per_rank");
   if (s.top_k < 1 || s.top_k > s.num_experts) {
     throw InputError("top_k", "must be 1 to the " + std::to_string(s.num_experts) +
                                   " experts (got " + std::to_string(s.top_k) + ")");

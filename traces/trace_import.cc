@@ -22,13 +22,6 @@ namespace topoep {
 
 namespace {
 
-void require_at_least(std::int64_t value, std::int64_t low, const char* field) {
-  if (value < low) {
-    throw InputError(
-        field, "must be at least " + std::to_string(low) + " (got " + std::to_string(value) + ")");
-  }
-}
-
 // The options every importer checks before it reads a byte: a zero here divided by zero or
 // indexed an empty layer list deep in the packing (a crash, not an error). `shape` and
 // `packing` may be null (formats that take neither); `num_experts` is -1 where the file says.
