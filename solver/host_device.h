@@ -29,7 +29,7 @@ TOPOEP_HOST_DEVICE inline int highest_bit(std::uint64_t x) {
 }  // namespace topoep
 
 // Keeps a hot loop in a function of its own: inlined into the solve's large body, the plan's
-// writing lost registers (6% on the (256, 64, 0) floor, bench/README.md).
+// writing lost registers (6% on the (256, 64, 0) floor, bench/HISTORY.md).
 #if defined(__CUDACC__)
 #define TOPOEP_NOINLINE __noinline__
 #else

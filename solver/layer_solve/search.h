@@ -159,7 +159,7 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   // predicted time by less than 1/1024 of it since the last such cut: a replica often pays
   // off only after the moves that fill it and a chain only at its end, but the long tail of
   // few-token moves that shave the last 0.1% costs more solve time than it saves. Past 64
-  // ranks, R such moves were mostly wasted search (measured: bench/README.md).
+  // ranks, R such moves were mostly wasted search (measured: bench/HISTORY.md).
   progress.stall_limit = R < 16 ? 16 : R > 64 ? 64 : R;
   // From zero, owed holders (TopoepLayerInput::owed_holders) or not: a new replica is
   // charged the whole gradient reduction its ranks reach, what the step already owes them
@@ -252,7 +252,7 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   room_with_slot_ = progress.best_room_with_slot;
   // The relaxed pass gives up after 16 moves without a significant cut: each of its moves
   // can only save the busiest IB rank's lead over the next, and at R = 256 a 64-move tail of
-  // tiny trades cost 16% of the solve for nothing (bench/README.md).
+  // tiny trades cost 16% of the solve for nothing (bench/HISTORY.md).
   const std::int32_t stall_limit = progress.stall_limit;
   progress.stall_limit = stall_limit < 16 ? stall_limit : 16;
   moves = level_ib(moves, progress, true);
