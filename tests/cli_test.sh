@@ -286,6 +286,7 @@ expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
 expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
 expect_text "the table says that TopoEP's solve time is a parameter" "$work/out" "Note: topoep's GPU solve is charged 20 us per layer and microbatch"
+cp "$work/out" "$work/sim.out"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners static --timeline-step 1 >"$work/out" 2>&1
 expect "--timeline-step without --timeline is refused" 2 $?
@@ -335,6 +336,22 @@ t = json.load(open(d + "/timeline.json"))
 assert any(e.get("name") == "expert compute" for e in t["traceEvents"])
 PY
 expect "simulate writes summary, per-layer and per-step tables and a timeline" 0 $?
+python3 - "$work/sim" "$work/sim.out" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+table = open(sys.argv[2]).read()
+noted = []
+for p in s["planners"]:
+    name, moved = p["planner"], p["per_step_bytes"]["nvlink_weights"] + p["per_step_bytes"]["ib_weights"]
+    note = f"Note: {name} made no replica on any record" in table
+    # eplb never replanned on this 3-step trace: its own note says so.
+    expected = moved == 0 and name not in ("static", "ideal", "eplb")
+    assert note == expected, (name, moved, note)
+    noted += [name] * note
+# At 256 tokens per GPU no shadow pays for its broadcast here; TopoEP's replicas do.
+assert noted == ["shadowing"], noted
+PY
+expect "a planner that moved no replica weights is said to have run the static plan" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners ideal >"$work/out" 2>&1
 expect "simulate rejects the ideal alone" 2 $?

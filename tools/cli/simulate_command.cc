@@ -66,7 +66,7 @@ void run_simulate(const SimulateOptions& options) {
             << request.config.topology.nodes << " x " << request.config.topology.gpus_per_node
             << " GPUs) with " << request.config.model.name << ", S = " << options.slots << "\n\n";
   print_simulation_table(result.summary, std::cout);
-  print_planner_notes(request.config.planners, m.steps, request.config.slots_per_rank,
+  print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
   if (options.check) {
     const auto& names = request.config.planners;

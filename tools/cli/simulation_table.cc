@@ -46,25 +46,37 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
-void print_planner_notes(const std::vector<std::string>& planners, int steps, int slots,
+void print_planner_notes(const RunSummary& summary, int steps, int slots,
                          const PlannerOptions& options, std::ostream& out) {
-  const auto runs = [&](const char* planner) {
-    return std::find(planners.begin(), planners.end(), planner) != planners.end();
-  };
-  if (runs("topoep") && slots > 0) {
+  const bool topoep_runs = summary.index_of("topoep") >= 0;
+  if (topoep_runs && slots > 0) {
     out << "\nNote: topoep's GPU solve is charged " << options.topoep_solve_us
         << " us per layer and microbatch (--topoep-solve-us),\n"
            "the design target; the CUDA solver has not been timed on a GPU yet (sim/README.md\n"
            "shows how the gain moves with it).\n";
   }
-  if (!runs("eplb")) return;
   // Its first replan is at step K (eplb_planner.cc: the steps before it are its history).
-  if (steps > options.eplb_period_steps) return;
-  out << "\nNote: eplb replans every " << options.eplb_period_steps << " steps, the first at step "
-      << options.eplb_period_steps << "; this trace's " << steps
-      << (steps == 1 ? " step ends" : " steps end")
-      << " before it, so eplb ran the home layout throughout (as static does).\n"
-      << "A shorter period (simulate --eplb-period K) lets it replan within the trace.\n";
+  const bool eplb_never_replanned =
+      summary.index_of("eplb") >= 0 && steps <= options.eplb_period_steps;
+  if (eplb_never_replanned) {
+    out << "\nNote: eplb replans every " << options.eplb_period_steps
+        << " steps, the first at step " << options.eplb_period_steps << "; this trace's " << steps
+        << (steps == 1 ? " step ends" : " steps end")
+        << " before it, so eplb ran the home layout throughout (as static does).\n"
+        << "A shorter period (simulate --eplb-period K) lets it replan within the trace.\n";
+  }
+  if (slots == 0) return;  // no planner can make a replica: every row is static's
+  // New replicas and migrations are the only weight traffic, so a planner that moved none
+  // made no replica on any record.
+  for (const PlannerRunSummary& s : summary.planners()) {
+    if (s.planner == "static" || s.planner == "ideal") continue;
+    if (s.planner == "eplb" && eplb_never_replanned) continue;
+    if (s.nvlink_weight_bytes + s.ib_weight_bytes > 0) continue;
+    out << "\nNote: " << s.planner
+        << " made no replica on any record: at these costs no replica paid for moving\n"
+        << "its weights, so it ran the static plan throughout"
+        << (s.planner == "topoep" ? " (its row adds the solve time charged).\n" : ".\n");
+  }
 }
 
 }  // namespace topoep

@@ -15,9 +15,11 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out);
 
 // What a reader of the table could not tell from it: TopoEP's GPU solve time is a parameter,
 // not a measurement (with spare slots, `slots` > 0, where a solve runs); EPLB as deployed on a
-// trace that ends before its first replan ran the home layout throughout, so it ties with
-// static.
-void print_planner_notes(const std::vector<std::string>& planners, int steps, int slots,
+// trace of `steps` steps that ends before its first replan ran the home layout throughout, so
+// it ties with static; and a balancing planner that moved no replica weights over the whole run
+// made no replica, so it ran the static plan on every record (its row is static's, TopoEP's
+// with its solve time added).
+void print_planner_notes(const RunSummary& summary, int steps, int slots,
                          const PlannerOptions& options, std::ostream& out);
 
 }  // namespace topoep
