@@ -17,6 +17,9 @@ class Comm {
   // send[d] goes to rank d; returns, per source rank, what it sent here.
   virtual std::vector<std::vector<float>> alltoallv(
       const std::vector<std::vector<float>>& send) = 0;
+  // `root`'s `data` on every rank (resized on the others), by the library's broadcast: MPI's
+  // here, a pipelined ring on NCCL.
+  virtual void broadcast(std::vector<float>& data, int root) = 0;
   virtual void barrier() = 0;
   virtual double max(double value) = 0;
   // Every rank's value on rank 0 (in rank order); empty on the others.

@@ -140,12 +140,13 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
 
     hold_homes(layer, state.planned_homes, decision.placement);
     std::vector<float> planned, reference;
-    const LayerTimes t = layer.run(decision.plan, decision.placement, counts, index, &planned);
+    const LayerTimes t = layer.run(decision.plan, decision.placement, decision.weight_delivery,
+                                   counts, index, &planned);
     layer.keep_replicas(decision.plan.replica_expert, decision.plan.slots_per_rank);
     // The same layer with every token at home (untimed): the outputs must agree.
     hold_homes(*state.reference, state.reference_homes, decision.placement);
-    state.reference->run(static_plan(counts, decision.placement), decision.placement, counts, index,
-                         &reference);
+    state.reference->run(static_plan(counts, decision.placement), decision.placement,
+                         WeightDelivery::kFromHome, counts, index, &reference);
     double scale = 1e-30, difference = 0;
     for (std::size_t i = 0; i < planned.size(); ++i) {
       scale = std::max(scale, static_cast<double>(std::abs(reference[i])));

@@ -1,5 +1,8 @@
 #include "harness/layer_executor.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace topoep {
 
 std::vector<Segment> plan_segments(const Plan& plan) {
@@ -15,6 +18,34 @@ std::vector<Segment> plan_segments(const Plan& plan) {
     offset += r.tokens;
   }
   return segments;
+}
+
+std::vector<ExpertId> broadcast_experts(const ReplicaRequests& moves, const Placement& placement,
+                                        int num_ranks) {
+  const int num_experts = placement.num_experts();
+  std::vector<ExpertId> experts;
+  for (ExpertId e = 0; e < num_experts; ++e) {
+    RankId missing = -1;
+    int receivers = 0;
+    for (RankId rank = 0; rank < num_ranks; ++rank) {
+      if (rank == placement.home_rank[e]) continue;
+      if (moves.requested(rank, e, num_experts)) {
+        ++receivers;
+      } else if (missing < 0) {
+        missing = rank;
+      }
+    }
+    if (receivers == 0) continue;
+    if (missing >= 0) {
+      throw std::invalid_argument(
+          "a broadcast of expert " + std::to_string(e) +
+          "'s weights reaches every rank, but rank " + std::to_string(missing) +
+          " does not receive it in this plan: the harness broadcasts only to every rank but the "
+          "home (as shadowing does)");
+    }
+    experts.push_back(e);
+  }
+  return experts;
 }
 
 std::vector<TokenCount> expert_rows(const RoutingCounts& counts, RankId rank) {

@@ -14,6 +14,7 @@
 #include "solver/plan.h"
 #include "solver/routing_counts.h"
 #include "solver/topology_view.h"
+#include "solver/weight_delivery.h"
 
 namespace topoep {
 
@@ -52,6 +53,13 @@ ReplicaRequests request_replicas(Comm& comm, const Plan& plan, Held held) {
   return r;
 }
 
+// The experts whose weights a broadcast delivery (WeightDelivery::kChainBroadcast) moves this
+// layer, ascending: those some rank requested. The harness broadcasts to every rank, which is
+// the chain the cost model prices only where every rank but the home receives the expert (as a
+// shadow does): throws std::invalid_argument naming the expert and a rank that does not.
+std::vector<ExpertId> broadcast_experts(const ReplicaRequests& moves, const Placement& placement,
+                                        int num_ranks);
+
 // Row of each expert's first assignment in `rank`'s outputs ([assignments][hidden] in
 // (expert, j) order), [E + 1]: the last entry is the row count.
 std::vector<TokenCount> expert_rows(const RoutingCounts& counts, RankId rank);
@@ -81,9 +89,10 @@ class LayerExecutor {
   virtual void keep_replicas(const std::vector<ExpertId>& resident, int slots_per_rank) = 0;
   // Runs the layer. `out` receives this rank's outputs, fp32, row-major [assignments][hidden]:
   // its own assignments in (expert, j) order. Replicas the plan names that are not held yet
-  // move from their home ranks first.
-  virtual LayerTimes run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                         std::int64_t record, std::vector<float>* out) = 0;
+  // move from their home ranks first, as `delivery` says (a broadcast: broadcast_experts()).
+  virtual LayerTimes run(const Plan& plan, const Placement& placement, WeightDelivery delivery,
+                         const RoutingCounts& counts, std::int64_t record,
+                         std::vector<float>* out) = 0;
 };
 
 }  // namespace topoep

@@ -45,36 +45,59 @@ double MoeLayer::timed(const std::function<void()>& phase) {
   return comm_.now_us() - start;
 }
 
-LayerTimes MoeLayer::run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                         std::int64_t record, std::vector<float>* out) {
+// Each requested replica's weights from its home, in one all-to-all; returns its time.
+double MoeLayer::fetch_replicas(const ReplicaRequests& moves, const Placement& placement) {
+  const int me = comm_.rank(), R = comm_.size(), E = placement.num_experts();
+  std::vector<std::vector<float>> weight_send(R);
+  for (RankId rank = 0; rank < R; ++rank) {
+    for (ExpertId e = 0; e < E; ++e) {
+      if (!moves.requested(rank, e, E)) continue;
+      if (placement.home_rank[e] != me) continue;
+      const std::vector<float> packed = pack_weights(weights(e));
+      weight_send[rank].insert(weight_send[rank].end(), packed.begin(), packed.end());
+    }
+  }
+  return timed([&] {
+    const std::vector<std::vector<float>> received = comm_.alltoallv(weight_send);
+    const std::size_t size = static_cast<std::size_t>(3) * dims_.hidden * dims_.ffn;
+    std::vector<std::size_t> offset(R, 0);
+    for (const ExpertId e : moves.fetch) {  // ascending expert per home, as sent
+      const RankId home = placement.home_rank[e];
+      replicas_[e] = unpack_weights(received[home].data() + offset[home], dims_.hidden, dims_.ffn);
+      offset[home] += size;
+    }
+  });
+}
+
+// Each broadcast expert's weights from its home to every rank (broadcast_experts()); returns
+// the time of all of them.
+double MoeLayer::broadcast_replicas(const ReplicaRequests& moves, const Placement& placement) {
+  const int me = comm_.rank();
+  const std::vector<ExpertId> experts = broadcast_experts(moves, placement, comm_.size());
+  return timed([&] {
+    for (const ExpertId e : experts) {
+      const RankId home = placement.home_rank[e];
+      std::vector<float> packed;
+      if (home == me) packed = pack_weights(weights(e));
+      comm_.broadcast(packed, home);
+      if (home != me) replicas_[e] = unpack_weights(packed.data(), dims_.hidden, dims_.ffn);
+    }
+  });
+}
+
+LayerTimes MoeLayer::run(const Plan& plan, const Placement& placement, WeightDelivery delivery,
+                         const RoutingCounts& counts, std::int64_t record,
+                         std::vector<float>* out) {
   const int me = comm_.rank(), R = comm_.size(), h = dims_.hidden;
   LayerTimes times;
 
   // Replica weights: this rank's slots that hold an expert it lacks need its weights.
   const ReplicaRequests moves =
       request_replicas(comm_, plan, [&](ExpertId e) { return replicas_.count(e) > 0; });
-  const std::vector<ExpertId>& incoming = moves.fetch;
-  std::vector<std::vector<float>> weight_send(R);
-  for (RankId rank = 0; rank < R; ++rank) {
-    for (ExpertId e = 0; e < plan.num_experts; ++e) {
-      if (!moves.requested(rank, e, plan.num_experts)) continue;
-      if (placement.home_rank[e] != me) continue;
-      const std::vector<float> packed = pack_weights(weights(e));
-      weight_send[rank].insert(weight_send[rank].end(), packed.begin(), packed.end());
-    }
-  }
-  times.weights_us = timed([&] {
-    const std::vector<std::vector<float>> received = comm_.alltoallv(weight_send);
-    const std::size_t size = static_cast<std::size_t>(3) * h * dims_.ffn;
-    std::vector<std::size_t> offset(R, 0);
-    for (ExpertId e = 0; e < plan.num_experts; ++e) {  // ascending expert per home, as sent
-      if (std::find(incoming.begin(), incoming.end(), e) == incoming.end()) continue;
-      const RankId home = placement.home_rank[e];
-      replicas_[e] = unpack_weights(received[home].data() + offset[home], h, dims_.ffn);
-      offset[home] += size;
-    }
-  });
-  times.replicas_received = static_cast<int>(incoming.size());
+  times.weights_us = delivery == WeightDelivery::kChainBroadcast
+                         ? broadcast_replicas(moves, placement)
+                         : fetch_replicas(moves, placement);
+  times.replicas_received = static_cast<int>(moves.fetch.size());
 
   // Dispatch: this rank's assignments, per destination in canonical route order.
   const std::vector<Segment> segments = plan_segments(plan);

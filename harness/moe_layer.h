@@ -1,5 +1,6 @@
 #pragma once
-// The host mode's MoE layer: replica weights and tokens move with MPI_Alltoallv (the Comm),
+// The host mode's MoE layer: replica weights and tokens move with MPI_Alltoallv (the Comm;
+// broadcast replicas with MPI_Bcast),
 // each expert instance runs its FFN in one Eigen GEMM per projection, fp32, at the scaled-down
 // dimensions.
 
@@ -18,11 +19,14 @@ class MoeLayer : public LayerExecutor {
 
   void set_home(const Placement& placement) override;
   void keep_replicas(const std::vector<ExpertId>& resident, int slots_per_rank) override;
-  LayerTimes run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                 std::int64_t record, std::vector<float>* out) override;
+  LayerTimes run(const Plan& plan, const Placement& placement, WeightDelivery delivery,
+                 const RoutingCounts& counts, std::int64_t record,
+                 std::vector<float>* out) override;
 
  private:
   const ExpertWeights& weights(ExpertId expert) const;
+  double fetch_replicas(const ReplicaRequests& moves, const Placement& placement);
+  double broadcast_replicas(const ReplicaRequests& moves, const Placement& placement);
   double timed(const std::function<void()>& phase);
 
   Comm& comm_;

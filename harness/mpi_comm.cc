@@ -56,6 +56,13 @@ std::vector<std::vector<float>> MpiComm::alltoallv(const std::vector<std::vector
   return received;
 }
 
+void MpiComm::broadcast(std::vector<float>& data, int root) {
+  std::int64_t size = static_cast<std::int64_t>(data.size());
+  MPI_Bcast(&size, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
+  data.resize(static_cast<std::size_t>(size));
+  MPI_Bcast(data.data(), checked_count(data.size()), MPI_FLOAT, root, MPI_COMM_WORLD);
+}
+
 void MpiComm::barrier() { MPI_Barrier(MPI_COMM_WORLD); }
 
 double MpiComm::max(double value) {

@@ -12,6 +12,7 @@ class MpiComm : public Comm {
   int size() const override { return size_; }
   std::vector<std::int64_t> allgather(const std::vector<std::int64_t>& mine) override;
   std::vector<std::vector<float>> alltoallv(const std::vector<std::vector<float>>& send) override;
+  void broadcast(std::vector<float>& data, int root) override;
   void barrier() override;
   double max(double value) override;
   std::vector<double> gather(double value) override;

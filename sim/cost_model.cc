@@ -103,13 +103,14 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   PlanCost plan_cost;
   if (!decision.tally.empty()) {
     plan_cost = plan_cost_from_tally(view, decision.placement, decision.plan, decision.resident,
-                                     params, decision.tally);
+                                     params, decision.tally, decision.weight_delivery);
     for (const auto& [rank, tokens] : decision.tally.instances) add_instance(rank, tokens);
   } else {
     thread_local InstanceTally instances;
     instances.reset(num_ranks, num_experts);
-    plan_cost = predict_plan_cost(view, decision.placement, decision.plan, decision.resident,
-                                  params, [&](const Route& route) { instances.add(route); });
+    plan_cost = predict_plan_cost_visiting(view, decision.placement, decision.plan,
+                                           decision.resident, params, decision.weight_delivery,
+                                           [&](const Route& route) { instances.add(route); });
     instances.drain(add_instance);
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense);

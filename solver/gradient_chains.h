@@ -8,6 +8,7 @@
 // TopoEP solver, which keeps every expert's chain as replicas join it (owed holders and
 // gradient counts, solver/phase_times.h), from one source.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -70,5 +71,40 @@ void add_replica_chains(std::vector<ReplicaInstance>& replicas, const TopologyVi
 // order) and to `hops`.
 void add_gradient_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
                         std::int32_t* counts, GradientHops& hops);
+
+// Calls chain(home, holders, count) once per (expert, home) over `replicas`, in that order, with
+// the chain's holders as add_gradient_chain() takes them; sorts and deduplicates `replicas` as
+// add_replica_chains() does.
+template <typename Chain>
+void for_each_replica_chain(std::vector<ReplicaInstance>& replicas, Chain chain) {
+  std::sort(replicas.begin(), replicas.end());
+  replicas.erase(std::unique(replicas.begin(), replicas.end()), replicas.end());
+  std::vector<RankId> holders;
+  for (std::size_t begin = 0; begin < replicas.size();) {
+    std::size_t end = begin;
+    holders.clear();
+    // Sorted by (expert, home, rank): each chain's holders come out ascending.
+    for (; end < replicas.size() && replicas[end].expert == replicas[begin].expert &&
+           replicas[end].home == replicas[begin].home;
+         ++end) {
+      if (replicas[end].rank != replicas[begin].home) holders.push_back(replicas[end].rank);
+    }
+    chain(replicas[begin].home, holders.data(), static_cast<int>(holders.size()));
+    begin = end;
+  }
+}
+
+// Calls hop(from, to, same_node) for each hop of the chain add_gradient_chain() counts.
+template <typename Hop>
+void walk_holder_chain(RankId home, const RankId* holders, int count, const TopologyView& topology,
+                       Hop hop) {
+  auto members = [&](int lo, int hi, auto&& visit) {  // `holders` is ascending
+    for (const RankId* h = std::lower_bound(holders, holders + count, lo);
+         h < holders + count && *h < hi; ++h) {
+      visit(*h);
+    }
+  };
+  walk_gradient_chain(home, topology.num_ranks(), topology.gpus_per_node, members, hop);
+}
 
 }  // namespace topoep

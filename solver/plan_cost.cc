@@ -41,6 +41,20 @@ TokenCount largest_compute_load(ForEachInstance&& for_each_instance, int num_ran
   return largest;
 }
 
+// One copy of a replica's weights from `from` to `to`: over NVLink inside a node, else IB.
+void add_weight_copy(const TopologyView& topology, RankId from, RankId to, const CostParams& cost,
+                     PlanCost& result) {
+  if (topology.same_node(from, to)) {
+    ++result.weight_nvlink_out[from];
+    ++result.weight_nvlink_in[to];
+    result.nvlink_weight_bytes += cost.replica_weight_bytes;
+  } else {
+    ++result.weight_ib_out[from];
+    ++result.weight_ib_in[to];
+    result.ib_weight_bytes += cost.replica_weight_bytes;
+  }
+}
+
 }  // namespace
 
 PlanCost empty_plan_cost(int num_ranks) {
@@ -72,17 +86,17 @@ InstanceTally* compute_tally(const Plan& plan, const CostParams& cost) {
 
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
-                      InstanceTally* compute, PlanCost& result) {
+                      WeightDelivery delivery, InstanceTally* compute, PlanCost& result) {
   const TokenCount compute_load =
       compute == nullptr
           ? -1
           : largest_compute_load([&](auto visit) { compute->drain(visit); }, plan.num_ranks, cost);
-  finish_plan_cost_at(topology, placement, plan, resident, cost, compute_load, result);
+  finish_plan_cost_at(topology, placement, plan, resident, cost, delivery, compute_load, result);
 }
 
 void finish_plan_cost_at(const TopologyView& topology, const Placement& placement, const Plan& plan,
                          const std::vector<ExpertId>& resident, const CostParams& cost,
-                         TokenCount compute_load, PlanCost& result) {
+                         WeightDelivery delivery, TokenCount compute_load, PlanCost& result) {
   const int num_ranks = plan.num_ranks;
   std::vector<ReplicaInstance> new_replicas;  // for their gradient chains
   for (RankId rank = 0; rank < num_ranks; ++rank) {
@@ -98,19 +112,20 @@ void finish_plan_cost_at(const TopologyView& topology, const Placement& placemen
       ++result.new_replicas;
       const RankId home = placement.home_rank[expert];
       new_replicas.push_back({expert, home, rank});
-      if (topology.same_node(home, rank)) {
-        ++result.weight_nvlink_out[home];
-        ++result.weight_nvlink_in[rank];
-        result.nvlink_weight_bytes += cost.replica_weight_bytes;
-      } else {
-        ++result.weight_ib_out[home];
-        ++result.weight_ib_in[rank];
-        result.ib_weight_bytes += cost.replica_weight_bytes;
+      if (delivery == WeightDelivery::kFromHome) {
+        add_weight_copy(topology, home, rank, cost, result);
       }
     }
   }
   GradientHops hops;
-  add_replica_chains(new_replicas, topology, result.gradient_counts.data(), hops);
+  for_each_replica_chain(new_replicas, [&](RankId home, const RankId* holders, int count) {
+    add_gradient_chain(home, holders, count, topology, result.gradient_counts.data(), hops);
+    if (delivery != WeightDelivery::kChainBroadcast) return;
+    // The chain's hops run toward the home; the broadcast runs them the other way.
+    walk_holder_chain(home, holders, count, topology, [&](RankId to, RankId from, bool) {
+      add_weight_copy(topology, from, to, cost, result);
+    });
+  });
   for (RankId rank = 0; rank < num_ranks; ++rank) {
     result.nvlink_dispatch_bytes += result.nvlink_tokens_out[rank] * cost.dispatch_bytes_per_token;
     result.ib_dispatch_bytes += result.ib_tokens_out[rank] * cost.dispatch_bytes_per_token;
@@ -127,7 +142,8 @@ void finish_plan_cost_at(const TopologyView& topology, const Placement& placemen
 
 PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& placement,
                               const Plan& plan, const std::vector<ExpertId>& resident,
-                              const CostParams& cost, const PlanTally& tally) {
+                              const CostParams& cost, const PlanTally& tally,
+                              WeightDelivery delivery) {
   PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
   result.loads = tally.loads;
   result.nvlink_tokens_out = tally.nvlink_out;
@@ -142,15 +158,16 @@ PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& pla
                                               visit(rank, tokens);
                                           },
                                           plan.num_ranks, cost);
-  plan_cost_detail::finish_plan_cost_at(topology, placement, plan, resident, cost, compute_load,
-                                        result);
+  plan_cost_detail::finish_plan_cost_at(topology, placement, plan, resident, cost, delivery,
+                                        compute_load, result);
   return result;
 }
 
 PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
                            const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost) {
-  return predict_plan_cost(topology, placement, plan, resident, cost, [](const Route&) {});
+                           const CostParams& cost, WeightDelivery delivery) {
+  return predict_plan_cost_visiting(topology, placement, plan, resident, cost, delivery,
+                                    [](const Route&) {});
 }
 
 }  // namespace topoep

@@ -11,6 +11,7 @@
 #include "solver/plan.h"
 #include "solver/plan_tally.h"
 #include "solver/topology_view.h"
+#include "solver/weight_delivery.h"
 
 namespace topoep {
 
@@ -37,20 +38,21 @@ struct PlanCost {
 // (tokens per (destination, expert), tallied in the same pass over the routes) at that minimum.
 // `resident` ([num_ranks][slots_per_rank] or empty) lists replicas already in place from an
 // earlier microbatch: keeping one is free, every other replica in the plan is new and moves
-// its weights from the expert's home rank; the new replicas' gradients are reduced along one
-// chain per expert (solver/gradient_chains.h), this microbatch's alone (no owed holders). The
-// plan must be valid (see plan_validator.h).
+// its weights from the expert's home rank as `delivery` says; the new replicas' gradients are
+// reduced along one chain per expert (solver/gradient_chains.h), this microbatch's alone (no
+// owed holders). The plan must be valid (see plan_validator.h).
 PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
                            const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost);
+                           const CostParams& cost,
+                           WeightDelivery delivery = WeightDelivery::kFromHome);
 
 // The same, calling `visit(route)` for every route in plan order within the pass that sums the
 // per-rank counters, for callers that need their own per-route tallies (the simulator's
 // per-instance compute) without a second pass over the routes.
 template <typename Visit>
-PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
-                           const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost, Visit&& visit);
+PlanCost predict_plan_cost_visiting(const TopologyView& topology, const Placement& placement,
+                                    const Plan& plan, const std::vector<ExpertId>& resident,
+                                    const CostParams& cost, WeightDelivery delivery, Visit&& visit);
 
 // Zeroes `tally`'s per-rank token counters ([num_ranks] each) and returns counters over them
 // (no weight counters) for add_route_tokens() or static_traffic() to fill.
@@ -74,7 +76,8 @@ inline RankCounters zeroed_token_counters(int num_ranks, PlanTally* tally) {
 // instead of its routes, which it does not read: what a walk over the routes would give.
 PlanCost plan_cost_from_tally(const TopologyView& topology, const Placement& placement,
                               const Plan& plan, const std::vector<ExpertId>& resident,
-                              const CostParams& cost, const PlanTally& tally);
+                              const CostParams& cost, const PlanTally& tally,
+                              WeightDelivery delivery = WeightDelivery::kFromHome);
 
 namespace plan_cost_detail {
 PlanCost empty_plan_cost(int num_ranks);
@@ -88,12 +91,12 @@ InstanceTally* compute_tally(const Plan& plan, const CostParams& cost);
 // the compute load.
 void finish_plan_cost(const TopologyView& topology, const Placement& placement, const Plan& plan,
                       const std::vector<ExpertId>& resident, const CostParams& cost,
-                      InstanceTally* compute, PlanCost& result);
+                      WeightDelivery delivery, InstanceTally* compute, PlanCost& result);
 // The same with the compute phase's load given: the largest rank's compute load at the
 // instance minimum, or -1 for the largest of result.loads.
 void finish_plan_cost_at(const TopologyView& topology, const Placement& placement, const Plan& plan,
                          const std::vector<ExpertId>& resident, const CostParams& cost,
-                         TokenCount compute_load, PlanCost& result);
+                         WeightDelivery delivery, TokenCount compute_load, PlanCost& result);
 
 // Adds routes' tokens to the link counters. Consecutive routes between the same two ranks (a
 // source's experts homed on one rank) are summed in a register first: adding each to the
@@ -140,9 +143,10 @@ void add_routes(const Plan& plan, const std::vector<int>& node, const RankCounte
 }  // namespace plan_cost_detail
 
 template <typename Visit>
-PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placement,
-                           const Plan& plan, const std::vector<ExpertId>& resident,
-                           const CostParams& cost, Visit&& visit) {
+PlanCost predict_plan_cost_visiting(const TopologyView& topology, const Placement& placement,
+                                    const Plan& plan, const std::vector<ExpertId>& resident,
+                                    const CostParams& cost, WeightDelivery delivery,
+                                    Visit&& visit) {
   PlanCost result = plan_cost_detail::empty_plan_cost(plan.num_ranks);
   // Node of every rank looked up, not divided out: the pass runs over every route.
   const std::vector<int> node = plan_cost_detail::node_of_ranks(topology);
@@ -155,7 +159,8 @@ PlanCost predict_plan_cost(const TopologyView& topology, const Placement& placem
   } else {
     plan_cost_detail::add_routes(plan, node, result.counters(), visit);
   }
-  plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, compute, result);
+  plan_cost_detail::finish_plan_cost(topology, placement, plan, resident, cost, delivery, compute,
+                                     result);
   return result;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The harness in host mode under mpirun, 4 ranks on a 2 x 2 topology: identical plan hashes,
-# outputs equal to the static plan's (TopoEP, and EPLB per microbatch, whose replicas move),
+# outputs equal to the static plan's (TopoEP, EPLB per microbatch, whose replicas move, and
+# shadowing, whose shadows are broadcast),
 # a deliberately perturbed rank caught and named, the simulator's per-layer schema, and the
 # measurement -> calibrate -> compare loop.
 # Usage: harness_test.sh TOPOEP TOPOEP_HARNESS
@@ -61,6 +62,17 @@ expect "replica weights moved between ranks" 0 $?
 "$topoep" compare --sim "$work/sim" --measured "$work/eplb" >"$work/out" 2>&1
 expect "compare refuses a planner the simulation did not run" 2 $?
 expect_text "the record is named" "$work/out" "record (step,microbatch,layer,planner) 0,0,0,eplb-microbatch is not in"
+
+"${mpi[@]}" "$harness" run "${common[@]}" --planner shadowing --out "$work/shadowing" >"$work/out" 2>&1
+expect "shadowing: shadows broadcast to every rank and outputs still agree" 0 $?
+python3 - "$work/shadowing/per_layer.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+# A shadow is on every rank but its home: 3 replicas each on 4 ranks.
+counts = {int(r["new_replicas"]) for r in rows}
+sys.exit(0 if max(counts) > 0 and all(c % 3 == 0 for c in counts) else f"replica counts {counts}")
+PY
+expect "shadows moved, each to the 3 ranks that are not its home" 0 $?
 
 "${mpi[@]}" "$harness" run "${common[@]}" --perturb-rank 2 >"$work/out" 2>&1
 expect "a perturbed rank stops the run with exit 3" 3 $?

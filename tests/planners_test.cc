@@ -45,8 +45,8 @@ RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
 }
 
 Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
-  const PlanCost cost =
-      predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
+  const PlanCost cost = predict_plan_cost(context.topology, d.placement, d.plan, d.resident,
+                                          context.cost, d.weight_delivery);
   return cost.times.total + overhead_time_ps(d.overhead);
 }
 
@@ -72,8 +72,8 @@ TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
                                                  d.resident, context.cost,
                                                  planner->name() + " step " + std::to_string(step));
           }
-          const PlanCost cost =
-              predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost);
+          const PlanCost cost = predict_plan_cost(context.topology, d.placement, d.plan, d.resident,
+                                                  context.cost, d.weight_delivery);
           times.push_back(cost.times);
           totals.push_back(total_with_overhead(context, d));
         }
@@ -297,10 +297,12 @@ TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) 
   const RoutingCounts counts = record_counts(64, 32, 9);
   const PlannerDecision d = planner->plan(RecordId{0, 0}, counts);
   EXPECT_LE(d.plan.slots_per_rank, 2);
-  EXPECT_LE(predict_plan_cost(context.topology, d.placement, d.plan, {}, context.cost).times.total,
-            predict_plan_cost(context.topology, context.placement,
-                              static_plan(counts, context.placement), {}, context.cost)
-                .times.total);
+  EXPECT_LE(
+      predict_plan_cost(context.topology, d.placement, d.plan, {}, context.cost, d.weight_delivery)
+          .times.total,
+      predict_plan_cost(context.topology, context.placement, static_plan(counts, context.placement),
+                        {}, context.cost)
+          .times.total);
 }
 
 TEST(Planners, EveryPlannerPaysTheGradientReductionOfItsReplicas) {

@@ -101,8 +101,9 @@ class CudaLayer : public LayerExecutor {
     replicas_ = std::move(kept);
   }
 
-  LayerTimes run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                 std::int64_t record, std::vector<float>* out) override;
+  LayerTimes run(const Plan& plan, const Placement& placement, WeightDelivery delivery,
+                 const RoutingCounts& counts, std::int64_t record,
+                 std::vector<float>* out) override;
 
  private:
   DeviceRows upload_weights(ExpertId expert) const {
@@ -184,32 +185,47 @@ class CudaLayer : public LayerExecutor {
   std::map<ExpertId, DeviceRows> home_, replicas_;
 };
 
-LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, const RoutingCounts& counts,
-                          std::int64_t record, std::vector<float>* out) {
+LayerTimes CudaLayer::run(const Plan& plan, const Placement& placement, WeightDelivery delivery,
+                          const RoutingCounts& counts, std::int64_t record,
+                          std::vector<float>* out) {
   const int me = comm_.rank(), R = comm_.size(), h = dims_.hidden, f = dims_.ffn;
   const std::size_t weight_size = static_cast<std::size_t>(3) * h * f;
   cudaStream_t stream = context_->stream;
   LayerTimes times;
 
-  // Replica weights: ask the homes for the replicas this rank lacks; they send in expert order.
+  // Replica weights: ask the homes for the replicas this rank lacks; they send in expert order,
+  // or broadcast them (NCCL's pipelined ring: what the cost model's chain prices).
   const ReplicaRequests moves =
       request_replicas(comm_, plan, [&](ExpertId e) { return replicas_.count(e) > 0; });
   const std::vector<ExpertId>& incoming = moves.fetch;
   for (const ExpertId e : incoming) replicas_[e] = DeviceRows(weight_size);
+  const std::vector<ExpertId> broadcast = delivery == WeightDelivery::kChainBroadcast
+                                              ? broadcast_experts(moves, placement, R)
+                                              : std::vector<ExpertId>{};
   times.weights_us = timed([&] {
     check_nccl(ncclGroupStart(), "ncclGroupStart");
-    for (RankId rank = 0; rank < R; ++rank) {
-      for (ExpertId e = 0; e < plan.num_experts; ++e) {
-        if (!moves.requested(rank, e, plan.num_experts)) continue;
-        if (placement.home_rank[e] != me) continue;
-        check_nccl(ncclSend(weights(e), weight_size, ncclBfloat16, rank, context_->nccl, stream),
-                   "ncclSend weights");
-      }
+    for (const ExpertId e : broadcast) {
+      // In place: the home's own weights, the other ranks' new replicas.
+      const RankId home = placement.home_rank[e];
+      bf16* const buffer = home == me ? home_.at(e).get() : replicas_.at(e).get();
+      check_nccl(
+          ncclBroadcast(buffer, buffer, weight_size, ncclBfloat16, home, context_->nccl, stream),
+          "ncclBroadcast weights");
     }
-    for (const ExpertId e : incoming) {
-      check_nccl(ncclRecv(replicas_[e].get(), weight_size, ncclBfloat16, placement.home_rank[e],
-                          context_->nccl, stream),
-                 "ncclRecv weights");
+    if (delivery == WeightDelivery::kFromHome) {
+      for (RankId rank = 0; rank < R; ++rank) {
+        for (ExpertId e = 0; e < plan.num_experts; ++e) {
+          if (!moves.requested(rank, e, plan.num_experts)) continue;
+          if (placement.home_rank[e] != me) continue;
+          check_nccl(ncclSend(weights(e), weight_size, ncclBfloat16, rank, context_->nccl, stream),
+                     "ncclSend weights");
+        }
+      }
+      for (const ExpertId e : incoming) {
+        check_nccl(ncclRecv(replicas_[e].get(), weight_size, ncclBfloat16, placement.home_rank[e],
+                            context_->nccl, stream),
+                   "ncclRecv weights");
+      }
     }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   });

@@ -14,6 +14,7 @@
 #include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
 #include "solver/topology_view.h"
+#include "solver/weight_delivery.h"
 
 namespace topoep {
 
@@ -73,6 +74,8 @@ struct PlannerDecision {
   // The plan's sums (every planner here hands them over), priced instead of its routes;
   // empty: priced from the routes.
   PlanTally tally;
+  // How the plan's new replicas receive their weights (shadowing: a broadcast).
+  WeightDelivery weight_delivery = WeightDelivery::kFromHome;
 };
 
 class Planner {

@@ -41,9 +41,10 @@ PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& cou
     PlanTally tally;
     LayoutPlan candidate = plan_layout(layout, counts, context_.topology, base.slots_per_rank,
                                        &tally, context_.routes);
-    const Picoseconds time = plan_cost_from_tally(context_.topology, candidate.placement,
-                                                  candidate.plan, {}, context_.cost, tally)
-                                 .times.total;
+    const Picoseconds time =
+        plan_cost_from_tally(context_.topology, candidate.placement, candidate.plan, {},
+                             context_.cost, tally, WeightDelivery::kChainBroadcast)
+            .times.total;
     if (time >= best_time) break;  // stop once another shadow no longer helps
     best_time = time;
     best = std::move(candidate);
@@ -52,6 +53,7 @@ PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& cou
   }
   PlannerDecision decision{best.placement, std::move(best.plan), {}, {}, {}};
   decision.tally = std::move(best_tally);
+  decision.weight_delivery = WeightDelivery::kChainBroadcast;
   if (!shadowed && context_.routes) route_all_home(counts, base, &decision.plan);
   return decision;
 }

@@ -2,8 +2,10 @@
 // FasterMoE-style shadowing: each microbatch, broadcast the hottest experts to every rank (a
 // shadow takes one spare slot everywhere), hottest first, while the predicted layer time keeps
 // falling; a shadowed expert's tokens are processed on their source rank. At most S shadows.
-// The broadcast is charged as replica weight traffic (home sends to every rank); the gradient
-// reduction back to the home rank belongs to the backward pass (the simulator's).
+// The broadcast is charged as replica weight traffic along the expert's chain, as FasterMoE
+// broadcasts a shadow with NCCL (WeightDelivery::kChainBroadcast: every rank receives one copy
+// and sends at most one); the gradient reduction back to the home rank, along the same chain,
+// belongs to the backward pass (the simulator's).
 
 #include "solver/planners/planner.h"
 

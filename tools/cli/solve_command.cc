@@ -155,8 +155,8 @@ void run_solve(const SolveOptions& options) {
     const PlanCost before =
         predict_plan_cost(problem.topology, problem.placement,
                           static_plan(layers[l], problem.placement), {}, problem.cost);
-    const PlanCost after =
-        predict_plan_cost(problem.topology, d.placement, d.plan, d.resident, problem.cost);
+    const PlanCost after = predict_plan_cost(problem.topology, d.placement, d.plan, d.resident,
+                                             problem.cost, d.weight_delivery);
     if (options.check) {
       check_priced_plan("layer " + std::to_string(l),
                         PricedPlan{layers[l], d, after.loads, after.nvlink_dispatch_bytes,
