@@ -10,6 +10,7 @@
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
+#include "solver/planners/host_planning.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
@@ -303,6 +304,22 @@ TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) 
       predict_plan_cost(context.topology, context.placement, static_plan(counts, context.placement),
                         {}, context.cost)
           .times.total);
+}
+
+// FasterMoE's policy gathers the counts and copies them to the host on every record, shadow or
+// not; without a spare slot there is nothing to decide.
+TEST(Planners, ShadowingPaysItsPolicysHostRoundTripWhereThereAreSpareSlots) {
+  const RoutingCounts counts = record_counts(64, 32, 9);
+  PlannerOptions options;
+  options.host_roundtrip_us = 7;
+  const PlannerContext two = context_for(64, 32, 2, true);
+  const PlannerDecision d = make_planner("shadowing", two, options)->plan(RecordId{}, counts);
+  // 7 µs, and a tree of 2 log2 32 = 10 IB steps of 64 loads x 8 bytes.
+  EXPECT_EQ(d.overhead.host_ps, 7000000 + 10 * transfer_ps(64 * 8, two.cost.scale_out));
+  EXPECT_EQ(d.overhead.host_ps, host_planning_ps(options, 0, two.topology, 64, two.cost));
+  const PlannerDecision none =
+      make_planner("shadowing", context_for(64, 32, 0, true), options)->plan(RecordId{}, counts);
+  EXPECT_EQ(none.overhead.host_ps, 0);
 }
 
 TEST(Planners, EveryPlannerPaysTheGradientReductionOfItsReplicas) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solver/planners/host_planning.h"
 #include "solver/static_plan.h"
 #include "solver/static_tally.h"
 
@@ -26,9 +27,7 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_, TopoepWorkspaceUse::kThread),
       // Without a spare slot every plan is the static one: a deployment launches no solve.
-      solve_ps_(context.placement.slots_per_rank == 0
-                    ? 0
-                    : static_cast<Picoseconds>(std::llround(options.topoep_solve_us * 1e6))) {
+      solve_ps_(context.placement.slots_per_rank == 0 ? 0 : us_to_ps(options.topoep_solve_us)) {
   check_topoep_problem(problem_);
 }
 

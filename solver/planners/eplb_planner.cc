@@ -1,18 +1,13 @@
 #include "solver/planners/eplb_planner.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "solver/eplb/eplb.h"
 #include "solver/phase_times.h"
+#include "solver/planners/host_planning.h"
 #include "solver/planners/instance_layout.h"
 
 namespace topoep {
-namespace {
-
-Picoseconds us_to_ps(double us) { return static_cast<Picoseconds>(std::llround(us * 1e6)); }
-
-}  // namespace
 
 EplbPlanner::EplbPlanner(const PlannerContext& context, const PlannerOptions& options,
                          bool every_microbatch)
@@ -70,11 +65,9 @@ PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
                                context_.cost.replica_weight_bytes, context_.cost));
   }
   instances_ = std::move(next);
-  // Device->host copy and sync, the CPU solve, and a cross-rank sum of the loads (a tree of
-  // 2 log2 R scale-out steps, each alpha plus E x 8 bytes).
-  const int steps = 2 * static_cast<int>(std::ceil(std::log2(std::max(2, R))));
-  overhead.host_ps = us_to_ps(options_.host_roundtrip_us + options_.eplb_cpu_us_per_layer) +
-                     steps * transfer_ps(static_cast<Bytes>(E) * 8, context_.cost.scale_out);
+  // Device->host copy and sync, the CPU solve, and a cross-rank sum of the loads.
+  overhead.host_ps =
+      host_planning_ps(options_, options_.eplb_cpu_us_per_layer, topology, E, context_.cost);
   return overhead;
 }
 

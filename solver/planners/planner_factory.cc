@@ -41,7 +41,7 @@ std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerCo
   if (name == "topoep") return std::make_unique<TopoepPlanner>(context, options);
   if (name == "eplb") return std::make_unique<EplbPlanner>(context, options, false);
   if (name == "eplb-microbatch") return std::make_unique<EplbPlanner>(context, options, true);
-  if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context);
+  if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context, options);
   return nullptr;
 }
 
@@ -85,7 +85,8 @@ std::vector<std::string> planners_reading_option(const std::string& field) {
     return {"topoep"};
   }
   if (field == "eplb_period_steps" || field == "eplb_window_steps") return {"eplb"};
-  if (field == "host_roundtrip_us" || field == "eplb_cpu_us_per_layer" || field == "eplb_groups") {
+  if (field == "host_roundtrip_us") return {"eplb", "eplb-microbatch", "shadowing"};
+  if (field == "eplb_cpu_us_per_layer" || field == "eplb_groups") {
     return {"eplb", "eplb-microbatch"};
   }
   return {};

@@ -4,11 +4,19 @@
 #include <numeric>
 
 #include "solver/plan_cost.h"
+#include "solver/planners/host_planning.h"
 #include "solver/planners/instance_layout.h"
 #include "solver/static_plan.h"
 #include "solver/static_tally.h"
 
 namespace topoep {
+
+ShadowingPlanner::ShadowingPlanner(const PlannerContext& context, const PlannerOptions& options)
+    : context_(context),
+      policy_ps_(context.placement.slots_per_rank == 0
+                     ? 0
+                     : host_planning_ps(options, 0, context.topology,
+                                        context.placement.num_experts(), context.cost)) {}
 
 PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& counts) {
   const Placement& base = context_.placement;
@@ -54,6 +62,7 @@ PlannerDecision ShadowingPlanner::plan(const RecordId&, const RoutingCounts& cou
   PlannerDecision decision{best.placement, std::move(best.plan), {}, {}, {}};
   decision.tally = std::move(best_tally);
   decision.weight_delivery = WeightDelivery::kChainBroadcast;
+  decision.overhead.host_ps = policy_ps_;
   if (!shadowed && context_.routes) route_all_home(counts, base, &decision.plan);
   return decision;
 }

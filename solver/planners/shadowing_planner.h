@@ -5,7 +5,9 @@
 // The broadcast is charged as replica weight traffic along the expert's chain, as FasterMoE
 // broadcasts a shadow with NCCL (WeightDelivery::kChainBroadcast: every rank receives one copy
 // and sends at most one); the gradient reduction back to the home rank, along the same chain,
-// belongs to the backward pass (the simulator's).
+// belongs to the backward pass (the simulator's). Its overhead: FasterMoE's policy gathers the
+// counts across ranks and copies them to the host before deciding (host_planning_ps(); its CPU
+// time, a sort of the E loads, is not charged), on every record where there is a spare slot.
 
 #include "solver/planners/planner.h"
 
@@ -13,12 +15,13 @@ namespace topoep {
 
 class ShadowingPlanner : public Planner {
  public:
-  explicit ShadowingPlanner(const PlannerContext& context) : context_(context) {}
+  ShadowingPlanner(const PlannerContext& context, const PlannerOptions& options);
   std::string name() const override { return "shadowing"; }
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
 
  private:
   PlannerContext context_;
+  Picoseconds policy_ps_;  // the shadowing policy's host round trip, per record
 };
 
 }  // namespace topoep
