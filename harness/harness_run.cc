@@ -85,7 +85,6 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
   struct LayerState {
     std::unique_ptr<LayerExecutor> planned, reference;
     std::vector<RankId> planned_homes, reference_homes;
-    int step = -1;
   };
   std::vector<LayerState> layers(m.num_layers);
   for (LayerState& state : layers) {
@@ -120,10 +119,6 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     }
     LayerState& state = layers[record.layer];
     LayerExecutor& layer = *state.planned;
-    if (record.step != state.step) {  // a new step starts without replicas
-      state.step = record.step;
-      layer.keep_replicas({}, config.slots_per_rank);
-    }
     const double solve_start = comm.now_us();
     const PlannerDecision decision =
         planners[record.layer]->plan(RecordId{record.step, record.microbatch}, counts);
@@ -139,10 +134,13 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
     check_hashes(comm, hash, where);
 
     hold_homes(layer, state.planned_homes, decision.placement);
+    // Exactly the replicas the planner counts as in place, as the simulator prices the record:
+    // TopoEP's from the step's earlier microbatches, EPLB's layout; shadowing's none, so its
+    // shadows are broadcast again on every microbatch, as FasterMoE does. The rest move.
+    layer.keep_replicas(decision.resident, decision.plan.slots_per_rank);
     std::vector<float> planned, reference;
     const LayerTimes t = layer.run(decision.plan, decision.placement, decision.weight_delivery,
                                    counts, index, &planned);
-    layer.keep_replicas(decision.plan.replica_expert, decision.plan.slots_per_rank);
     // The same layer with every token at home (untimed): the outputs must agree.
     hold_homes(*state.reference, state.reference_homes, decision.placement);
     state.reference->run(static_plan(counts, decision.placement), decision.placement,
