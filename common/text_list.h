@@ -14,4 +14,11 @@ inline std::string join_names(const std::vector<std::string>& names,
   return text;
 }
 
+// `names` as a sentence lists them: "a", "a and b", "a, b and c"; empty for no names.
+inline std::string spoken_list(const std::vector<std::string>& names) {
+  if (names.size() < 2) return join_names(names);
+  const std::vector<std::string> head(names.begin(), names.end() - 1);
+  return join_names(head) + " and " + names.back();
+}
+
 }  // namespace topoep

@@ -127,7 +127,7 @@ class GridReader {
         return contains(compared_planners, name);
       });
       if (given && !compared) {
-        fail(key, "applies to the " + join_names(planners, " and ") +
+        fail(key, "applies to the " + spoken_list(planners) +
                       (planners.size() > 1 ? " planners" : " planner") +
                       ", which \"planners\" does not list");
       }

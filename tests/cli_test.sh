@@ -381,6 +381,24 @@ expect_text "the cap and its planner are named" "$work/out" "--topoep-max-moves:
   --planners eplb-microbatch,static --eplb-period 2 >"$work/out" 2>&1
 expect "simulate refuses an EPLB option without the eplb planner" 2 $?
 expect_text "the option and its planner are named" "$work/out" "--eplb-period: applies to the eplb planner, which --planners does not list"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --host-roundtrip-us 5 >"$work/out" 2>&1
+expect "a host round trip without a planner that plans on the host is refused" 2 $?
+expect_text "the flag and every planner it applies to are named" "$work/out" "--host-roundtrip-us: applies to the eplb, eplb-microbatch and shadowing planners, which --planners does not list"
+for us in 0 100; do
+  "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+    --planners eplb-microbatch,static --host-roundtrip-us $us --out "$work/roundtrip-$us" >/dev/null 2>&1
+  expect "simulate --host-roundtrip-us $us exits 0" 0 $?
+done
+python3 - "$work/roundtrip-0" "$work/roundtrip-100" <<'PY'
+import json, sys
+def overhead(d):
+    s = json.load(open(d + "/summary.json"))
+    return next(p for p in s["planners"] if p["planner"] == "eplb-microbatch")["per_step_us"]["planner_overhead"]
+# 100 us more on each of a step's 2 microbatches x 2 layers.
+assert abs(overhead(sys.argv[2]) - overhead(sys.argv[1]) - 400.0) < 1e-6, (overhead(sys.argv[1]), overhead(sys.argv[2]))
+PY
+expect "EPLB every microbatch pays the round trip on every record" 0 $?
 "$topoep" simulate --trace "$work/missing.trace" >"$work/out" 2>&1
 expect "simulate rejects a missing trace" 2 $?
 expect_text "the missing trace is named" "$work/out" "missing.trace"

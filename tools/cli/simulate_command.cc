@@ -143,6 +143,12 @@ void add_simulate_command(CLI::App& app) {
                    "Cap on the moves of each TopoEP search (0: 4 R (S + 1))")
       ->check(CLI::Range(0, static_cast<int>(kMaxMovesCap)))
       ->capture_default_str();
+  simulate
+      ->add_option("--host-roundtrip-us", o->planner.host_roundtrip_us,
+                   "Device-to-host copy and sync of each plan made on the host (EPLB's, "
+                   "shadowing's)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   simulate->add_option("--eplb-period", o->planner.eplb_period_steps, "EPLB replans every K steps")
       ->capture_default_str();
   simulate
@@ -156,6 +162,7 @@ void add_simulate_command(CLI::App& app) {
                                     std::pair{"--topoep-replica-uses", "topoep_replica_uses"},
                                     std::pair{"--topoep-ib-slack", "topoep_ib_load_slack"},
                                     std::pair{"--topoep-max-moves", "topoep_max_moves"},
+                                    std::pair{"--host-roundtrip-us", "host_roundtrip_us"},
                                     std::pair{"--eplb-period", "eplb_period_steps"},
                                     std::pair{"--eplb-window", "eplb_window_steps"}}) {
     owned.emplace_back(simulate->get_option(flag), planners_reading_option(field));
@@ -167,7 +174,7 @@ void add_simulate_command(CLI::App& app) {
         return std::find(planners.begin(), planners.end(), name) != planners.end();
       });
       if (option->count() > 0 && !runs) {
-        throw InputError(option->get_name(), "applies to the " + join_names(readers, " and ") +
+        throw InputError(option->get_name(), "applies to the " + spoken_list(readers) +
                                                  (readers.size() > 1 ? " planners" : " planner") +
                                                  ", which --planners does not list");
       }
@@ -182,6 +189,7 @@ void add_simulate_command(CLI::App& app) {
                   {"topoep_replica_uses", "--topoep-replica-uses"},
                   {"topoep_ib_load_slack", "--topoep-ib-slack"},
                   {"topoep_max_moves", "--topoep-max-moves"},
+                  {"host_roundtrip_us", "--host-roundtrip-us"},
                   {"eplb_period_steps", "--eplb-period"},
                   {"eplb_window_steps", "--eplb-window"}},
                  [&] { run_simulate(*o); });

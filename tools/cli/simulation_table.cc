@@ -75,7 +75,7 @@ void print_planner_notes(const RunSummary& summary, int steps, int slots,
     out << "\nNote: " << s.planner
         << " made no replica on any record: at these costs no replica paid for moving\n"
         << "its weights, so it ran the static plan throughout"
-        << (s.planner == "topoep" ? " (its row adds the solve time charged).\n" : ".\n");
+        << (s.overhead > 0 ? " (its row adds its planning overhead).\n" : ".\n");
   }
 }
 

@@ -17,8 +17,8 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out);
 // not a measurement (with spare slots, `slots` > 0, where a solve runs); EPLB as deployed on a
 // trace of `steps` steps that ends before its first replan ran the home layout throughout, so
 // it ties with static; and a balancing planner that moved no replica weights over the whole run
-// made no replica, so it ran the static plan on every record (its row is static's, TopoEP's
-// with its solve time added).
+// made no replica, so it ran the static plan on every record (its row is static's plus its
+// planning overhead, if any: TopoEP's solve, shadowing's policy).
 void print_planner_notes(const RunSummary& summary, int steps, int slots,
                          const PlannerOptions& options, std::ostream& out);
 
