@@ -113,7 +113,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
                                            [&](const Route& route) { instances.add(route); });
     instances.drain(add_instance);
   }
-  LayerCost cost = layer_cost(decision, plan_cost, compute, dense);
+  LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
   return cost;
@@ -131,7 +131,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
   std::vector<Picoseconds> compute(view.num_ranks(), 0);
   for (const auto& [rank, tokens] : tally.instances) compute[rank] += instance_compute_ps(tokens);
-  return layer_cost(layout, plan_cost, compute, dense);
+  return layer_cost(layout, plan_cost, compute, dense, params);
 }
 
 CostParams CostModel::params_for(Picoseconds dense_forward) const {
@@ -145,8 +145,8 @@ CostParams CostModel::params_for(Picoseconds dense_forward) const {
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,
-                                const std::vector<Picoseconds>& compute,
-                                Picoseconds dense_forward) const {
+                                const std::vector<Picoseconds>& compute, Picoseconds dense_forward,
+                                const CostParams& params) const {
   const int num_ranks = static_cast<int>(compute.size());
   LayerCost cost;
   cost.dense_forward = dense_forward;
@@ -158,7 +158,7 @@ LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost&
   cost.nvlink_dispatch_bytes = plan_cost.nvlink_dispatch_bytes;
   cost.ib_dispatch_bytes = plan_cost.ib_dispatch_bytes;
   cost.new_replicas = plan_cost.new_replicas;
-  cost.overhead = overhead_time_ps(decision.overhead);
+  cost.overhead = overhead_time_ps(decision.overhead, plan_cost, params);
   cost.nvlink_weight_bytes =
       plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
   cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;

@@ -102,9 +102,11 @@ class CostModel {
   // The planners' parameters with the weight-overlap window of a layer whose dense forward
   // (before it, on the busiest rank) takes `dense_forward`.
   CostParams params_for(Picoseconds dense_forward) const;
-  // The phase maxima, bytes and loads of a priced plan; `compute` is each rank's expert compute.
+  // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's
+  // expert compute.
   LayerCost layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,
-                       const std::vector<Picoseconds>& compute, Picoseconds dense_forward) const;
+                       const std::vector<Picoseconds>& compute, Picoseconds dense_forward,
+                       const CostParams& params) const;
   void fill_rank_times(const PlanCost& plan_cost, const std::vector<Picoseconds>& compute,
                        const CostParams& params, RankPhaseTimes& ranks) const;
 

@@ -136,6 +136,8 @@ void finish_plan_cost_at(const TopologyView& topology, const Placement& placemen
   gradient_maxima(result.gradient_counts.data(), num_ranks, maxima);
   if (compute_load >= 0) maxima.load = compute_load;
   result.times = phase_times(maxima, cost);
+  result.weight_transfer =
+      link_phase_ps(maxima.weight_nvlink, 0, maxima.weight_ib, 0, cost.replica_weight_bytes, cost);
 }
 
 }  // namespace plan_cost_detail

@@ -23,6 +23,9 @@ struct PlanCost {
   // [4][num_ranks]: the new replicas' gradient chains (gradient counts, phase_times.h)
   std::vector<std::int32_t> gradient_counts;
   PhaseTimes times;
+  // The new replicas' weight transfer on the busiest rank, before the overlap window hides
+  // any of it (times.weight_exposed is what it leaves exposed).
+  Picoseconds weight_transfer = 0;
   Bytes nvlink_dispatch_bytes = 0;  // summed over ranks
   Bytes ib_dispatch_bytes = 0;      // summed over ranks
   Bytes nvlink_weight_bytes = 0;    // new replicas moved inside nodes

@@ -48,7 +48,7 @@ RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
 Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
   const PlanCost cost = predict_plan_cost(context.topology, d.placement, d.plan, d.resident,
                                           context.cost, d.weight_delivery);
-  return cost.times.total + overhead_time_ps(d.overhead);
+  return cost.times.total + overhead_time_ps(d.overhead, cost, context.cost);
 }
 
 TEST(Planners, EveryPlanIsValidOnItsLayoutAndIdealIsBelowAll) {
@@ -320,6 +320,25 @@ TEST(Planners, ShadowingPaysItsPolicysHostRoundTripWhereThereAreSpareSlots) {
   const PlannerDecision none =
       make_planner("shadowing", context_for(64, 32, 0, true), options)->plan(RecordId{}, counts);
   EXPECT_EQ(none.overhead.host_ps, 0);
+}
+
+// A migration's weights move as new replicas' do, after them on the same links: both hide
+// behind one overlap window.
+TEST(Planners, MigrationsHideBehindWhatTheNewReplicasLeaveOfTheOverlapWindow) {
+  PlannerOverhead overhead;
+  overhead.host_ps = 5;
+  overhead.migration_ps = 100;
+  PlanCost plan_cost;
+  plan_cost.weight_transfer = 30;
+  CostParams cost;
+  cost.weight_overlap_ps = 0;
+  EXPECT_EQ(overhead_time_ps(overhead, plan_cost, cost), 5 + 100);
+  cost.weight_overlap_ps = 50;  // 20 left after the new replicas' 30
+  EXPECT_EQ(overhead_time_ps(overhead, plan_cost, cost), 5 + 80);
+  cost.weight_overlap_ps = 130;  // all of it hidden
+  EXPECT_EQ(overhead_time_ps(overhead, plan_cost, cost), 5);
+  plan_cost.weight_transfer = 200;  // the new replicas alone overrun the window
+  EXPECT_EQ(overhead_time_ps(overhead, plan_cost, cost), 5 + 100);
 }
 
 TEST(Planners, EveryPlannerPaysTheGradientReductionOfItsReplicas) {

@@ -11,6 +11,7 @@
 #include "solver/cost_params.h"
 #include "solver/placement.h"
 #include "solver/plan.h"
+#include "solver/plan_cost.h"
 #include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
 #include "solver/topology_view.h"
@@ -116,9 +117,13 @@ std::vector<std::string> planner_names();
 // option given while none of them runs changes nothing, and the CLI and sweeps refuse it.
 std::vector<std::string> planners_reading_option(const std::string& field);
 
-// The forward critical-path time of an overhead: host time plus the weight migration.
-// Gradient reduction is the backward pass's.
-Picoseconds overhead_time_ps(const PlannerOverhead& overhead);
+// The forward critical-path time of an overhead: host time plus the part of the weight
+// migration that does not hide behind the overlap window. A migration moves weights on copy
+// engines and NICs as new replicas' weights do, and after them on the same links, so it hides
+// behind what the plan's own new replicas (`plan_cost.weight_transfer`) leave of
+// `cost.weight_overlap_ps`. Gradient reduction is the backward pass's.
+Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const PlanCost& plan_cost,
+                             const CostParams& cost);
 
 // Sets decision.overhead's gradient fields from its plan's replicas (see PlannerOverhead).
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context);

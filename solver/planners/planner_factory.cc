@@ -47,8 +47,11 @@ std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerCo
 
 }  // namespace
 
-Picoseconds overhead_time_ps(const PlannerOverhead& overhead) {
-  return overhead.host_ps + overhead.migration_ps;
+Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const PlanCost& plan_cost,
+                             const CostParams& cost) {
+  const Picoseconds window =
+      std::max<Picoseconds>(0, cost.weight_overlap_ps - plan_cost.weight_transfer);
+  return overhead.host_ps + std::max<Picoseconds>(0, overhead.migration_ps - window);
 }
 
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context) {

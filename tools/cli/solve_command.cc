@@ -163,7 +163,7 @@ void run_solve(const SolveOptions& options) {
                                    after.ib_dispatch_bytes},
                         problem.topology, problem.cost.dispatch_bytes_per_token);
     }
-    const Picoseconds overhead = overhead_time_ps(d.overhead);
+    const Picoseconds overhead = overhead_time_ps(d.overhead, after, problem.cost);
     if (ideal) {
       // The bound against the plans compared here (static and TopoEP): see planners/ideal.h.
       const PhaseTimes bound =
