@@ -21,4 +21,11 @@ inline std::string spoken_list(const std::vector<std::string>& names) {
   return join_names(head) + " and " + names.back();
 }
 
+// What to pass instead of a preset that does not fit: "; presets with WHAT: a, b", or, where
+// none fits, "; no preset has WHAT: pass a file".
+inline std::string preset_hint(const std::vector<std::string>& presets, const std::string& what) {
+  if (presets.empty()) return "; no preset has " + what + ": pass a file";
+  return "; presets with " + what + ": " + join_names(presets);
+}
+
 }  // namespace topoep

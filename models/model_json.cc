@@ -69,6 +69,17 @@ nlohmann::json model_to_json(const ModelSpec& model) {
 
 std::vector<std::string> model_preset_names() { return preset_names(embedded_model_presets()); }
 
+std::vector<std::string> model_presets_fitting(int num_experts, int top_k) {
+  std::vector<std::string> fitting;
+  for (const std::string& name : model_preset_names()) {
+    const ModelSpec model = load_model(name);
+    if (model.num_experts == num_experts && (top_k == 0 || model.top_k == top_k)) {
+      fitting.push_back(name);
+    }
+  }
+  return fitting;
+}
+
 ModelSpec load_model(const std::string& preset_or_path) {
   const PresetSource source =
       resolve_preset_or_file(embedded_model_presets(), preset_or_path, "model");

@@ -7,11 +7,14 @@
 #include "common/file_input_error.h"
 #include "common/parallel_tasks.h"
 #include "common/preset_source.h"
+#include "common/text_list.h"
+#include "models/model_json.h"
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
 #include "sim/progress.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
+#include "topologies/topology_presets.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
@@ -243,15 +246,20 @@ class Replay {
 
 void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata) {
   const std::string named = quoted_with_origin(model.name, model.origin);
+  const auto hint = [&] {
+    return preset_hint(model_presets_fitting(metadata.num_experts, metadata.top_k),
+                       std::to_string(metadata.num_experts) + " experts and top-" +
+                           std::to_string(metadata.top_k));
+  };
   if (metadata.num_experts != model.num_experts) {
     throw InputError("model.num_experts", named + " has " + std::to_string(model.num_experts) +
                                               " experts but the trace has " +
-                                              std::to_string(metadata.num_experts));
+                                              std::to_string(metadata.num_experts) + hint());
   }
   if (metadata.top_k != model.top_k) {
     throw InputError("model.top_k", named + " routes each token to " + std::to_string(model.top_k) +
                                         " experts but the trace to " +
-                                        std::to_string(metadata.top_k));
+                                        std::to_string(metadata.top_k) + hint());
   }
 }
 
@@ -279,7 +287,9 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (metadata.num_ranks != gpus) {
     throw InputError("topology", quoted_with_origin(config.topology.name, config.topology.origin) +
                                      " has " + std::to_string(gpus) + " GPUs but the trace has " +
-                                     std::to_string(metadata.num_ranks) + " ranks");
+                                     std::to_string(metadata.num_ranks) + " ranks" +
+                                     preset_hint(topology_presets_with_gpus(metadata.num_ranks),
+                                                 std::to_string(metadata.num_ranks) + " GPUs"));
   }
   check_model_fits_trace(config.model, metadata);
   if (metadata.num_experts % gpus != 0) {

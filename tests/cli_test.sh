@@ -143,10 +143,12 @@ expect_text "negative count is named" "$work/out" "negative.json: field 'counts[
 "$topoep" solve --counts "$work/counts.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "solve rejects a model with another expert count" 2 $?
 expect_text "the counts file and the model are named" "$work/out" "--model: $work/counts.json has 256 experts, model 'mixtral-8x7b' has 8"
+expect_text "the presets that fit are named" "$work/out" "has 8; presets with 256 experts: deepseek-v3"
 
 "$topoep" solve --counts "$work/counts.json" --topology h100-8x8 >"$work/out" 2>&1
 expect "solve rejects a topology with another GPU count" 2 $?
 expect_text "the counts file and the topology are named" "$work/out" "--topology: $work/counts.json has 32 source ranks (rows), topology 'h100-8x8' has 64 GPUs"
+expect_text "the preset that fits is named" "$work/out" "has 64 GPUs; presets with 32 GPUs: h800-4x8"
 
 "$topoep" solve --counts "$work/counts.json" --slots 300 >"$work/out" 2>&1
 expect "solve rejects too many slots" 2 $?
@@ -260,7 +262,7 @@ expect "a refused import leaves no trace directory" 0 $?
 expect "trace synth for simulate exits 0" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology h800-4x8 --model deepseek-v3 >"$work/out" 2>&1
 expect "simulate rejects a topology with another GPU count" 2 $?
-expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks"
+expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks; no preset has 16 GPUs: pass a file"
 cat >"$work/model16.json" <<'JSON'
 {"name": "small", "source": "test", "num_experts": 64, "top_k": 8, "hidden_size": 1024,
  "expert_ffn_size": 512, "moe_layers": 2, "dispatch_bytes": 1, "dispatch_scale_block": 128,
@@ -275,7 +277,7 @@ json.dump(t, open(sys.argv[1], "w"))
 PY
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "simulate rejects a model with another expert count" 2 $?
-expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64"
+expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64; no preset has 64 experts and top-8: pass a file"
 sed 's/"top_k": 8/"top_k": 6/' "$work/model16.json" >"$work/model16-top6.json"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16-top6.json" >"$work/out" 2>&1
 expect "simulate rejects a model with another top-k" 2 $?

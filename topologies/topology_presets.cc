@@ -16,6 +16,14 @@ std::vector<std::string> topology_preset_names() {
   return preset_names(embedded_topology_presets());
 }
 
+std::vector<std::string> topology_presets_with_gpus(int num_gpus) {
+  std::vector<std::string> fitting;
+  for (const std::string& name : topology_preset_names()) {
+    if (load_topology(name).num_gpus() == num_gpus) fitting.push_back(name);
+  }
+  return fitting;
+}
+
 Topology load_topology_file(const std::string& path) {
   return parse_topology(read_text_file(path), path);
 }

@@ -12,6 +12,9 @@ namespace topoep {
 // Preset names in alphabetical order, e.g. "h800-4x8".
 std::vector<std::string> topology_preset_names();
 
+// The presets with `num_gpus` GPUs, for messages that suggest one. Alphabetical.
+std::vector<std::string> topology_presets_with_gpus(int num_gpus);
+
 // Parses a topology file; errors name the path and the field (see parse_topology).
 Topology load_topology_file(const std::string& path);
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/preset_source.h"
+#include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/plan_check.h"
 #include "sim/solver_cost.h"
@@ -114,17 +115,21 @@ void run_solve(const SolveOptions& options) {
   const ModelSpec model = load_model(options.model);
   const RoutingCounts& first = layers.front();
   if (first.num_experts() != model.num_experts) {
-    throw InputError("--model", options.counts_path + " has " +
-                                    std::to_string(first.num_experts()) + " experts, model " +
-                                    quoted_with_origin(model.name, model.origin) + " has " +
-                                    std::to_string(model.num_experts));
+    const std::string experts = std::to_string(first.num_experts()) + " experts";
+    throw InputError("--model",
+                     options.counts_path + " has " + experts + ", model " +
+                         quoted_with_origin(model.name, model.origin) + " has " +
+                         std::to_string(model.num_experts) +
+                         preset_hint(model_presets_fitting(first.num_experts(), 0), experts));
   }
   if (first.num_ranks() != topology.num_gpus()) {
     throw InputError("--topology", options.counts_path + " has " +
                                        std::to_string(first.num_ranks()) +
                                        " source ranks (rows), topology " +
                                        quoted_with_origin(topology.name, topology.origin) +
-                                       " has " + std::to_string(topology.num_gpus()) + " GPUs");
+                                       " has " + std::to_string(topology.num_gpus()) + " GPUs" +
+                                       preset_hint(topology_presets_with_gpus(first.num_ranks()),
+                                                   std::to_string(first.num_ranks()) + " GPUs"));
   }
   // Tokens per rank as the counts imply (assignments / top-k), for the dense window that new
   // replicas' weights hide behind.
