@@ -12,6 +12,7 @@
 
 #include "common/file_input_error.h"
 #include "common/preset_source.h"
+#include "common/text_list.h"
 #include "harness/harness_run.h"
 #include "harness/microbench.h"
 #include "harness/moe_layer.h"
@@ -90,7 +91,9 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
       throw topoep::InputError(
           "--topology", topoep::quoted_with_origin(config.topology.name, config.topology.origin) +
                             " has " + std::to_string(config.topology.num_gpus()) +
-                            " GPUs but mpirun started " + std::to_string(comm.size()) + " ranks");
+                            " GPUs but mpirun started " + std::to_string(comm.size()) + " ranks" +
+                            topoep::preset_hint(topoep::topology_presets_with_gpus(comm.size()),
+                                                std::to_string(comm.size()) + " GPUs"));
     }
     if (replay->parsed()) {
       if (!(config.tolerance >= 0 && config.tolerance <= 1)) {

@@ -94,7 +94,7 @@ expect "a zero hidden size is bad input (empty outputs would compare equal)" 2 $
 "${mpi[@]}" "$harness" run --trace "$work/trace" --topology h800-4x8 --model "$work/model.json" \
   >"$work/out" 2>&1
 expect "a topology with another GPU count exits 2" 2 $?
-expect_text "the topology and both GPU counts are named" "$work/out" "rank 0: --topology: 'h800-4x8' has 32 GPUs but mpirun started 4 ranks"
+expect_text "the topology and both GPU counts are named" "$work/out" "rank 0: --topology: 'h800-4x8' has 32 GPUs but mpirun started 4 ranks; no preset has 4 GPUs: pass a file"
 sed 's/"top_k": 2/"top_k": 4/' "$work/model.json" >"$work/model-top4.json"
 "${mpi[@]}" "$harness" run --trace "$work/trace" --topology "$work/topo.json" \
   --model "$work/model-top4.json" >"$work/out" 2>&1
