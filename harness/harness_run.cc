@@ -73,7 +73,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
   const std::int64_t tokens_per_rank = m.tokens_per_rank > 0 ? m.tokens_per_rank : 1;
   const PlannerContext context{
       view, Placement::contiguous(m.num_experts, R, config.slots_per_rank),
-      derive_solver_cost(config.topology, config.model, static_cast<int>(tokens_per_rank), true)
+      derive_solver_cost(config.topology, config.model, tokens_per_rank, true)
           .params,
       m.microbatches};
   std::vector<std::unique_ptr<Planner>> planners;  // one per layer: planners keep state

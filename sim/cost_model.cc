@@ -52,7 +52,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                      "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");
   }
   const SolverCostDerivation derived =
-      derive_solver_cost(topology, model, static_cast<int>(tokens_per_rank), true);
+      derive_solver_cost(topology, model, tokens_per_rank, true);
   solver_params_ = derived.params;
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);

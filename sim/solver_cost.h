@@ -58,6 +58,6 @@ double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, d
 // links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
 // integer (at least 1 where a zero would be meaningless).
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
-                                        int tokens_per_rank, bool weight_cost);
+                                        std::int64_t tokens_per_rank, bool weight_cost);
 
 }  // namespace topoep

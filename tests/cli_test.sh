@@ -139,6 +139,13 @@ expect_text "solve table says compute is linear" "$work/out" "replica weights fr
 "$topoep" solve --counts "$work/negative.json" >"$work/out" 2>&1
 expect "solve rejects negative counts with exit 2" 2 $?
 expect_text "negative count is named" "$work/out" "negative.json: field 'counts[5][17]'"
+# 10^15 assignments per count: more tokens per rank than an int holds, refused by the time they
+# would take (not by a wrapped, negative token count).
+python3 -c 'import json, sys; json.dump({"counts": [[10**15] * 64] * 32}, open(sys.argv[1], "w"))' \
+  "$work/vast.json"
+"$topoep" solve --counts "$work/vast.json" --model deepseek-v2-lite >"$work/out" 2>&1
+expect "solve refuses counts beyond the picosecond range with exit 2" 2 $?
+expect_text "the refusal gives the time they would take" "$work/out" "lead to a time of 1.38e+09 s"
 
 "$topoep" solve --counts "$work/counts.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "solve rejects a model with another expert count" 2 $?

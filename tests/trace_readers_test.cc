@@ -54,6 +54,7 @@ TEST(CountsJson, NamesTheBadField) {
       {R"({"counts": [[1, 2], [3]]})", "counts[1]"},
       {R"({"counts": [[1, 2.5]]})", "counts[0][1]"},
       {R"({"counts": [[1, "2"]]})", "counts[0][1]"},
+      {R"({"counts": [[1, 9223372036854775807]]})", "counts[0][1]"},
       {R"({"layers": [[[1, 2]], [[1, 2, 3]]]})", "layers[1]"},
       {R"({"counts": [[1]], "layers": []})", "layers"},
       {R"({"cuonts": [[1]]})", "counts"},

@@ -21,10 +21,13 @@ RoutingCounts parse_matrix(const nlohmann::json& rows, const std::string& path,
     std::vector<TokenCount> counts;
     for (std::size_t expert = 0; expert < row.size(); ++expert) {
       const nlohmann::json& value = row[expert];
-      if (!value.is_number_integer() ||
-          (value.is_number_unsigned() && value.get<std::uint64_t>() > (1ull << 62))) {
+      if (!value.is_number_integer()) {
         throw FileInputError(path, row_field + "[" + std::to_string(expert) + "]",
                              "must be a whole number of tokens, got " + value.dump());
+      }
+      if (value.is_number_unsigned() && value.get<std::uint64_t>() > (1ull << 62)) {
+        throw FileInputError(path, row_field + "[" + std::to_string(expert) + "]",
+                             "must be at most 2^62 tokens, got " + value.dump());
       }
       const TokenCount count = value.get<TokenCount>();
       if (count < 0) {

@@ -133,8 +133,8 @@ void run_solve(const SolveOptions& options) {
   }
   // Tokens per rank as the counts imply (assignments / top-k), for the dense window that new
   // replicas' weights hide behind.
-  const int tokens_per_rank = static_cast<int>(std::max<TokenCount>(
-      1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k)));
+  const TokenCount tokens_per_rank = std::max<TokenCount>(
+      1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
   TopoepProblem problem;
   problem.topology = topology.view();
   problem.placement =
