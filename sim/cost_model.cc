@@ -34,6 +34,9 @@ void check_sim_options(const SimOptions& options) {
   if (!(options.weight_overlap_fraction >= 0 && options.weight_overlap_fraction <= 1)) {
     throw InputError("weight_overlap_fraction", "must be in [0, 1]");
   }
+  if (!(options.gradient_overlap_fraction >= 0 && options.gradient_overlap_fraction <= 1)) {
+    throw InputError("gradient_overlap_fraction", "must be in [0, 1]");
+  }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");
   }
@@ -51,8 +54,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
     throw InputError("tokens_per_rank",
                      "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");
   }
-  const SolverCostDerivation derived =
-      derive_solver_cost(topology, model, tokens_per_rank, true);
+  const SolverCostDerivation derived = derive_solver_cost(topology, model, tokens_per_rank, true);
   solver_params_ = derived.params;
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
@@ -141,7 +143,16 @@ CostParams CostModel::params_for(Picoseconds dense_forward) const {
   params.instance_min_tokens = 0;
   params.weight_overlap_ps =
       round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
+  params.gradient_overlap_ps = backward_window_ps(dense_forward);
   return params;
+}
+
+Picoseconds CostModel::backward_window_ps(Picoseconds dense_forward) const {
+  return round_ps(2.0 * static_cast<double>(dense_forward) * options_.gradient_overlap_fraction);
+}
+
+Picoseconds CostModel::exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const {
+  return std::max<Picoseconds>(0, reduction - backward_window_ps(dense_forward));
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -70,7 +70,8 @@ class CostModel {
 
   const Topology& topology() const { return topology_; }
   const ModelSpec& model() const { return model_; }
-  // The integer parameters planners decide with (sim/solver_cost.h), overlap window scaled.
+  // The integer parameters planners decide with (sim/solver_cost.h), the weights' overlap
+  // window scaled; no gradient window.
   const CostParams& solver_params() const { return solver_params_; }
 
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
@@ -84,6 +85,11 @@ class CostModel {
   // params) per GPU x
   // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
+  // What of a layer's step-end gradient reduction taking `reduction` stays on the critical
+  // path: the part beyond gradient_overlap_fraction x its block's attention backward, 2 x
+  // `dense_forward`. Plans are priced with that window (CostParams::gradient_overlap_ps); the
+  // planners decide without it (solver_params(): sim/solver_cost.h says why).
+  Picoseconds exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
@@ -99,9 +105,11 @@ class CostModel {
   LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
-  // The planners' parameters with the weight-overlap window of a layer whose dense forward
-  // (before it, on the busiest rank) takes `dense_forward`.
+  // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
+  // dense forward (before it, on the busiest rank) takes `dense_forward`.
   CostParams params_for(Picoseconds dense_forward) const;
+  // gradient_overlap_fraction x the attention backward, 2 x `dense_forward`.
+  Picoseconds backward_window_ps(Picoseconds dense_forward) const;
   // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's
   // expert compute.
   LayerCost layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -225,7 +225,7 @@ class Replay {
           std::move(state.step_replicas), config_.topology.view(),
           cost_.solver_params().replica_weight_bytes, cost_.solver_params());
       state.step_replicas.clear();
-      cost.grad_reduce = reduction.time_ps;
+      cost.grad_reduce = cost_.exposed_gradient_ps(reduction.time_ps, cost.dense_forward);
       cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
       cost.grad_reduce_ib_bytes = reduction.ib_bytes;
     }

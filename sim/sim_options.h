@@ -9,6 +9,12 @@ struct SimOptions {
   // weights move without delaying it. 1: the copy engines and NICs move weights while the SMs
   // run attention (DeepSeek-V3's DualPipe overlaps its all-to-alls with compute the same way).
   double weight_overlap_fraction = 1.0;
+  // Fraction of the dense (attention) backward compute of a MoE layer's block, after its MoE
+  // backward on the step's last microbatch, during which the layer's replica gradients reduce
+  // into their homes without delaying it. 1: the same engines reduce while the SMs run the
+  // attention backward (2x the forward), as data-parallel gradient reductions overlap the
+  // backward pass (Megatron-LM's overlapped gradient reduce, PyTorch DDP's buckets).
+  double gradient_overlap_fraction = 1.0;
   // Bytes per element of the activation gradients the backward all-to-alls carry (bf16).
   int activation_grad_bytes = 2;
   // HBM bytes the optimizer moves per parameter: AdamW in mixed precision reads the fp32 master

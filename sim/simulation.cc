@@ -28,6 +28,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"slots_per_rank", c.slots_per_rank},
       {"sim_options",
        {{"weight_overlap_fraction", c.options.weight_overlap_fraction},
+        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param}}},
       {"planner_options",
@@ -48,7 +49,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"replica_gradient_bytes", p.replica_gradient_bytes},
         {"backward_compute_factor", p.backward_compute_factor},
         {"backward_bytes_per_token", p.backward_bytes_per_token},
-        {"weight_overlap_ps", p.weight_overlap_ps}}},
+        {"weight_overlap_ps", p.weight_overlap_ps},
+        {"gradient_overlap_ps", p.gradient_overlap_ps}}},
   };
 }
 

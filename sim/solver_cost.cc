@@ -114,7 +114,8 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
   // Plans are weighed over forward and backward, as the simulator reports them.
   d.params.backward_compute_factor = 2;
   d.params.backward_bytes_per_token = static_cast<Bytes>(hidden * 2);
-  const double dense_ps = dense_forward_time_ps(topology, model, static_cast<double>(tokens_per_rank));
+  const double dense_ps =
+      dense_forward_time_ps(topology, model, static_cast<double>(tokens_per_rank));
   d.dense_time_us = dense_ps / 1e6;
   d.params.weight_overlap_ps = picoseconds_in_range(dense_ps, "tokens_per_rank");
   d.params.scale_up = link_cost(topology.scale_up);

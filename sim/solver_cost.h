@@ -54,7 +54,10 @@ double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, d
 // replica gradients = the weights' size (reduced to the home once per step);
 // backward: compute 2 x forward (dgrad, wgrad), activation gradients at hidden x 2 bytes (bf16;
 //   the simulator's CostModel uses its activation_grad_bytes option);
-// weight overlap = the dense window: dense_forward_time_ps() at tokens_per_rank;
+// weight overlap = the dense window: dense_forward_time_ps() at tokens_per_rank; gradient
+//   overlap 0: planners weigh a replica's whole gradient reduction, although the simulator
+//   prices only what the attention backward does not hide (solver/DECISIONS.md, "Gradients
+//   the step owes");
 // links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
 // integer (at least 1 where a zero would be meaningless).
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

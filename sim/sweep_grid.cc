@@ -282,6 +282,8 @@ class GridReader {
       c.slots_per_rank = get("slots", 1);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
+      c.options.gradient_overlap_fraction =
+          get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
       c.options.activation_grad_bytes =
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
@@ -321,6 +323,7 @@ class GridReader {
                        {"ib_latency_us", c.topology.scale_out.latency_us},
                        {"slots", c.slots_per_rank},
                        {"weight_overlap_fraction", c.options.weight_overlap_fraction},
+                       {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"topoep_solve_us", o.topoep_solve_us},
@@ -362,6 +365,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "ib_latency_us",
                                                    "slots",
                                                    "weight_overlap_fraction",
+                                                   "gradient_overlap_fraction",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
                                                    "topoep_solve_us",

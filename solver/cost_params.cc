@@ -37,6 +37,7 @@ void check_cost_params(const CostParams& params) {
   check_non_negative(params.backward_compute_factor, "backward_compute_factor");
   check_non_negative(params.backward_bytes_per_token, "backward_bytes_per_token");
   check_non_negative(params.weight_overlap_ps, "weight_overlap_ps");
+  check_non_negative(params.gradient_overlap_ps, "gradient_overlap_ps");
   check_link(params.scale_up, "scale_up");
   check_link(params.scale_out, "scale_out");
 }

@@ -43,6 +43,10 @@ struct CostParams {
   // Transfer time that hides behind the dense/attention compute preceding the MoE layer; only
   // weight traffic beyond it is exposed on the critical path.
   Picoseconds weight_overlap_ps = 0;
+  // The same for the step-end gradient reduction: a layer's replica gradients are complete
+  // after its MoE backward on the step's last microbatch and reduce while the SMs run that
+  // layer's attention backward; only reduction time beyond it is exposed.
+  Picoseconds gradient_overlap_ps = 0;
   LinkCost scale_up;   // NVLink, inside a node
   LinkCost scale_out;  // InfiniBand/RoCE, between nodes
 };

@@ -53,8 +53,9 @@ struct PhaseTimes {
   Picoseconds combine = 0;         // reversed dispatch traffic at combine_bytes_per_token
   Picoseconds weight_exposed = 0;  // max over ranks of replica weight time beyond the overlap
   // max over ranks of the new replicas' weight gradients reduced back to their homes, one chain
-  // per expert (backward, once per step, nothing to hide behind); 0 when replica_gradient_bytes
-  // is 0. With owed holders (below), what the new replicas add to the step's reduction.
+  // per expert (backward, once per step), beyond CostParams::gradient_overlap_ps; 0 when
+  // replica_gradient_bytes is 0. With owed holders (below), what the new replicas add to the
+  // step's exposed reduction.
   Picoseconds gradient = 0;
   // Backward: expert compute (backward_compute_factor x compute) and the two activation-gradient
   // transfers (2 x the dispatch's links at backward_bytes_per_token); 0 without those parameters
@@ -183,7 +184,15 @@ TOPOEP_HOST_DEVICE inline TokenLinkTimes token_link_times(TokenCount nvlink, Tok
   return times;
 }
 
-// `owed_ps`: the owed holders' gradient_chains_ps(), which the gradient phase is counted beyond.
+// A gradient reduction's time beyond what hides behind the attention backward
+// (CostParams::gradient_overlap_ps).
+TOPOEP_HOST_DEVICE inline Picoseconds gradient_exposed_ps(Picoseconds reduction,
+                                                          const CostParams& cost) {
+  return max_ps(0, reduction - cost.gradient_overlap_ps);
+}
+
+// `owed_ps`: the owed holders' exposed reduction (gradient_exposed_ps() of their
+// gradient_chains_ps()), which the gradient phase is counted beyond.
 TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima& m,
                                                             const CostParams& cost,
                                                             Picoseconds owed_ps = 0) {
@@ -191,9 +200,9 @@ TOPOEP_HOST_DEVICE inline WeightLinkTimes weight_link_times(const CounterMaxima&
   const Picoseconds weight =
       link_phase_ps(m.weight_nvlink, 0, m.weight_ib, 0, cost.replica_weight_bytes, cost);
   times.weight_exposed = max_ps(0, weight - cost.weight_overlap_ps);
-  times.gradient = max_ps(
-      0, link_phase_ps(m.gradient_nvlink, 0, m.gradient_ib, 0, cost.replica_gradient_bytes, cost) -
-             owed_ps);
+  const Picoseconds reduction =
+      link_phase_ps(m.gradient_nvlink, 0, m.gradient_ib, 0, cost.replica_gradient_bytes, cost);
+  times.gradient = max_ps(0, gradient_exposed_ps(reduction, cost) - owed_ps);
   return times;
 }
 

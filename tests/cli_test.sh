@@ -370,6 +370,16 @@ expect_text "the ideal alone is named" "$work/out" "planners: 'ideal' is a bound
 expect "simulate rejects an overlap above 1" 2 $?
 expect_text "the error names the flag typed" "$work/out" "error: --weight-overlap: must be in [0, 1]"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --gradient-overlap 2 >"$work/out" 2>&1
+expect "simulate rejects a gradient overlap above 1" 2 $?
+expect_text "the gradient overlap's error names the flag typed" "$work/out" \
+  "error: --gradient-overlap: must be in [0, 1]"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --gradient-overlap 0 --out "$work/charged" >"$work/out" 2>&1
+expect "simulate takes a gradient overlap" 0 $?
+expect_text "summary.json records the gradient overlap" "$work/charged/summary.json" \
+  '"gradient_overlap_fraction": 0.0'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?
 expect_text "summary.json records the IB load slack" "$work/slack/summary.json" \

@@ -349,11 +349,18 @@ TEST(Planners, EveryPlannerPaysTheGradientReductionOfItsReplicas) {
         make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
     Bytes replicas = 0;
     for (const ExpertId expert : d.plan.replica_expert) replicas += expert != kNoExpert;
-    // One weight-sized gradient per replica, back to its home: NVLink or IB.
+    // One weight-sized gradient per replica, one hop of its expert's chain: NVLink or IB.
     EXPECT_EQ(d.overhead.gradient_nvlink_bytes + d.overhead.gradient_ib_bytes,
               replicas * context.cost.replica_weight_bytes)
         << name;
     EXPECT_EQ(d.overhead.gradient_ps > 0, replicas > 0) << name;
+    // A window as long as the reduction hides all of it; the bytes still cross the links.
+    PlannerContext hiding = context;
+    hiding.cost.gradient_overlap_ps = d.overhead.gradient_ps;
+    PlannerDecision hidden = d;
+    charge_gradient_reduction(hidden, hiding);
+    EXPECT_EQ(hidden.overhead.gradient_ps, 0) << name;
+    EXPECT_EQ(hidden.overhead.gradient_ib_bytes, d.overhead.gradient_ib_bytes) << name;
   }
 }
 

@@ -100,6 +100,8 @@ inline RandomCase random_case(std::uint64_t seed) {
       c.owed_holders[i] = !home && draw(0, 4) == 0 ? 1 : 0;
     }
   }
+  // Drawn after the others for the same reason.
+  if (draw(0, 1) == 0) cost.gradient_overlap_ps = extreme ? power_of_ten(15) : draw(0, 1000000000);
   return c;
 }
 

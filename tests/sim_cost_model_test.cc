@@ -217,9 +217,29 @@ TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
   EXPECT_EQ(reduce_replica_gradients({}, topology, 1000000, cost).time_ps, 0);
 }
 
+// A layer's replica gradients reduce while its block's attention backward runs (2x the dense
+// forward); only what goes beyond gradient_overlap_fraction of it is on the critical path. The
+// planners still weigh the whole reduction (sim/solver_cost.h).
+TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
+  SimOptions options;
+  options.gradient_overlap_fraction = 0.25;
+  const CostModel model(round_topology(1, 2), round_model(2, 1), options, 10);
+  const Picoseconds dense = 1000000;
+  EXPECT_EQ(model.exposed_gradient_ps(300000, dense), 0);
+  EXPECT_EQ(model.exposed_gradient_ps(500000, dense), 0);
+  EXPECT_EQ(model.exposed_gradient_ps(800000, dense), 300000);
+  EXPECT_EQ(model.solver_params().gradient_overlap_ps, 0);
+  options.gradient_overlap_fraction = 0;
+  const CostModel charged(round_topology(1, 2), round_model(2, 1), options, 10);
+  EXPECT_EQ(charged.exposed_gradient_ps(800000, dense), 800000);
+}
+
 TEST(SimCostModel, RejectsOptionsOutOfRange) {
   SimOptions options;
   options.weight_overlap_fraction = 1.5;
+  EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), options, 10), InputError);
+  options.weight_overlap_fraction = 1;
+  options.gradient_overlap_fraction = -0.1;
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), options, 10), InputError);
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), SimOptions{}, 0), InputError);
 }

@@ -366,15 +366,21 @@ TEST(TopoepSolver, ReseedsReplicasWhenSlotsRanOutWhereTheRoomIs) {
   EXPECT_LT(result.cost.times.total, result.static_cost.times.total);
 }
 
+// Every rank sends expert 0 thirty times what it sends any other of the 16 experts.
+RoutingCounts one_hot_expert_counts() {
+  RoutingCounts counts(8, 16);
+  for (RankId src = 0; src < 8; ++src) {
+    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 3000 : 100);
+  }
+  return counts;
+}
+
 // A new replica's weight gradients go back to its home in the backward pass: the solver charges
 // that reduction, so replicas whose relief it outweighs are not made.
 TEST(TopoepSolver, ChargesNewReplicasTheirGradientReduction) {
   TopoepProblem problem = small_problem();
   problem.cost = testing::corpus_cost(true);
-  RoutingCounts counts(8, 16);
-  for (RankId src = 0; src < 8; ++src) {
-    for (ExpertId e = 0; e < 16; ++e) counts.set(src, e, e == 0 ? 3000 : 100);
-  }
+  const RoutingCounts counts = one_hot_expert_counts();
   const LayerPlan free_gradients = solve_topoep(problem, counts);
   ASSERT_GT(free_gradients.cost.new_replicas, 0);
   EXPECT_EQ(free_gradients.cost.times.gradient, 0);
@@ -392,6 +398,30 @@ TEST(TopoepSolver, ChargesNewReplicasTheirGradientReduction) {
   const LayerPlan priced_out = solve_topoep(problem, counts);
   EXPECT_EQ(priced_out.cost.new_replicas, 0);
   EXPECT_EQ(plan_hash(priced_out.plan), plan_hash(static_plan(counts, problem.placement)));
+}
+
+// A reduction that fits in the attention backward's window costs the step nothing: the solver
+// then spends replicas as if gradients were free, and prices only what goes beyond the window.
+TEST(TopoepSolver, HidesTheGradientReductionBehindTheAttentionBackward) {
+  TopoepProblem problem = small_problem();
+  problem.cost = testing::corpus_cost(true);
+  const RoutingCounts counts = one_hot_expert_counts();
+  const LayerPlan free_gradients = solve_topoep(problem, counts);
+  problem.cost.replica_gradient_bytes = 1LL << 40;  // priced out without a window
+  problem.cost.gradient_overlap_ps = 1LL << 50;     // ... and hidden with one this long
+  const LayerPlan hidden = solve_topoep(problem, counts);
+  EXPECT_EQ(hidden.cost.times.gradient, 0);
+  EXPECT_EQ(plan_hash(hidden.plan), plan_hash(free_gradients.plan));
+  // A window shorter than the reduction: the plan is priced for what lies beyond it.
+  problem.cost.replica_gradient_bytes = problem.cost.replica_weight_bytes;
+  problem.cost.gradient_overlap_ps = 0;
+  const LayerPlan charged = solve_topoep(problem, counts);
+  ASSERT_GT(charged.cost.times.gradient, 0);
+  problem.cost.gradient_overlap_ps = charged.cost.times.gradient / 2;
+  const PlanCost repriced =
+      predict_plan_cost(problem.topology, problem.placement, charged.plan, {}, problem.cost);
+  EXPECT_EQ(repriced.times.gradient,
+            charged.cost.times.gradient - problem.cost.gradient_overlap_ps);
 }
 
 // With the backward parameters the shared cost model prices forward and backward, as the
@@ -482,8 +512,12 @@ Picoseconds owed_gradient_phase(const TopoepProblem& problem, const Plan& plan,
                        all_counts.data(), hops);
   }
   const Bytes bytes = problem.cost.replica_gradient_bytes;
-  const Picoseconds owed_ps = gradient_chains_ps(owed_counts.data(), R, bytes, problem.cost);
-  const Picoseconds all_ps = gradient_chains_ps(all_counts.data(), R, bytes, problem.cost);
+  // Each reduction beyond what hides behind the attention backward.
+  auto exposed = [&](const std::vector<std::int32_t>& counts) {
+    return gradient_exposed_ps(gradient_chains_ps(counts.data(), R, bytes, problem.cost),
+                               problem.cost);
+  };
+  const Picoseconds owed_ps = exposed(owed_counts), all_ps = exposed(all_counts);
   return all_ps > owed_ps ? all_ps - owed_ps : 0;
 }
 

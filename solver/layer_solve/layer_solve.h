@@ -356,7 +356,8 @@ class LayerSolve {
   // what it adds to them (both phases wait for the slowest rank).
   Picoseconds weight_max_ = 0;
   Picoseconds gradient_max_ = 0;
-  // The reduction time of the owed holders' chains alone (gradient_chains_ps()).
+  // The exposed reduction time of the owed holders' chains alone (gradient_chains_ps(), beyond
+  // gradient_overlap_ps).
   Picoseconds owed_gradient_ps_ = 0;
   // A move's tokens by the link class (link_class()) they reached the origin instance over
   // and reach the destination over now: transfer() totals them to update the two ranks.

@@ -69,7 +69,7 @@ TOPOEP_HOST_DEVICE inline Picoseconds LayerSolve<Threads>::weight_exposed(
 
 // Step-end reduction time of `rank`'s gradient chains (gradient counts, phase_times.h), with
 // `delta` ([4], the counts' order: received and sent inside the node, then across nodes)
-// added: nothing to hide behind.
+// added, beyond what hides behind the attention backward (gradient_exposed_ps()).
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline Picoseconds LayerSolve<Threads>::gradient_time(
     RankId rank, const std::int32_t* delta) const {
@@ -77,7 +77,8 @@ TOPOEP_HOST_DEVICE inline Picoseconds LayerSolve<Threads>::gradient_time(
   const std::int32_t* const g = w_.gradient_counts + rank;
   const std::int32_t nvlink = busier(g[0] + delta[0], g[R] + delta[1]);
   const std::int32_t ib = busier(g[2 * R] + delta[2], g[3 * R] + delta[3]);
-  return max_ps(replica_transfer(true, true, nvlink), replica_transfer(true, false, ib));
+  return gradient_exposed_ps(
+      max_ps(replica_transfer(true, true, nvlink), replica_transfer(true, false, ib)), p_.cost);
 }
 
 template <typename Threads>

@@ -80,7 +80,8 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::count_owed_chains() {
                           ++g[chain_count_index(R, from, same_node, true)];
                         });
   }
-  owed_gradient_ps_ = gradient_chains_ps(g, R, p_.cost.replica_gradient_bytes, p_.cost);
+  owed_gradient_ps_ = gradient_exposed_ps(
+      gradient_chains_ps(g, R, p_.cost.replica_gradient_bytes, p_.cost), p_.cost);
 }
 
 // The solver's loads are compute loads (CostParams::instance_min_tokens): an expert whose

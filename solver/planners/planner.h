@@ -55,11 +55,14 @@ struct PlannerOverhead {
   Bytes migration_ib_bytes = 0;      // ... and between nodes (both summed over ranks)
   // The migration's time: the busiest rank's sends or receives, NVLink and IB pipelined.
   Picoseconds migration_ps = 0;
-  // Backward pass: every replica's weight gradients (as large as its weights) are reduced back
-  // to the expert's home rank. Charged alike for every planner's replicas.
-  Bytes gradient_nvlink_bytes = 0;
+  // Backward pass: every replica's weight gradients (as large as its weights) are reduced into
+  // the expert's home rank along one chain per expert (solver/gradient_chains.h), as the
+  // simulator reduces them. Charged alike for every planner's replicas.
+  Bytes gradient_nvlink_bytes = 0;  // summed over the chains' hops
   Bytes gradient_ib_bytes = 0;
-  Picoseconds gradient_ps = 0;  // the busiest home rank's receive time, NVLink and IB pipelined
+  // The busiest rank's link time, NVLink and IB pipelined, beyond the attention backward's
+  // window (gradient_exposed_ps()).
+  Picoseconds gradient_ps = 0;
 };
 
 struct RecordId {

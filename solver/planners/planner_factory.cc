@@ -2,7 +2,9 @@
 #include <string>
 #include <utility>
 
+#include "solver/gradient_chains.h"
 #include "solver/input_error.h"
+#include "solver/phase_times.h"
 #include "solver/planners/basic_planners.h"
 #include "solver/planners/eplb_planner.h"
 #include "solver/planners/shadowing_planner.h"
@@ -57,25 +59,24 @@ Picoseconds overhead_time_ps(const PlannerOverhead& overhead, const PlanCost& pl
 void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& context) {
   const Plan& plan = decision.plan;
   const Bytes bytes = context.cost.replica_weight_bytes;
-  PlannerOverhead& overhead = decision.overhead;
-  overhead.gradient_nvlink_bytes = overhead.gradient_ib_bytes = 0;
-  overhead.gradient_ps = 0;
-  std::vector<Bytes> nvlink_in(plan.num_ranks, 0), ib_in(plan.num_ranks, 0);
+  std::vector<ReplicaInstance> replicas;
   for (RankId rank = 0; rank < plan.num_ranks; ++rank) {
     for (int slot = 0; slot < plan.slots_per_rank; ++slot) {
       const ExpertId expert = plan.replica_at(rank, slot);
-      if (expert == kNoExpert) continue;
-      const RankId home = decision.placement.home_rank[expert];
-      const bool local = context.topology.same_node(home, rank);
-      (local ? nvlink_in : ib_in)[home] += bytes;
-      (local ? overhead.gradient_nvlink_bytes : overhead.gradient_ib_bytes) += bytes;
+      if (expert != kNoExpert)
+        replicas.push_back({expert, decision.placement.home_rank[expert], rank});
     }
   }
-  for (RankId home = 0; home < plan.num_ranks; ++home) {
-    overhead.gradient_ps =
-        std::max(overhead.gradient_ps, std::max(transfer_ps(nvlink_in[home], context.cost.scale_up),
-                                                transfer_ps(ib_in[home], context.cost.scale_out)));
-  }
+  // The simulator's model (sim/gradient_reduction.h): one chain per expert, beyond the
+  // attention backward's window.
+  std::vector<std::int32_t> counts(4 * static_cast<std::size_t>(plan.num_ranks), 0);
+  GradientHops hops;
+  add_replica_chains(replicas, context.topology, counts.data(), hops);
+  PlannerOverhead& overhead = decision.overhead;
+  overhead.gradient_nvlink_bytes = hops.nvlink * bytes;
+  overhead.gradient_ib_bytes = hops.ib * bytes;
+  overhead.gradient_ps = gradient_exposed_ps(
+      gradient_chains_ps(counts.data(), plan.num_ranks, bytes, context.cost), context.cost);
 }
 
 std::vector<std::string> planner_names() {

@@ -123,6 +123,10 @@ void add_simulate_command(CLI::App& app) {
                    "Fraction of the dense compute that hides replica weight transfers")
       ->capture_default_str();
   simulate
+      ->add_option("--gradient-overlap", o->sim.gradient_overlap_fraction,
+                   "Fraction of the attention backward that hides the replica gradient reduction")
+      ->capture_default_str();
+  simulate
       ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
                    "TopoEP's GPU solve time per layer, on the critical path")
       ->check(CLI::Range(0.0, 1e6))
@@ -185,6 +189,7 @@ void add_simulate_command(CLI::App& app) {
                   {"threads", "--threads"},
                   {"timeline_step", "--timeline-step"},
                   {"weight_overlap_fraction", "--weight-overlap"},
+                  {"gradient_overlap_fraction", "--gradient-overlap"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
                   {"topoep_ib_load_slack", "--topoep-ib-slack"},

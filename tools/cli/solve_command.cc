@@ -65,8 +65,11 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
     } else {
       plans = solve_topoep_layers(problem, layers, options.threads);
     }
-    for (Plan& plan : plans)
+    for (Plan& plan : plans) {
       decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}, {}});
+      // As make_planner()'s planners are charged (the batched solve bypasses them).
+      charge_gradient_reduction(decisions.back(), context);
+    }
     return decisions;
   }
   if (options.backend == "cuda")
