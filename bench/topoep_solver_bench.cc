@@ -32,36 +32,55 @@ CostParams bench_cost() {
   return cost;
 }
 
-// Solves seeded Zipf routing (4096 tokens x top-8 per rank) for `problem` in the timed loop,
-// with one solver and one plan reused, as a planner keeps them: the workspace is allocated once.
-void time_zipf_solve(benchmark::State& state, const TopoepProblem& problem) {
+// Seeded Zipf routing for `problem`'s shape: 4096 tokens x top-8 per rank.
+RoutingCounts zipf_counts(const TopoepProblem& problem, std::uint64_t seed) {
   SyntheticRoutingSpec spec;
   spec.num_ranks = problem.placement.num_ranks;
   spec.num_experts = problem.placement.num_experts();
   spec.tokens_per_rank = 4096;
   spec.top_k = 8;
-  spec.seed = 42;
-  const RoutingCounts counts = generate_routing(spec);
-  TopoepHostSolver solver(problem);
-  Plan plan;
-  int moves = 0;
-  for (auto _ : state) {
-    moves = solver.solve(counts, {}, &plan);
-    benchmark::DoNotOptimize(plan.routes.data());
-  }
-  state.counters["moves"] = moves;
-  state.counters["searched"] = solver.last_searched_moves();
+  spec.seed = seed;
+  return generate_routing(spec);
 }
 
-void BM_TopoepSolve(benchmark::State& state) {
-  const int num_experts = static_cast<int>(state.range(0));
-  const int num_ranks = static_cast<int>(state.range(1));
-  const int slots = static_cast<int>(state.range(2));
+// Solves `inputs` in turn in the timed loop, with one solver and one plan reused, as a planner
+// keeps them: the workspace is allocated once. Counters: the moves the plan keeps and the
+// moves searched, means over the solves.
+void time_solves(benchmark::State& state, const TopoepProblem& problem,
+                 const std::vector<RoutingCounts>& inputs) {
+  TopoepHostSolver solver(problem);
+  Plan plan;
+  std::int64_t moves = 0, searched = 0, solves = 0;
+  std::size_t next = 0;
+  for (auto _ : state) {
+    moves += solver.solve(inputs[next], {}, &plan);
+    searched += solver.last_searched_moves();
+    ++solves;
+    next = (next + 1) % inputs.size();
+    benchmark::DoNotOptimize(plan.routes.data());
+  }
+  state.counters["moves"] = static_cast<double>(moves) / static_cast<double>(solves);
+  state.counters["searched"] = static_cast<double>(searched) / static_cast<double>(solves);
+}
+
+// One seeded Zipf input (seed 42), solved again and again.
+void time_zipf_solve(benchmark::State& state, const TopoepProblem& problem) {
+  time_solves(state, problem, {zipf_counts(problem, 42)});
+}
+
+// Contiguous homes on nodes of 8 GPUs, bench_cost().
+TopoepProblem bench_problem(int num_experts, int num_ranks, int slots) {
   TopoepProblem problem;
   problem.topology = TopologyView{num_ranks / 8, 8};
   problem.placement = Placement::contiguous(num_experts, num_ranks, slots);
   problem.cost = bench_cost();
-  time_zipf_solve(state, problem);
+  return problem;
+}
+
+void BM_TopoepSolve(benchmark::State& state) {
+  time_zipf_solve(state,
+                  bench_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                static_cast<int>(state.range(2))));
 }
 // Issue 3's shapes, then S = 0: the same solve with nothing to search (no spare slot), the
 // floor every solve of that shape pays here (reading the counts, writing the canonical plan).
@@ -72,6 +91,26 @@ BENCHMARK(BM_TopoepSolve)
     ->Args({256, 256, 2})
     ->Args({256, 32, 0})
     ->Args({256, 64, 0})
+    ->Unit(benchmark::kMicrosecond);
+
+// Issue 3's shapes on 16 seeded Zipf inputs (seeds 42-57) in turn. A planner never solves the
+// same counts twice, and one input's time is its own move count's: at (256, 64, 1) seed 42
+// searches 208 moves, the 16 seeds 299 on average (bench/README.md).
+void BM_TopoepSolveSeeds(benchmark::State& state) {
+  const TopoepProblem problem =
+      bench_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                    static_cast<int>(state.range(2)));
+  std::vector<RoutingCounts> inputs;
+  for (std::uint64_t seed = 42; seed < 42 + 16; ++seed) {
+    inputs.push_back(zipf_counts(problem, seed));
+  }
+  time_solves(state, problem, inputs);
+}
+BENCHMARK(BM_TopoepSolveSeeds)
+    ->Args({64, 32, 1})
+    ->Args({256, 32, 1})
+    ->Args({256, 64, 1})
+    ->Args({256, 256, 2})
     ->Unit(benchmark::kMicrosecond);
 
 // The same Zipf solve at the simulator's costs (sim_bench's TopoEP records): DeepSeek-V3 on the
@@ -96,28 +135,12 @@ BENCHMARK(BM_TopoepSolveSimCosts)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)
 void BM_TopoepSolveDeepSeekV3Shares(benchmark::State& state,
                                     const std::vector<std::vector<std::int64_t>>* layers) {
   const int num_ranks = static_cast<int>(state.range(0));
-  const int slots = static_cast<int>(state.range(1));
-  TopoepProblem problem;
-  problem.topology = TopologyView{num_ranks / 8, 8};
-  problem.placement = Placement::contiguous(256, num_ranks, slots);
-  problem.cost = bench_cost();
+  const TopoepProblem problem = bench_problem(256, num_ranks, static_cast<int>(state.range(1)));
   std::vector<RoutingCounts> matrices;
   for (std::size_t layer = 3; layer < layers->size(); ++layer) {  // 0-2 are dense
     matrices.push_back(sample_counts_from_shares((*layers)[layer], num_ranks, 4096, 8, layer));
   }
-  TopoepHostSolver solver(problem);
-  Plan plan;
-  std::int64_t moves = 0, searched = 0, solves = 0;
-  std::size_t next = 0;
-  for (auto _ : state) {
-    moves += solver.solve(matrices[next], {}, &plan);
-    searched += solver.last_searched_moves();
-    ++solves;
-    next = (next + 1) % matrices.size();
-    benchmark::DoNotOptimize(plan.routes.data());
-  }
-  state.counters["moves"] = static_cast<double>(moves) / static_cast<double>(solves);
-  state.counters["searched"] = static_cast<double>(searched) / static_cast<double>(solves);
+  time_solves(state, problem, matrices);
 }
 
 void register_shared_benchmarks() {
