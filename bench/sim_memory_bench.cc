@@ -1,0 +1,106 @@
+// Memory of a simulation as `topoep simulate --out DIR` runs it (sim/simulation.h: replay,
+// summary, per_layer.csv and per_step.csv), on one thread: the most heap it holds at once
+// above what was live before it began (bench/heap_peak.h), for traces of growing length and
+// growing chunks. Issue 6 asks for memory bounded by the trace chunk size: the peak should
+// follow the chunk and not the number of records.
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/heap_peak.h"
+#include "common/temp_path.h"
+#include "models/model_json.h"
+#include "sim/simulation.h"
+#include "topologies/topology_presets.h"
+#include "traces/synthetic_trace.h"
+#include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
+
+namespace topoep {
+namespace {
+
+constexpr int kLayers = 8, kMicrobatches = 2;
+
+// The synthetic trace of `steps` steps (DeepSeek-V3's shape on 4 x 8 GPUs: 256 experts, top-8,
+// 1,024 tokens per GPU, 8 layers x 2 microbatches a step; U16 counts, 16 KiB a record),
+// rewritten in chunks of `records_per_chunk` records. Made once per shape, removed at exit.
+const std::string& bench_trace(int steps, int records_per_chunk) {
+  static std::map<std::pair<int, int>, std::unique_ptr<TempPath>> traces;
+  std::unique_ptr<TempPath>& trace = traces[{steps, records_per_chunk}];
+  if (trace == nullptr) {
+    const TempPath synthetic("topoep-sim-memory-synth");
+    SyntheticTraceSpec spec;  // 32 ranks, 256 experts, top-8: the defaults
+    spec.num_layers = kLayers;
+    spec.microbatches = kMicrobatches;
+    spec.steps = steps;
+    spec.tokens_per_rank = 1024;
+    spec.seed = 5;
+    write_synthetic_trace(spec, synthetic.path());
+    TraceReader reader(synthetic.path());
+    TraceMetadata metadata = reader.metadata();
+    metadata.records_per_chunk = records_per_chunk;
+    trace = std::make_unique<TempPath>("topoep-sim-memory-trace");
+    TraceWriter writer(trace->path(), metadata);
+    for (TraceRecord record; reader.next(record);) writer.add(record.counts);
+    writer.finish();
+  }
+  return trace->path();
+}
+
+// Args: steps, records per chunk. The peak is counted from what was live before the first
+// simulation: buffers a simulation leaves for the next on its thread (the TopoEP solver's
+// workspace, solver/README.md) count in every run, not only in the first.
+void BM_SimulatePeakHeap(benchmark::State& state, std::vector<std::string> planners) {
+  static const std::int64_t baseline = bench::live_heap_bytes();
+  const int steps = static_cast<int>(state.range(0));
+  const int records_per_chunk = static_cast<int>(state.range(1));
+  const TempPath out("topoep-sim-memory-out");
+  SimulationRequest request;
+  request.trace = bench_trace(steps, records_per_chunk);
+  request.config.topology = load_topology("h800-4x8");
+  request.config.model = load_model("deepseek-v3");
+  request.config.planners = std::move(planners);
+  request.config.threads = 1;  // each thread holds a microbatch's tasks: one keeps the peak exact
+  request.out_dir = out.path();
+  std::int64_t peak = 0, records = 0;
+  for (auto _ : state) {
+    bench::reset_heap_peak();
+    const SimulationResult result = run_simulation(request);
+    peak = bench::peak_heap_bytes() - baseline;
+    records = result.records;
+  }
+  const TraceMetadata metadata = TraceReader(request.trace).metadata();
+  const double mib = 1 << 20;
+  state.counters["records"] = static_cast<double>(records);
+  state.counters["chunk_MiB"] = static_cast<double>(records_per_chunk) * metadata.num_ranks *
+                                metadata.num_experts * (metadata.dtype == "U16" ? 2 : 4) / mib;
+  state.counters["peak_heap_MiB"] = static_cast<double>(peak) / mib;
+}
+// The static planner alone, first (the TopoEP solver's workspace, once made, stays with the
+// thread): what the replay holds whatever the planners.
+BENCHMARK_CAPTURE(BM_SimulatePeakHeap, static, std::vector<std::string>{"static"})
+    ->Args({64, 64})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Every planner, as the demo runs them: 64 to 1,024 records in chunks of 64, then 1,024 records
+// in chunks of 16 to 256.
+BENCHMARK_CAPTURE(BM_SimulatePeakHeap, all,
+                  std::vector<std::string>{"topoep", "eplb", "eplb-microbatch", "shadowing",
+                                           "static", "ideal"})
+    ->Args({4, 64})
+    ->Args({16, 64})
+    ->Args({64, 64})
+    ->Args({64, 16})
+    ->Args({64, 256})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+}  // namespace
+}  // namespace topoep
+
+BENCHMARK_MAIN();
