@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,19 +25,29 @@
 namespace topoep {
 namespace {
 
-constexpr int kLayers = 8, kMicrobatches = 2;
+// A cluster and a model depth at DeepSeek-V3's expert shape (256 experts, top-8).
+struct Shape {
+  const char* topology;  // preset
+  int ranks;             // its GPUs
+  int layers;            // MoE layers a microbatch
+};
+// The paper's 32 GPUs with 8 layers, and 64 GPUs with DeepSeek-V3's 58 MoE layers, where one
+// microbatch of counts (58 x 64 x 256 counts) outweighs the chunk.
+constexpr Shape kSmall{"h800-4x8", 32, 8};
+constexpr Shape kDeep{"h100-8x8", 64, 58};
 
-// The synthetic trace of `steps` steps (DeepSeek-V3's shape on 4 x 8 GPUs: 256 experts, top-8,
-// 1,024 tokens per GPU, 8 layers x 2 microbatches a step; U16 counts, 16 KiB a record),
-// rewritten in chunks of `records_per_chunk` records. Made once per shape, removed at exit.
-const std::string& bench_trace(int steps, int records_per_chunk) {
-  static std::map<std::pair<int, int>, std::unique_ptr<TempPath>> traces;
-  std::unique_ptr<TempPath>& trace = traces[{steps, records_per_chunk}];
+// The synthetic trace of `steps` steps of `shape` (2 microbatches a step, 1,024 tokens per GPU;
+// U16 counts: 512 bytes per rank of a record), rewritten in chunks of `records_per_chunk`
+// records. Made once per shape, removed at exit.
+const std::string& bench_trace(const Shape& shape, int steps, int records_per_chunk) {
+  static std::map<std::tuple<int, int, int, int>, std::unique_ptr<TempPath>> traces;
+  std::unique_ptr<TempPath>& trace = traces[{shape.ranks, shape.layers, steps, records_per_chunk}];
   if (trace == nullptr) {
     const TempPath synthetic("topoep-sim-memory-synth");
-    SyntheticTraceSpec spec;  // 32 ranks, 256 experts, top-8: the defaults
-    spec.num_layers = kLayers;
-    spec.microbatches = kMicrobatches;
+    SyntheticTraceSpec spec;  // 256 experts, top-8, 8 GPUs a node: the defaults
+    spec.num_ranks = shape.ranks;
+    spec.num_layers = shape.layers;
+    spec.microbatches = 2;
     spec.steps = steps;
     spec.tokens_per_rank = 1024;
     spec.seed = 5;
@@ -55,14 +66,14 @@ const std::string& bench_trace(int steps, int records_per_chunk) {
 // Args: steps, records per chunk. The peak is counted from what was live before the first
 // simulation: buffers a simulation leaves for the next on its thread (the TopoEP solver's
 // workspace, solver/README.md) count in every run, not only in the first.
-void BM_SimulatePeakHeap(benchmark::State& state, std::vector<std::string> planners) {
+void BM_SimulatePeakHeap(benchmark::State& state, Shape shape, std::vector<std::string> planners) {
   static const std::int64_t baseline = bench::live_heap_bytes();
   const int steps = static_cast<int>(state.range(0));
   const int records_per_chunk = static_cast<int>(state.range(1));
   const TempPath out("topoep-sim-memory-out");
   SimulationRequest request;
-  request.trace = bench_trace(steps, records_per_chunk);
-  request.config.topology = load_topology("h800-4x8");
+  request.trace = bench_trace(shape, steps, records_per_chunk);
+  request.config.topology = load_topology(shape.topology);
   request.config.model = load_model("deepseek-v3");
   request.config.planners = std::move(planners);
   request.config.threads = 1;  // each thread holds a microbatch's tasks: one keeps the peak exact
@@ -81,18 +92,20 @@ void BM_SimulatePeakHeap(benchmark::State& state, std::vector<std::string> plann
                                 metadata.num_experts * (metadata.dtype == "U16" ? 2 : 4) / mib;
   state.counters["peak_heap_MiB"] = static_cast<double>(peak) / mib;
 }
+// As the demo runs them.
+std::vector<std::string> every_planner() {
+  return {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
+}
+
 // The static planner alone, first (the TopoEP solver's workspace, once made, stays with the
 // thread): what the replay holds whatever the planners.
-BENCHMARK_CAPTURE(BM_SimulatePeakHeap, static, std::vector<std::string>{"static"})
+BENCHMARK_CAPTURE(BM_SimulatePeakHeap, static, kSmall, std::vector<std::string>{"static"})
     ->Args({64, 64})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// Every planner, as the demo runs them: 64 to 1,024 records in chunks of 64, then 1,024 records
-// in chunks of 16 to 256.
-BENCHMARK_CAPTURE(BM_SimulatePeakHeap, all,
-                  std::vector<std::string>{"topoep", "eplb", "eplb-microbatch", "shadowing",
-                                           "static", "ideal"})
+// Every planner: 64 to 1,024 records in chunks of 64, then 1,024 records in chunks of 16 to 256.
+BENCHMARK_CAPTURE(BM_SimulatePeakHeap, all, kSmall, every_planner())
     ->Args({4, 64})
     ->Args({16, 64})
     ->Args({64, 64})
@@ -100,6 +113,18 @@ BENCHMARK_CAPTURE(BM_SimulatePeakHeap, all,
     ->Args({64, 256})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+// Every planner on 64 GPUs with 58 layers: 232 to 3,712 records in chunks of one microbatch
+// (58 records, 1.8 MiB). EPLB's window of per-step loads (10 steps by default) fills at the
+// tenth step.
+BENCHMARK_CAPTURE(BM_SimulatePeakHeap, all_64gpus_58layers, kDeep, every_planner())
+    ->Args({2, 58})
+    ->Args({8, 58})
+    ->Args({16, 58})
+    ->Args({32, 58})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace topoep
 
