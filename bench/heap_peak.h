@@ -3,8 +3,8 @@
 // operator new hands out (malloc_usable_size() bytes of it, what the allocator really set
 // aside) counts until operator delete frees it. For memory figures measured with Google
 // Benchmark (bench/sim_memory_bench.cc): unlike the process's resident set, the count does not
-// depend on the allocator's caching or the pages the kernel maps, so one run gives the same
-// figure as the next.
+// depend on the allocator's caching or the pages the kernel maps, so runs agree to within what
+// their own inputs differ by (a temporary file's name: a few hundred bytes).
 //
 // Linking it replaces the global operator new and delete of the whole program (alwayslink):
 // only the benchmark binaries that report memory link it, so that no other pays for the

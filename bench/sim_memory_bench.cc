@@ -76,7 +76,8 @@ void BM_SimulatePeakHeap(benchmark::State& state, Shape shape, std::vector<std::
   request.config.topology = load_topology(shape.topology);
   request.config.model = load_model("deepseek-v3");
   request.config.planners = std::move(planners);
-  request.config.threads = 1;  // each thread holds a microbatch's tasks: one keeps the peak exact
+  // Each thread holds the tasks it runs: with more, the peak would follow their scheduling.
+  request.config.threads = 1;
   request.out_dir = out.path();
   std::int64_t peak = 0, records = 0;
   for (auto _ : state) {
