@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "common/file_input_error.h"
 #include "models/model_json.h"
@@ -128,6 +129,112 @@ TEST(SolverCost, InstanceMinimumFitsTheCurve) {
   const double minimum = curve_instance_min_tokens(smooth);
   EXPECT_GT(minimum, 10);
   EXPECT_LT(minimum, 200);
+}
+
+// The minimum as the first version chose it: every candidate's error over every point (P^3).
+double instance_min_tokens_by_full_scan(const GemmEfficiencyCurve& curve) {
+  const double best = *std::max_element(curve.efficiency.begin(), curve.efficiency.end());
+  const std::vector<double>& tokens = curve.tokens_per_expert;
+  std::vector<double> time(tokens.size()), flat_error(tokens.size());
+  for (std::size_t i = 0; i < time.size(); ++i) {
+    time[i] = tokens[i] * best / curve.efficiency[i];
+    flat_error[i] = (time[i] - tokens[i]) / time[i];
+  }
+  auto worst_error = [&](double minimum) {
+    double worst = 0;
+    for (std::size_t i = 0; i < time.size(); ++i) {
+      worst = std::max(worst, std::abs(std::max(tokens[i], minimum) - time[i]) / time[i]);
+    }
+    return worst;
+  };
+  std::vector<double> candidates{0};
+  for (std::size_t i = 0; i < time.size(); ++i) {
+    candidates.push_back(tokens[i]);
+    candidates.push_back(time[i]);
+    for (std::size_t j = 0; j < time.size(); ++j) {
+      candidates.push_back(2 * time[i] * time[j] / (time[i] + time[j]));
+      candidates.push_back(time[i] * (1 - flat_error[j]));
+      candidates.push_back(time[i] * (1 + flat_error[j]));
+    }
+  }
+  double chosen = 0, chosen_error = worst_error(0);
+  for (const double candidate : candidates) {
+    const double error = worst_error(candidate);
+    if (error < chosen_error || (error == chosen_error && candidate < chosen)) {
+      chosen = candidate;
+      chosen_error = error;
+    }
+  }
+  return chosen;
+}
+
+// Seeded curves of 1 to 40 points: rooflines, smooth saturating curves, dips and plateaus
+// (equal efficiencies make equal errors, where the tie rule decides).
+GemmEfficiencyCurve random_curve(std::uint64_t& state) {
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  GemmEfficiencyCurve curve;
+  const int points = 1 + static_cast<int>(next() % 40);
+  const int shape = static_cast<int>(next() % 3);
+  const double knee = 1.0 + static_cast<double>(next() % 2000);
+  double t = 0;
+  for (int i = 0; i < points; ++i) {
+    t += shape == 0 ? 1.0 + static_cast<double>(next() % 64) : std::ldexp(1.0, i % 20) + t;
+    double efficiency = 0;
+    if (shape == 0) {
+      efficiency = 0.65 * std::min(1.0, t / knee);
+    } else if (shape == 1) {
+      efficiency = 0.65 * t / (t + knee);
+    } else {
+      efficiency = static_cast<double>(1 + next() % 8) / 10;  // dips and repeats
+    }
+    curve.tokens_per_expert.push_back(t);
+    curve.efficiency.push_back(efficiency);
+  }
+  return curve;
+}
+
+TEST(SolverCost, InstanceMinimumIsTheOneEveryCandidatesFullScanChooses) {
+  std::uint64_t state = 2026;
+  for (int i = 0; i < 3000; ++i) {
+    const GemmEfficiencyCurve curve = random_curve(state);
+    // Bit for bit: the simulator's plans follow the minimum.
+    EXPECT_EQ(curve_instance_min_tokens(curve), instance_min_tokens_by_full_scan(curve))
+        << "curve " << i << " of " << curve.tokens_per_expert.size() << " points";
+  }
+}
+
+TEST(SolverCost, InstanceMinimumOfALongCalibratedRooflineIsItsKnee) {
+  // 2,000 measured points (a full scan of every candidate would take minutes), knee at 300.
+  GemmEfficiencyCurve roofline;
+  for (int i = 1; i <= 2000; ++i) {
+    roofline.tokens_per_expert.push_back(i * 8);
+    roofline.efficiency.push_back(0.6 * std::min(1.0, i * 8 / 300.0));
+  }
+  EXPECT_NEAR(curve_instance_min_tokens(roofline), 300, 1e-9);
+}
+
+TEST(GemmEfficiency, SearchesALongCurveAsItCountsAShortOne) {
+  GemmEfficiencyCurve curve;
+  for (int i = 1; i <= 500; ++i) {
+    curve.tokens_per_expert.push_back(i * 3.0);
+    curve.efficiency.push_back(0.9 * i / (i + 40.0));
+  }
+  const auto& x = curve.tokens_per_expert;
+  const auto& y = curve.efficiency;
+  for (double t = 0; t <= 1600; t += 0.75) {
+    double expected = y.back();
+    if (t <= x.front()) {
+      expected = y.front();
+    } else if (t < x.back()) {
+      std::size_t i = 0;
+      for (const double point : x) i += point <= t ? 1 : 0;
+      expected = y[i - 1] + (t - x[i - 1]) / (x[i] - x[i - 1]) * (y[i] - y[i - 1]);
+    }
+    EXPECT_EQ(gemm_efficiency_at(curve, t), expected) << t;
+  }
 }
 
 TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
