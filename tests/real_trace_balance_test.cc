@@ -1,18 +1,22 @@
 // Balance of TopoEP plans on the real routing data in ../shared/traces/ (read in place, never
-// copied): ESFT (DeepSeek-V2-Lite) packed onto 32 ranks and DeepSeek-V3 expert shares sampled
-// onto 32 and 64 ranks, S = 1, replica weights free. tools/test passes the folder in
-// TOPOEP_SHARED_DIR; without it the tests skip themselves.
+// copied): ESFT (DeepSeek-V2-Lite) and FLAME-MoE-290M's pretraining routing packed onto 32
+// ranks and DeepSeek-V3 expert shares sampled onto 32 and 64 ranks, S = 1, replica weights free.
+// tools/test passes the folder in TOPOEP_SHARED_DIR; without it the tests skip themselves.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "solver/balance_bound.h"
 #include "solver/topoep_solver.h"
 #include "traces/esft_import.h"
 #include "traces/sglang_stats.h"
+#include "traces/token_files.h"
 #include "traces/token_packing.h"
 
 namespace topoep {
@@ -101,6 +105,34 @@ TEST(RealTraceBalance, EsftPackedOntoThirtyTwoRanks) {
       }
     }
     check_balance("esft " + task + " R=32", matrices, problem);
+  }
+}
+
+TEST(RealTraceBalance, FlameMoePretrainingRoutingPackedOntoThirtyTwoRanks) {
+  if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
+  // FLAME-MoE-290M during pretraining: 64 experts, top-6, the same 2,048 tokens in each layer
+  // file (8 here), priced at DeepSeek-V2-Lite's dimensions (the same 64 experts and top-6), as
+  // tools/reproduce_paper does.
+  const std::vector<std::string> files =
+      files_in_natural_order(shared_dir() + "/traces/flame-moe-290m/encoder_32seqs_64tok", ".csv");
+  ASSERT_FALSE(files.empty());
+  // 64 tokens per rank: one microbatch a layer, 192 tokens per expert (41.6 ns a token, as
+  // for ESFT above); 16: four microbatches a layer, 48 tokens per expert, efficiency 0.65 x
+  // 48 / 295 = 0.106, so 17.3 MFLOP take 165 ns.
+  for (const auto& [tokens_per_rank, compute_ps] : {std::pair{64, 41600}, std::pair{16, 165000}}) {
+    TopoepProblem problem;
+    problem.topology = TopologyView{4, 8};
+    problem.placement = Placement::contiguous(64, 32, 1);
+    problem.cost = h800_cost(2048, compute_ps);
+    std::vector<RoutingCounts> matrices;
+    for (const std::string& file : files) {
+      for (RoutingCounts& counts : pack_tokens_contiguous(read_flame_csv(file, 64, 6).experts, 6,
+                                                          64, 32, tokens_per_rank)) {
+        matrices.push_back(std::move(counts));
+      }
+    }
+    check_balance("flame-moe " + std::to_string(tokens_per_rank) + " tokens/rank R=32", matrices,
+                  problem);
   }
 }
 
