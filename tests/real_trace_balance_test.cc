@@ -138,7 +138,8 @@ TEST(RealTraceBalance, FlameMoePretrainingRoutingPackedOntoThirtyTwoRanks) {
 
 TEST(RealTraceBalance, DeepSeekV3SharesSampledOntoThirtyTwoAndSixtyFourRanks) {
   if (shared_dir().empty()) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
-  for (const std::string file : {"prefill_in1024", "prefill_in4096"}) {
+  for (const std::string file :
+       {"prefill_in512", "prefill_in1024", "prefill_in2048", "prefill_in4096"}) {
     const auto layers = read_sglang_logical_count(
         shared_dir() + "/traces/sglang-deepseek-v3-stats/" + file + ".json");
     for (const int ranks : {32, 64}) {
