@@ -18,6 +18,7 @@
 #include "models/model_json.h"
 #include "sim/simulation.h"
 #include "topologies/topology_presets.h"
+#include "traces/safetensors.h"
 #include "traces/synthetic_trace.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
@@ -90,7 +91,7 @@ void BM_SimulatePeakHeap(benchmark::State& state, Shape shape, std::vector<std::
   const double mib = 1 << 20;
   state.counters["records"] = static_cast<double>(records);
   state.counters["chunk_MiB"] = static_cast<double>(records_per_chunk) * metadata.num_ranks *
-                                metadata.num_experts * (metadata.dtype == "U16" ? 2 : 4) / mib;
+                                metadata.num_experts * dtype_size(metadata.dtype) / mib;
   state.counters["peak_heap_MiB"] = static_cast<double>(peak) / mib;
 }
 // As the demo runs them.

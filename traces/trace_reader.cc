@@ -113,7 +113,7 @@ bool TraceReader::next(TraceRecord& record) {
   // The record's last counts' buffer, refilled: every cell is written below.
   std::vector<TokenCount> values = std::move(record.counts).release_values();
   values.resize(cells);
-  const std::size_t width = m.dtype == "U16" ? 2 : 4;
+  const std::size_t width = dtype_size(m.dtype);  // the metadata's check allows U16 or I32
   const std::uint8_t* bytes = counts_.data() + static_cast<std::size_t>(in_chunk_) * cells * width;
   // Little-endian on every host: a little-endian host copies each cell (one load, and the loop
   // widens several at a time), another assembles it byte by byte. Row by row, each row summed
