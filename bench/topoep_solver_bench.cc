@@ -1,20 +1,28 @@
 // Host solve latency of the TopoEP planner for one layer, single thread, on seeded Zipf routing
 // (integer generator: the same inputs on every machine). Shapes from issue 3: (E, R, S). With
-// TOPOEP_SHARED_DIR set, also on DeepSeek-V3's real expert shares (../shared/traces).
+// TOPOEP_SHARED_DIR set, also on DeepSeek-V3's real expert shares (../shared/traces); with
+// TOPOEP_BENCH_COUNTS set, on your own counts (register_own_routing_benchmark()).
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "models/model_json.h"
 #include "sim/cost_model.h"
+#include "sim/solver_cost.h"
+#include "solver/input_error.h"
 #include "solver/topoep_solver.h"
 #include "topologies/topology_presets.h"
+#include "traces/counts_json.h"
 #include "traces/sglang_stats.h"
 #include "traces/synthetic_routing.h"
+#include "traces/trace_reader.h"
 
 namespace topoep {
 namespace {
@@ -158,12 +166,82 @@ void register_shared_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
 }
 
+// An environment variable's value, or `fallback` where it is unset or empty.
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value == nullptr || *value == '\0' ? fallback : std::string(value);
+}
+
+// The routing TOPOEP_BENCH_COUNTS names: the layers of a `topoep solve --counts` file, or the
+// first 64 records of a trace directory (`topoep trace import` or `trace synth`).
+std::vector<RoutingCounts> read_bench_layers(const std::string& path) {
+  if (!std::filesystem::is_directory(path)) return read_counts_json(path);
+  TraceReader reader(path);
+  std::vector<RoutingCounts> layers;
+  TraceRecord record;
+  while (layers.size() < 64 && reader.next(record)) layers.push_back(record.counts);
+  if (layers.empty()) throw InputError("TOPOEP_BENCH_COUNTS", path + " holds no record");
+  return layers;
+}
+
+// Your own routing: TOPOEP_BENCH_COUNTS names a counts file or a trace (read_bench_layers()),
+// whose layers are solved one after another at the costs `topoep solve` weighs them with on the
+// cluster TOPOEP_BENCH_TOPOLOGY (a preset or a file; default h800-4x8) for the model
+// TOPOEP_BENCH_MODEL (default deepseek-v3), with TOPOEP_BENCH_SLOTS spare slots per GPU (default
+// 1). Each solve is cold (no replica resident from an earlier microbatch), as BM_TopoepSolve's
+// are. Returns false, having said why on stderr, where the inputs do not fit together.
+bool register_own_routing_benchmark() {
+  const std::string path = env_or("TOPOEP_BENCH_COUNTS", "");
+  if (path.empty()) return true;
+  static TopoepProblem problem;
+  static std::vector<RoutingCounts> layers;
+  try {
+    layers = read_bench_layers(path);
+    const Topology topology = load_topology(env_or("TOPOEP_BENCH_TOPOLOGY", "h800-4x8"));
+    const ModelSpec model = load_model(env_or("TOPOEP_BENCH_MODEL", "deepseek-v3"));
+    const std::string slots = env_or("TOPOEP_BENCH_SLOTS", "1");
+    if (slots.empty() || slots.size() > 4 ||
+        !std::all_of(slots.begin(), slots.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      throw InputError("TOPOEP_BENCH_SLOTS",
+                       "must be a whole number of slots, got '" + slots + "'");
+    }
+    const RoutingCounts& first = layers.front();
+    if (first.num_experts() != model.num_experts) {
+      throw InputError("TOPOEP_BENCH_MODEL", path + " has " + std::to_string(first.num_experts()) +
+                                                 " experts, model '" + model.name + "' has " +
+                                                 std::to_string(model.num_experts));
+    }
+    if (first.num_ranks() != topology.num_gpus()) {
+      throw InputError("TOPOEP_BENCH_TOPOLOGY", path + " has " + std::to_string(first.num_ranks()) +
+                                                    " source ranks, '" + topology.name + "' has " +
+                                                    std::to_string(topology.num_gpus()) + " GPUs");
+    }
+    // As `topoep solve` does: tokens per rank from the first layer, for the dense window.
+    const TokenCount tokens_per_rank = std::max<TokenCount>(
+        1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
+    problem.topology = topology.view();
+    problem.placement =
+        Placement::contiguous(first.num_experts(), topology.num_gpus(), std::stoi(slots));
+    problem.cost = derive_solver_cost(topology, model, tokens_per_rank, true).params;
+    for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+  } catch (const std::exception& error) {
+    std::cerr << "topoep_solver_bench: TOPOEP_BENCH_COUNTS=" << path << ": " << error.what()
+              << "\n";
+    return false;
+  }
+  benchmark::RegisterBenchmark("BM_TopoepSolveOwnRouting", [](benchmark::State& state) {
+    time_solves(state, problem, layers);
+  })->Unit(benchmark::kMicrosecond);
+  return true;
+}
+
 }  // namespace
 }  // namespace topoep
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   topoep::register_shared_benchmarks();
+  if (!topoep::register_own_routing_benchmark()) return 2;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
