@@ -1,11 +1,15 @@
 // Replay throughput of the simulator, one core: layer-records per second through one planner
 // (read, plan, price, aggregate), on a seeded synthetic trace at DeepSeek-V3's shape on the
-// paper's cluster (E = 256, R = 32, top-8, 4096 tokens per GPU).
+// paper's cluster (E = 256, R = 32, top-8, 4096 tokens per GPU). With TOPOEP_BENCH_TRACE set,
+// also on your own trace (register_own_trace_benchmarks()).
 
 #include <benchmark/benchmark.h>
 
+#include <exception>
 #include <filesystem>
+#include <iostream>
 
+#include "bench/own_inputs.h"
 #include "models/model_json.h"
 #include "sim/replay.h"
 #include "topologies/topology_presets.h"
@@ -90,7 +94,61 @@ BENCHMARK(BM_ReplayTopoepCapped)
     ->Arg(64)
     ->Unit(benchmark::kMillisecond);
 
+// Whether a replay of your own trace failed (a bad record): the program then exits 1.
+bool own_trace_failed = false;
+
+// Your own trace: TOPOEP_BENCH_TRACE names a trace directory, replayed whole through each
+// planner in turn (without plan hashes, as a sweep runs) on the cluster, model and spare slots
+// of bench/own_inputs.h. Returns false, having said why on stderr, where the trace does not fit
+// them (checked against its metadata before anything is timed); a bad record ends its
+// benchmark with the reader's error.
+bool register_own_trace_benchmarks() {
+  const std::string path = env_or("TOPOEP_BENCH_TRACE", "");
+  if (path.empty()) return true;
+  static SimConfig config;
+  try {
+    config.topology = own_topology();
+    config.model = own_model();
+    config.slots_per_rank = own_slots();
+    config.plan_hashes = false;
+    config.threads = 1;
+    config.planners = {"topoep"};
+    check_sim_config(config, TraceReader(path).metadata());
+  } catch (const std::exception& error) {
+    std::cerr << "sim_bench: TOPOEP_BENCH_TRACE=" << path << ": " << error.what() << "\n";
+    return false;
+  }
+  for (const char* planner : {"topoep", "static", "eplb", "eplb-microbatch", "shadowing"}) {
+    auto replay = [path, planner](benchmark::State& state) {
+      SimConfig own = config;
+      own.planners = {planner};
+      std::int64_t records = 0;
+      for (auto _ : state) {
+        Discard discard;
+        try {
+          records += replay_trace(path, own, discard);
+        } catch (const std::exception& error) {
+          own_trace_failed = true;
+          state.SkipWithError(error.what());
+          break;
+        }
+      }
+      state.counters["records_per_s"] =
+          benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
+    };
+    benchmark::RegisterBenchmark((std::string("BM_ReplayOwnTrace/") + planner).c_str(), replay)
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace topoep
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (!topoep::register_own_trace_benchmarks()) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return topoep::own_trace_failed ? 1 : 0;
+}

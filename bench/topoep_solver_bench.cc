@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/own_inputs.h"
 #include "models/model_json.h"
 #include "sim/cost_model.h"
 #include "sim/solver_cost.h"
@@ -166,12 +167,6 @@ void register_shared_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
 }
 
-// An environment variable's value, or `fallback` where it is unset or empty.
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value == nullptr || *value == '\0' ? fallback : std::string(value);
-}
-
 // The routing TOPOEP_BENCH_COUNTS names: the layers of a `topoep solve --counts` file, or the
 // first 64 records of a trace directory (`topoep trace import` or `trace synth`).
 std::vector<RoutingCounts> read_bench_layers(const std::string& path) {
@@ -197,14 +192,9 @@ bool register_own_routing_benchmark() {
   static std::vector<RoutingCounts> layers;
   try {
     layers = read_bench_layers(path);
-    const Topology topology = load_topology(env_or("TOPOEP_BENCH_TOPOLOGY", "h800-4x8"));
-    const ModelSpec model = load_model(env_or("TOPOEP_BENCH_MODEL", "deepseek-v3"));
-    const std::string slots = env_or("TOPOEP_BENCH_SLOTS", "1");
-    if (slots.empty() || slots.size() > 4 ||
-        !std::all_of(slots.begin(), slots.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      throw InputError("TOPOEP_BENCH_SLOTS",
-                       "must be a whole number of slots, got '" + slots + "'");
-    }
+    const Topology topology = own_topology();
+    const ModelSpec model = own_model();
+    const int slots = own_slots();
     const RoutingCounts& first = layers.front();
     if (first.num_experts() != model.num_experts) {
       throw InputError("TOPOEP_BENCH_MODEL", path + " has " + std::to_string(first.num_experts()) +
@@ -220,8 +210,7 @@ bool register_own_routing_benchmark() {
     const TokenCount tokens_per_rank = std::max<TokenCount>(
         1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
     problem.topology = topology.view();
-    problem.placement =
-        Placement::contiguous(first.num_experts(), topology.num_gpus(), std::stoi(slots));
+    problem.placement = Placement::contiguous(first.num_experts(), topology.num_gpus(), slots);
     problem.cost = derive_solver_cost(topology, model, tokens_per_rank, true).params;
     for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   } catch (const std::exception& error) {

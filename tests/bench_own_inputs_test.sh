@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# topoep_solver_bench on your own routing (TOPOEP_BENCH_COUNTS): it times the solve of every
-# layer of a `topoep solve --counts` file or of a trace's first records, and refuses inputs that
-# do not fit together with exit 2 and a message naming the file and the variable, before timing
-# anything.
+# The benchmarks on your own inputs (bench/README.md): topoep_solver_bench times the solve of
+# every layer of a `topoep solve --counts` file or of a trace's first records
+# (TOPOEP_BENCH_COUNTS), sim_bench the replay of a whole trace through every planner
+# (TOPOEP_BENCH_TRACE). Inputs that do not fit together exit 2 with a message naming the file
+# and the variable or field, before anything is timed; a trace record that breaks mid-replay
+# ends that benchmark with the reader's error and the program with exit 1.
 set -uo pipefail
 bench=$(realpath "$1")
 topoep=$(realpath "$2")
+sim_bench=$(realpath "$3")
 source "$(dirname "$0")/expect.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -64,6 +67,36 @@ expect_text "names the file and field" out.txt "negative.json: field 'counts[0][
 TOPOEP_BENCH_COUNTS=missing.json "$bench" "${fast[@]}" >out.txt 2>&1
 expect "a missing file" 2 $?
 expect_text "names the missing file" out.txt "missing.json: cannot open the file"
+
+# The replay on your own trace.
+TOPOEP_BENCH_TRACE=trace TOPOEP_BENCH_TOPOLOGY=h100-8x8 TOPOEP_BENCH_MODEL=deepseek-v2-lite \
+  TOPOEP_BENCH_SLOTS=2 "$sim_bench" --benchmark_filter=OwnTrace --benchmark_min_time=0.01 \
+  >out.txt 2>&1
+expect "replays the trace" 0 $?
+for planner in topoep static eplb eplb-microbatch shadowing; do
+  expect_text "replays it through $planner" out.txt "BM_ReplayOwnTrace/$planner "
+done
+expect_text "reports records per second" out.txt "records_per_s="
+
+TOPOEP_BENCH_TRACE=trace "$sim_bench" --benchmark_filter=OwnTrace >out.txt 2>&1
+expect "a trace the cluster does not fit" 2 $?
+expect_text "names the topology" out.txt \
+  "sim_bench: TOPOEP_BENCH_TRACE=trace: topology: 'h800-4x8' has 32 GPUs but the trace has 64 ranks"
+expect_no_text "replays nothing then" out.txt "BM_ReplayOwnTrace"
+
+TOPOEP_BENCH_TRACE=trace TOPOEP_BENCH_TOPOLOGY=h100-8x8 TOPOEP_BENCH_MODEL=deepseek-v2-lite \
+  TOPOEP_BENCH_SLOTS=1000 "$sim_bench" --benchmark_filter=OwnTrace >out.txt 2>&1
+expect "more slots than fit" 2 $?
+expect_text "names the slots" out.txt "slots: must be in [0, 63]"
+
+cp -r trace broken
+chmod -R u+w broken
+chunk=$(ls broken/*.safetensors | head -1)
+truncate -s -1000 "$chunk"
+TOPOEP_BENCH_TRACE=broken TOPOEP_BENCH_TOPOLOGY=h100-8x8 TOPOEP_BENCH_MODEL=deepseek-v2-lite \
+  "$sim_bench" --benchmark_filter=OwnTrace/static --benchmark_min_time=0.01 >out.txt 2>&1
+expect "a truncated chunk" 1 $?
+expect_text "says where the trace breaks" out.txt "the file is truncated"
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]
