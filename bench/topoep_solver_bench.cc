@@ -5,7 +5,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -16,14 +15,11 @@
 #include "bench/own_inputs.h"
 #include "models/model_json.h"
 #include "sim/cost_model.h"
-#include "sim/solver_cost.h"
-#include "solver/input_error.h"
+#include "sim/own_routing.h"
 #include "solver/topoep_solver.h"
 #include "topologies/topology_presets.h"
-#include "traces/counts_json.h"
 #include "traces/sglang_stats.h"
 #include "traces/synthetic_routing.h"
-#include "traces/trace_reader.h"
 
 namespace topoep {
 namespace {
@@ -167,52 +163,21 @@ void register_shared_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
 }
 
-// The routing TOPOEP_BENCH_COUNTS names: the layers of a `topoep solve --counts` file, or the
-// first 64 records of a trace directory (`topoep trace import` or `trace synth`).
-std::vector<RoutingCounts> read_bench_layers(const std::string& path) {
-  if (!std::filesystem::is_directory(path)) return read_counts_json(path);
-  TraceReader reader(path);
-  std::vector<RoutingCounts> layers;
-  TraceRecord record;
-  while (layers.size() < 64 && reader.next(record)) layers.push_back(record.counts);
-  if (layers.empty()) throw InputError("TOPOEP_BENCH_COUNTS", path + " holds no record");
-  return layers;
-}
-
-// Your own routing: TOPOEP_BENCH_COUNTS names a counts file or a trace (read_bench_layers()),
-// whose layers are solved one after another at the costs `topoep solve` weighs them with on the
-// cluster TOPOEP_BENCH_TOPOLOGY (a preset or a file; default h800-4x8) for the model
-// TOPOEP_BENCH_MODEL (default deepseek-v3), with TOPOEP_BENCH_SLOTS spare slots per GPU (default
-// 1). Each solve is cold (no replica resident from an earlier microbatch), as BM_TopoepSolve's
-// are. Returns false, having said why on stderr, where the inputs do not fit together.
+// Your own routing: TOPOEP_BENCH_COUNTS names a counts file or a trace (its first 64 records;
+// read_routing_layers()), whose layers are solved one after another as `topoep solve` plans them
+// on the cluster, model and spare slots of bench/own_inputs.h (problem_for_routing()). Each
+// solve is cold (no replica resident from an earlier microbatch), as BM_TopoepSolve's are.
+// Returns false, having said why on stderr, where the inputs do not fit together.
 bool register_own_routing_benchmark() {
   const std::string path = env_or("TOPOEP_BENCH_COUNTS", "");
   if (path.empty()) return true;
   static TopoepProblem problem;
   static std::vector<RoutingCounts> layers;
   try {
-    layers = read_bench_layers(path);
-    const Topology topology = own_topology();
-    const ModelSpec model = own_model();
-    const int slots = own_slots();
-    const RoutingCounts& first = layers.front();
-    if (first.num_experts() != model.num_experts) {
-      throw InputError("TOPOEP_BENCH_MODEL", path + " has " + std::to_string(first.num_experts()) +
-                                                 " experts, model '" + model.name + "' has " +
-                                                 std::to_string(model.num_experts));
-    }
-    if (first.num_ranks() != topology.num_gpus()) {
-      throw InputError("TOPOEP_BENCH_TOPOLOGY", path + " has " + std::to_string(first.num_ranks()) +
-                                                    " source ranks, '" + topology.name + "' has " +
-                                                    std::to_string(topology.num_gpus()) + " GPUs");
-    }
-    // As `topoep solve` does: tokens per rank from the first layer, for the dense window.
-    const TokenCount tokens_per_rank = std::max<TokenCount>(
-        1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
-    problem.topology = topology.view();
-    problem.placement = Placement::contiguous(first.num_experts(), topology.num_gpus(), slots);
-    problem.cost = derive_solver_cost(topology, model, tokens_per_rank, true).params;
-    for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+    layers = read_routing_layers(path, 64);
+    problem = problem_for_routing(
+        layers, own_topology(), own_model(), own_slots(),
+        {path, "TOPOEP_BENCH_TOPOLOGY", "TOPOEP_BENCH_MODEL", "TOPOEP_BENCH_SLOTS"});
   } catch (const std::exception& error) {
     std::cerr << "topoep_solver_bench: TOPOEP_BENCH_COUNTS=" << path << ": " << error.what()
               << "\n";

@@ -11,6 +11,10 @@
 # that bundle: nothing is installed or built then, cuBLAS and NCCL are looked up where the
 # CUDA Python wheels put them, and the harness's step, which needs MPI, is skipped where
 # mpirun is missing.
+# With TOPOEP_BENCH_COUNTS naming your own routing (a `topoep solve --counts` file or a trace
+# directory), the device solve is timed on it too, planned on TOPOEP_BENCH_TOPOLOGY for
+# TOPOEP_BENCH_MODEL with TOPOEP_BENCH_SLOTS spare slots (bench/README.md; defaults h800-4x8,
+# deepseek-v3, 1), into own_routing_solve.csv.
 # Usage: [TOPOEP_GPU_BUNDLE=DIR] harness/gpu_check.sh [OUT_DIR (gpu-check)] [BASE_TOPOLOGY (h200-8x8)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,11 +59,20 @@ else
 fi
 topoep=$bin/tools/cli/topoep
 mkdir -p "$out"
-if "$bin/harness/gpu_microbench" --out "$out"; then
+own=()
+if [[ -n ${TOPOEP_BENCH_COUNTS:-} ]]; then
+  own=(--counts "$(realpath "$TOPOEP_BENCH_COUNTS")" --slots "${TOPOEP_BENCH_SLOTS:-1}"
+    --topology "${TOPOEP_BENCH_TOPOLOGY:-h800-4x8}" --model "${TOPOEP_BENCH_MODEL:-deepseek-v3}")
+fi
+if "$bin/harness/gpu_microbench" --out "$out" "${own[@]}"; then
   echo "device solve latency (us per layer):"
   show_csv "$out/solve_latency.csv"
   echo "one layer's device solve by phase (us):"
   show_csv "$out/solve_phases.csv"
+  if [[ -f $out/own_routing_solve.csv ]]; then
+    echo "the device solve of $TOPOEP_BENCH_COUNTS (its layers in one launch; phases of the first):"
+    show_csv "$out/own_routing_solve.csv"
+  fi
   # calibrate refuses a curve above the base GPU's bf16 peak (a base of other hardware than
   # this GPU): the measurements stay in $out for a rerun with the right base.
   "$topoep" calibrate --measurements "$out" --topology "$topology" \

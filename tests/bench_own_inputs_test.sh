@@ -59,6 +59,12 @@ TOPOEP_BENCH_COUNTS=counts.json TOPOEP_BENCH_MODEL=deepseek-v2-lite TOPOEP_BENCH
 expect "slots that are not a number" 2 $?
 expect_text "names the slots variable" out.txt "TOPOEP_BENCH_SLOTS: must be a whole number"
 
+TOPOEP_BENCH_COUNTS=counts.json TOPOEP_BENCH_MODEL=deepseek-v2-lite TOPOEP_BENCH_SLOTS=64 \
+  "$bench" "${fast[@]}" >out.txt 2>&1
+expect "more slots than fit a rank" 2 $?
+expect_text "names the slots variable for them" out.txt \
+  "TOPOEP_BENCH_SLOTS: 64 spare slots per rank is too many"
+
 echo '{"counts": [[1, -2]]}' >negative.json
 TOPOEP_BENCH_COUNTS=negative.json "$bench" "${fast[@]}" >out.txt 2>&1
 expect "a negative count" 2 $?

@@ -49,33 +49,23 @@ struct SolvePhases {
   double us[kSolvePhases] = {0, 0, 0, 0};
 };
 
-// The device solve of `layers` copies of one seeded layer in one launch; the first layer's
+// The device solve of `layers` in one launch, from device-resident counts; the first layer's
 // phases into `phases`.
-float solve_us(const CostParams& cost, int experts, int ranks, int slots, int layers,
+float solve_us(const TopoepProblem& problem, const std::vector<RoutingCounts>& layers,
                cudaStream_t stream, SolvePhases* phases) {
-  SyntheticRoutingSpec spec;
-  spec.num_ranks = ranks;
-  spec.num_experts = experts;
-  spec.tokens_per_rank = 4096;
-  spec.top_k = 8;
-  spec.seed = 42;
-  const RoutingCounts counts = generate_routing(spec);
-  TopoepProblem problem;
-  problem.topology = TopologyView{ranks / 8, 8};
-  problem.placement = Placement::contiguous(experts, ranks, slots);
-  problem.cost = cost;
   const TopoepParams params = topoep_params_for(problem);
+  const int num_layers = static_cast<int>(layers.size());
   std::vector<TokenCount> host_counts;
-  for (int l = 0; l < layers; ++l) {
+  for (const RoutingCounts& counts : layers) {
     host_counts.insert(host_counts.end(), counts.values().begin(), counts.values().end());
   }
-  DeviceLayerBuffers buffers(params, problem.placement.home_rank, layers);
+  DeviceLayerBuffers buffers(params, problem.placement.home_rank, num_layers);
   buffers.upload_counts(host_counts, stream);
-  DeviceArray<std::int64_t> cycles(static_cast<std::size_t>(layers) * kSolvePhases);
+  DeviceArray<std::int64_t> cycles(static_cast<std::size_t>(num_layers) * kSolvePhases);
   DeviceLayerBatch batch = buffers.batch(false);
   batch.phase_cycles = cycles.get();
   const float us = time_us(stream, [&] {
-    check_cuda(launch_topoep_layers(params, layers, batch, stream), "launch_topoep_layers");
+    check_cuda(launch_topoep_layers(params, num_layers, batch, stream), "launch_topoep_layers");
   });
   std::int64_t first[kSolvePhases];
   check_cuda(cudaMemcpy(first, cycles.get(), sizeof first, cudaMemcpyDeviceToHost),
@@ -88,18 +78,58 @@ float solve_us(const CostParams& cost, int experts, int ranks, int slots, int la
   return us;
 }
 
+// `layers` copies of one seeded Zipf layer of (experts, ranks, slots) on nodes of 8 GPUs.
+float zipf_solve_us(const CostParams& cost, int experts, int ranks, int slots, int layers,
+                    cudaStream_t stream, SolvePhases* phases) {
+  SyntheticRoutingSpec spec;
+  spec.num_ranks = ranks;
+  spec.num_experts = experts;
+  spec.tokens_per_rank = 4096;
+  spec.top_k = 8;
+  spec.seed = 42;
+  TopoepProblem problem;
+  problem.topology = TopologyView{ranks / 8, 8};
+  problem.placement = Placement::contiguous(experts, ranks, slots);
+  problem.cost = cost;
+  return solve_us(problem, std::vector<RoutingCounts>(layers, generate_routing(spec)), stream,
+                  phases);
+}
+
+// Writes `text` to out_dir + name.
+void write_text(const std::string& out_dir, const std::string& name, const std::string& text) {
+  std::FILE* file = std::fopen((out_dir + name).c_str(), "w");
+  if (file == nullptr) throw std::runtime_error("cannot write " + out_dir + name);
+  std::fputs(text.c_str(), file);
+  std::fclose(file);
+}
+
 }  // namespace
 
-void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::string& out_dir) {
+void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::string& out_dir,
+                        const OwnRouting* own) {
   cudaStream_t stream;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  if (own != nullptr) {
+    SolvePhases phases;
+    const float us = solve_us(own->problem, own->layers, stream, &phases);
+    const int layers = static_cast<int>(own->layers.size());
+    char line[256];
+    std::snprintf(line, sizeof line, "%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                  own->problem.placement.num_experts(), own->problem.placement.num_ranks,
+                  own->problem.placement.slots_per_rank, layers, us, us / layers, phases.us[0],
+                  phases.us[1], phases.us[2], phases.us[3]);
+    write_text(out_dir, "/own_routing_solve.csv",
+               std::string("experts,ranks,slots,layers,us_per_launch,us_per_layer,"
+                           "static_start_us,search_us,instances_us,routes_us\n") +
+                   line);
+  }
   std::string solve = "experts,ranks,slots,layers,us_per_launch,us_per_layer\n";
   std::string phases_csv = "experts,ranks,slots,static_start_us,search_us,instances_us,routes_us\n";
   const int shapes[][3] = {{64, 32, 1}, {256, 32, 1}, {256, 64, 1}, {256, 256, 2}};
   for (const auto& shape : shapes) {
     for (const int layers : {1, 58}) {
       SolvePhases phases;
-      const float us = solve_us(cost, shape[0], shape[1], shape[2], layers, stream, &phases);
+      const float us = zipf_solve_us(cost, shape[0], shape[1], shape[2], layers, stream, &phases);
       char line[160];
       std::snprintf(line, sizeof line, "%d,%d,%d,%d,%.3f,%.3f\n", shape[0], shape[1], shape[2],
                     layers, us, us / layers);
@@ -143,14 +173,9 @@ void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::
   }
   cublasDestroy(cublas);
   cudaStreamDestroy(stream);
-  for (const auto& [name, text] : {std::make_pair(std::string("/solve_latency.csv"), solve),
-                                   std::make_pair(std::string("/solve_phases.csv"), phases_csv),
-                                   std::make_pair(std::string("/gemm_samples.csv"), gemms)}) {
-    std::FILE* file = std::fopen((out_dir + name).c_str(), "w");
-    if (file == nullptr) throw std::runtime_error("cannot write " + out_dir + name);
-    std::fputs(text.c_str(), file);
-    std::fclose(file);
-  }
+  write_text(out_dir, "/solve_latency.csv", solve);
+  write_text(out_dir, "/solve_phases.csv", phases_csv);
+  write_text(out_dir, "/gemm_samples.csv", gemms);
 }
 
 }  // namespace topoep

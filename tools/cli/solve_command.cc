@@ -11,8 +11,8 @@
 #include "common/preset_source.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
+#include "sim/own_routing.h"
 #include "sim/plan_check.h"
-#include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
 #include "solver/planners/ideal.h"
@@ -134,19 +134,13 @@ void run_solve(const SolveOptions& options) {
                                        preset_hint(topology_presets_with_gpus(first.num_ranks()),
                                                    std::to_string(first.num_ranks()) + " GPUs"));
   }
-  // Tokens per rank as the counts imply (assignments / top-k), for the dense window that new
-  // replicas' weights hide behind.
-  const TokenCount tokens_per_rank = std::max<TokenCount>(
-      1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
-  TopoepProblem problem;
-  problem.topology = topology.view();
-  problem.placement =
-      Placement::contiguous(first.num_experts(), topology.num_gpus(), options.slots);
-  problem.cost =
-      derive_solver_cost(topology, model, tokens_per_rank, !options.no_weight_cost).params;
+  TopoepProblem problem = problem_for_routing(
+      layers, topology, model, options.slots,
+      {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost);
   if (options.linear_compute) problem.cost.instance_min_tokens = 0;
   problem.ib_load_slack_permille = static_cast<int>(std::lround(options.ib_slack * 1000));
   problem.max_moves = options.max_moves;
+  // The options above change what the solver weighs, and so what may overflow.
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   const PlannerContext context{problem.topology, problem.placement, problem.cost};
 

@@ -1,0 +1,58 @@
+#include "sim/own_routing.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sim/solver_cost.h"
+#include "solver/input_error.h"
+#include "traces/counts_json.h"
+#include "traces/trace_reader.h"
+
+namespace topoep {
+
+std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_records) {
+  if (!std::filesystem::is_directory(path)) return read_counts_json(path);
+  TraceReader reader(path);
+  std::vector<RoutingCounts> layers;
+  TraceRecord record;
+  while (static_cast<int>(layers.size()) < max_records && reader.next(record)) {
+    layers.push_back(record.counts);
+  }
+  if (layers.empty()) throw InputError("counts", path + " holds no record");
+  return layers;
+}
+
+TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
+                                  const Topology& topology, const ModelSpec& model, int slots,
+                                  const RoutingInputNames& names, bool weight_cost) {
+  const RoutingCounts& first = layers.front();
+  if (first.num_experts() != model.num_experts) {
+    throw InputError(names.model, names.routing + " has " + std::to_string(first.num_experts()) +
+                                      " experts, model '" + model.name + "' has " +
+                                      std::to_string(model.num_experts));
+  }
+  if (first.num_ranks() != topology.num_gpus()) {
+    throw InputError(names.topology, names.routing + " has " + std::to_string(first.num_ranks()) +
+                                         " source ranks, '" + topology.name + "' has " +
+                                         std::to_string(topology.num_gpus()) + " GPUs");
+  }
+  // Tokens per rank as the counts imply, for the dense window that new replicas' weights hide
+  // behind.
+  const TokenCount tokens_per_rank = std::max<TokenCount>(
+      1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
+  TopoepProblem problem;
+  problem.topology = topology.view();
+  try {
+    problem.placement = Placement::contiguous(first.num_experts(), topology.num_gpus(), slots);
+  } catch (const InputError& error) {
+    if (error.field() != "slots_per_rank") throw;
+    // The same sentence, about the input the caller knows the slots by.
+    const std::string what = error.what();
+    throw InputError(names.slots, what.substr(error.field().size() + 2));
+  }
+  problem.cost = derive_solver_cost(topology, model, tokens_per_rank, weight_cost).params;
+  for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
+  return problem;
+}
+
+}  // namespace topoep
