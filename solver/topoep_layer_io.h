@@ -39,6 +39,12 @@ struct TopoepLayerOutput {
   // (diagnostic, may be null). Without owed holders and with one use they are
   // predict_plan_cost()'s for the plan, phase for phase (the property test holds them to it).
   PhaseTimes* predicted = nullptr;
+  // Where the moves the plan keeps are logged (diagnostic, may be null): which run's log in the
+  // workspace's move_log ([2][max_moves]; the plan keeps the first *num_moves of it), 0 the
+  // first run's, 1 the second's, and that run's kind (topoep_detail::RunKind: 0 plain, 1 seeded,
+  // 2 opened; solver/README.md, step 6).
+  std::int32_t* kept_log = nullptr;
+  std::int32_t* kept_run_kind = nullptr;
 };
 
 constexpr int kSolvePhases = 4;

@@ -68,6 +68,8 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
                            &num_routes, &num_moves};
   output.predicted = &last_predicted_;
   output.searched_moves = &last_searched_moves_;
+  output.kept_log = &last_kept_log_;
+  output.kept_run_kind = &last_kept_run_kind_;
   std::uint64_t* const buffer = buffer_ ? buffer_.get() : thread_workspace(workspace_words_);
   if (buffer != bound_to_) {
     bind_topoep_workspace(params_, buffer, &workspace_);
@@ -75,7 +77,39 @@ int TopoepHostSolver::solve(const RoutingCounts& counts, const std::vector<Exper
   }
   topoep_solve_layer(params_, input, workspace_, output);
   plan->routes.resize(static_cast<std::size_t>(num_routes));
+  last_kept_moves_ = num_moves;
   return num_moves;
+}
+
+KeptMoves TopoepHostSolver::last_kept_moves() const {
+  using topoep_detail::kHomeSlot;
+  using topoep_detail::kNewSlot;
+  KeptMoves kept;
+  kept.run = static_cast<KeptMoves::Run>(last_kept_run_kind_);
+  const auto* log = static_cast<const topoep_detail::Move*>(workspace_.move_log) +
+                    static_cast<std::int64_t>(last_kept_log_) * params_.max_moves;
+  auto instance = [](std::int32_t slot) {
+    return slot == kHomeSlot  ? KeptMove::Instance::kHome
+           : slot == kNewSlot ? KeptMove::Instance::kNewReplica
+                              : KeptMove::Instance::kReplica;
+  };
+  for (std::int32_t i = 0; i < last_kept_moves_; ++i) {
+    const topoep_detail::Move& move = log[i];
+    KeptMove out;
+    out.expert = move.expert;
+    out.tokens = move.tokens;
+    out.from_rank = move.from_rank;
+    out.from = instance(move.from_slot);
+    out.to_rank = move.to_rank;
+    out.to = instance(move.to_slot);
+    out.gain = move.gain;
+    out.ib_delta = move.ib_delta;
+    // Only the greedy and the seeding weigh a gain, and they make a move only where it is
+    // positive; the IB levelling phase records none.
+    out.ib_levelling = move.gain <= 0;
+    kept.moves.push_back(out);
+  }
+  return kept;
 }
 
 namespace {

@@ -58,6 +58,31 @@ void check_topoep_record(const TopoepProblem& problem, const RoutingCounts& coun
                          const std::vector<ExpertId>& resident,
                          const std::vector<std::uint8_t>& owed_holders = {});
 
+// One move a plan keeps, as the search made it (TopoepHostSolver::last_kept_moves()): the plan
+// is the static plan with its kept moves applied in order.
+struct KeptMove {
+  enum class Instance { kHome, kReplica, kNewReplica };
+  ExpertId expert = kNoExpert;
+  TokenCount tokens = 0;
+  RankId from_rank = -1;
+  Instance from = Instance::kHome;  // the tokens left the expert's home or a replica
+  RankId to_rank = -1;
+  Instance to = Instance::kHome;  // ... for its home, a replica, or a replica made for them
+  // The layer time, forward and backward, the greedy expected the move to save when it chose
+  // it (picoseconds; with a new replica, net of its weights and gradients); 0 for the IB
+  // levelling phase's moves, which only the best prefix's measure weighs
+  Picoseconds gain = 0;
+  TokenCount ib_delta = 0;    // the change in token assignments crossing nodes
+  bool ib_levelling = false;  // made by the IB levelling phase (step 5), else by the greedy
+};
+
+// The moves a plan keeps and the run they come from (solver/README.md, steps 2-6).
+struct KeptMoves {
+  enum class Run { kPlain, kSeeded, kOpened };
+  Run run = Run::kPlain;
+  std::vector<KeptMove> moves;
+};
+
 // Where a TopoepHostSolver's workspace lives.
 enum class TopoepWorkspaceUse {
   // The solver's own buffer, allocated with it: one solver solving over and over.
@@ -100,6 +125,9 @@ class TopoepHostSolver {
   // The moves the last solve's search made, both runs (step 6) included: what its time
   // follows, where solve() returns the moves the plan keeps (diagnostic).
   int last_searched_moves() const { return last_searched_moves_; }
+  // The moves the last solve's plan keeps, in the order the search made them (diagnostic: what
+  // `topoep solve --explain` prints). Read before the thread's next solve, as last_tally().
+  KeptMoves last_kept_moves() const;
   // The last solve's plan summed as the search left its counters: what a walk over its routes
   // would sum (tests hold the two equal). Read before the thread's next solve, which a
   // kThread solver's workspace shares with every such solver on the thread.
@@ -119,6 +147,9 @@ class TopoepHostSolver {
   const std::uint64_t* bound_to_ = nullptr;
   PhaseTimes last_predicted_;
   std::int32_t last_searched_moves_ = 0;
+  std::int32_t last_kept_moves_ = 0;  // where last_kept_moves() reads them
+  std::int32_t last_kept_log_ = 0;
+  std::int32_t last_kept_run_kind_ = 0;
 };
 
 // Plans one layer. Deterministic: the same inputs give the same plan, bit for bit.

@@ -132,6 +132,40 @@ expect_text "the bad cap is named" "$work/out" "--max-moves"
 expect "solve table exits 0" 0 $?
 expect_text "solve table names the planner" "$work/out" "topoep on h800-4x8"
 
+# --explain: the moves each plan keeps; in JSON they rebuild the plan's loads from the static
+# plan's (every token at its expert's home), and the same plan hash as without --explain.
+"$topoep" solve --counts "$work/counts.json" --explain >"$work/out" 2>&1
+expect "solve --explain exits 0" 0 $?
+expect_text "solve --explain lists layer 0's moves" "$work/out" "layer 0: "
+expect_text "solve --explain has the moves' table" "$work/out" "est. gain us"
+"$topoep" solve --counts "$work/counts.json" --explain --json >"$work/explained.json" 2>"$work/err"
+expect "solve --explain --json exits 0" 0 $?
+python3 - "$work/counts.json" "$work/explained.json" "$work/solve.json" <<'PY'
+import json, sys
+counts = json.load(open(sys.argv[1]))
+layers = counts["layers"] if "layers" in counts else [counts["counts"]]
+explained = json.load(open(sys.argv[2]))["layers"]
+plain = json.load(open(sys.argv[3]))["layers"]
+for matrix, layer, same in zip(layers, explained, plain):
+    assert layer["plan_hash"] == same["plan_hash"], "--explain changed the plan"
+    assert layer["search"] in ("plain", "seeded", "opened"), layer["search"]
+    ranks, experts = len(matrix), len(matrix[0])
+    per_rank = experts // ranks  # contiguous homes
+    loads = [0] * ranks
+    for e in range(experts):
+        loads[e // per_rank] += sum(row[e] for row in matrix)
+    for move in layer["moves"]:
+        assert move["phase"] in ("greedy", "ib") and move["tokens"] > 0, move
+        assert move["from"] in ("home", "replica") and move["to"] in ("home", "replica", "new replica"), move
+        loads[move["from_rank"]] -= move["tokens"]
+        loads[move["to_rank"]] += move["tokens"]
+    assert loads == layer["loads"], (loads, layer["loads"])
+PY
+expect "solve --explain --json: the moves rebuild each plan's loads" 0 $?
+"$topoep" solve --counts "$work/counts.json" --explain --planner static >"$work/out" 2>&1
+expect "--explain with another planner exits 2" 2 $?
+expect_text "--explain says what it reads" "$work/out" "--explain: reads the TopoEP host solver's moves"
+
 "$topoep" solve --counts "$work/counts.json" --linear-compute --no-weight-cost >"$work/out" 2>&1
 expect "solve --linear-compute exits 0" 0 $?
 expect_text "solve table says compute is linear" "$work/out" "replica weights free, linear compute"

@@ -54,6 +54,24 @@ inline CorpusCase make_case(int experts, int ranks, int slots, int gpus_per_node
   return c;
 }
 
+// One 8-GPU node, 32 experts, one spare slot, where the greedy spends the slots before the
+// room: its plan comes from the seeded second run (solver/README.md, step 6).
+inline CorpusCase reseeding_case() {
+  CorpusCase c;
+  c.name = "reseeding";
+  c.problem.topology = TopologyView{1, 8};
+  c.problem.placement = Placement::contiguous(32, 8, 1);
+  c.problem.cost = corpus_cost(false);
+  SyntheticRoutingSpec spec;
+  spec.num_ranks = 8;
+  spec.num_experts = 32;
+  spec.tokens_per_rank = 64;
+  spec.top_k = 2;
+  spec.seed = 127;
+  c.counts = generate_routing(spec);
+  return c;
+}
+
 // 66 cases: Zipf routing over E in {8, 64, 128, 256}, R in {8, 16, 32, 64, 256} and S in
 // {0, 1, 2, 4} on 8-GPU nodes (weights charged when S is 2), uniform routing, all tokens to one
 // expert, empty microbatches, a single node, one GPU per node, 72-GPU NVLink domains, and

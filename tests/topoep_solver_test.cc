@@ -349,17 +349,9 @@ TEST(TopoepSolver, ShedsTheBusiestIBSendersTokensIntoItsNodeTradingComputeForIB)
 // (largest chunks to the tightest-fitting rooms first) reaches 1.008 and is predicted faster,
 // so it is kept.
 TEST(TopoepSolver, ReseedsReplicasWhenSlotsRanOutWhereTheRoomIs) {
-  TopoepProblem problem;
-  problem.topology = TopologyView{1, 8};
-  problem.placement = Placement::contiguous(32, 8, 1);
-  problem.cost = testing::corpus_cost(false);
-  SyntheticRoutingSpec spec;
-  spec.num_ranks = 8;
-  spec.num_experts = 32;
-  spec.tokens_per_rank = 64;
-  spec.top_k = 2;
-  spec.seed = 127;
-  const RoutingCounts counts = generate_routing(spec);
+  const testing::CorpusCase c = testing::reseeding_case();
+  const TopoepProblem& problem = c.problem;
+  const RoutingCounts& counts = c.counts;
   const LayerPlan result = solve_topoep(problem, counts);
   ASSERT_FALSE(find_plan_violation(counts, problem.placement, result.plan, &result.cost.loads));
   EXPECT_LT(result.cost.max_mean_load(), 1.01);

@@ -49,7 +49,8 @@ class LayerSolve {
 
  private:
   // The search: its runs, their stop rule and best prefix, the second runs (search.h).
-  TOPOEP_HOST_DEVICE std::int32_t search(std::int32_t* best_moves_out);
+  TOPOEP_HOST_DEVICE std::int32_t search(std::int32_t* best_moves_out, std::int32_t* kept_log,
+                                         RunKind* kept_kind);
 
   // The SM's cycle counter on the GPU, 0 on the host: the plan never depends on it.
   TOPOEP_HOST_DEVICE static std::int64_t device_clock() {

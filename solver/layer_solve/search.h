@@ -21,9 +21,10 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
   init();
   clocks[1] = device_clock();
   // Each move depends on the last: the search runs on thread 0 while the others wait.
-  std::int32_t best_moves = 0, searched = 0;
+  std::int32_t best_moves = 0, searched = 0, kept_log = 0;
+  RunKind kept_kind = RunKind::kPlain;
   if (threads_.index() == 0) {
-    searched = search(&best_moves);
+    searched = search(&best_moves, &kept_log, &kept_kind);
     if (out.predicted != nullptr) *out.predicted = measure();
     clocks[2] = device_clock();
     emit_instances(out);
@@ -39,6 +40,8 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
   if (threads_.index() != 0) return;
   *out.num_moves = best_moves;
   if (out.searched_moves != nullptr) *out.searched_moves = searched;
+  if (out.kept_log != nullptr) *out.kept_log = kept_log;
+  if (out.kept_run_kind != nullptr) *out.kept_run_kind = static_cast<std::int32_t>(kept_kind);
   if (out.phase_cycles != nullptr) {
     for (int i = 0; i < kSolvePhases; ++i) out.phase_cycles[i] = clocks[i + 1] - clocks[i];
   }
@@ -47,9 +50,12 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
 // The greedy from the static state and, where slots ran out before the room did, the seeded
 // run; then the state of the best prefix of whichever is predicted faster (ties: the first),
 // replayed from the move log unless the state already is that prefix. Returns the moves
-// searched and the prefix's length in `best_moves`.
+// searched; the prefix's length in `best_moves_out`, the log it is in (0 or 1) in `kept_log`
+// and that run's kind in `kept_kind`.
 template <typename Threads>
-TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t* best_moves_out) {
+TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t* best_moves_out,
+                                                                   std::int32_t* kept_log,
+                                                                   RunKind* kept_kind) {
   Move* const logs[2] = {static_cast<Move*>(w_.move_log),
                          static_cast<Move*>(w_.move_log) + p_.max_moves};
   std::int32_t best_moves = 0;
@@ -68,6 +74,8 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t*
     if (best_time_ < plain_time) {
       chosen = logs[1];
       best_moves = second_best;
+      *kept_log = 1;
+      *kept_kind = second;
     }
   }
   if (chosen != last || best_moves != last_done_) {

@@ -20,6 +20,7 @@
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tools/cli/flag_errors.h"
+#include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
 #include "traces/counts_json.h"
@@ -45,18 +46,28 @@ struct SolveOptions {
   std::string backend = "host";
   bool json = false;
   bool check = false;
+  bool explain = false;
 };
 
 // One decision per layer (each layer is its own planner: planners keep per-layer state), all
 // as record (step 0, microbatch 0). TopoEP goes through the batched solver so that --threads
-// and --backend apply; its plans are the same as its planner's on a first record.
+// and --backend apply; its plans are the same as its planner's on a first record. With
+// --explain, one host solver solves the layers in turn and `explained` gets each plan's moves.
 std::vector<PlannerDecision> plan_all(const SolveOptions& options, const PlannerContext& context,
                                       const TopoepProblem& problem,
-                                      const std::vector<RoutingCounts>& layers) {
+                                      const std::vector<RoutingCounts>& layers,
+                                      std::vector<KeptMoves>* explained) {
   std::vector<PlannerDecision> decisions;
   if (options.planner == "topoep") {
     std::vector<Plan> plans;
-    if (options.backend == "cuda") {
+    if (options.explain) {
+      TopoepHostSolver solver(problem);
+      for (const RoutingCounts& counts : layers) {
+        plans.emplace_back();
+        solver.solve(counts, {}, &plans.back());
+        explained->push_back(solver.last_kept_moves());
+      }
+    } else if (options.backend == "cuda") {
 #if defined(TOPOEP_WITH_CUDA)
       plans = solve_topoep_layers_cuda(problem, layers);
 #else
@@ -151,7 +162,13 @@ void run_solve(const SolveOptions& options) {
   // The ideal bound is measured against TopoEP's plans (and the static ones).
   SolveOptions planned = options;
   if (ideal) planned.planner = "topoep";
-  const std::vector<PlannerDecision> decisions = plan_all(planned, context, problem, layers);
+  if (options.explain && (options.planner != "topoep" || options.backend != "host")) {
+    throw InputError("--explain",
+                     "reads the TopoEP host solver's moves: use --planner topoep --backend host");
+  }
+  std::vector<KeptMoves> explained;
+  const std::vector<PlannerDecision> decisions =
+      plan_all(planned, context, problem, layers, &explained);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const PlannerDecision& d = decisions[l];
     const PlanCost before =
@@ -185,6 +202,7 @@ void run_solve(const SolveOptions& options) {
     if (options.json) {
       output["layers"].push_back(
           layer_json(d.plan, before, after, overhead, d.overhead.gradient_ps));
+      if (options.explain) output["layers"].back().update(kept_moves_json(explained[l]));
       continue;
     }
     table.add_row(
@@ -209,6 +227,9 @@ void run_solve(const SolveOptions& options) {
                     : ", linear compute")
             << "\n\n";
   table.print(std::cout);
+  for (std::size_t l = 0; l < explained.size(); ++l) {
+    print_kept_moves(explained[l], static_cast<int>(l), topology.gpus_per_node, std::cout);
+  }
   if (options.planner == "eplb") {
     // Its replans read the expert loads of earlier steps (planners/eplb_planner.cc); the layers
     // solved here are one microbatch of one step.
@@ -265,6 +286,9 @@ void add_solve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"host", "cuda"}));
   solve->add_flag("--json", options->json, "Print the plans as JSON");
+  solve->add_flag("--explain", options->explain,
+                  "TopoEP: list the moves each plan keeps, in the order the search made them "
+                  "(with --json: each layer's \"search\" and \"moves\")");
   solve->add_flag(
       "--check", options->check,
       "Validate every plan (and the loads and bytes it is reported with); stop at the first "

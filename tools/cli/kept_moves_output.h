@@ -1,0 +1,20 @@
+#pragma once
+// `topoep solve --explain`: the moves a TopoEP plan keeps, for people (a table per layer) and
+// for machines (JSON), from TopoepHostSolver::last_kept_moves().
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "solver/topoep_solver.h"
+
+namespace topoep {
+
+// {"search": "plain"|"seeded"|"opened", "moves": [{"phase": "greedy"|"ib", "expert", "tokens",
+// "from_rank", "from": "home"|"replica", "to_rank", "to": "home"|"replica"|"new replica",
+// "ib_delta", "gain_us"}, ...]} in the order the search made them.
+nlohmann::json kept_moves_json(const KeptMoves& kept);
+
+// "layer L: ..." and a table of the moves, ranks shown with their node (G GPUs per node).
+void print_kept_moves(const KeptMoves& kept, int layer, int gpus_per_node, std::ostream& out);
+
+}  // namespace topoep
