@@ -182,15 +182,16 @@ class Replay {
   // backward MoE time: it is never slower than its fallback on any record, under the model it
   // is reported with. The fallback is priced from the planner's sums of it or else from the
   // counts; its routes are written only when it runs.
-  void overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
+  // Returns whether it ran the fallback.
+  bool overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
                           PlannerDecision& decision, LayerCost& cost) const {
     PlannerDecision fallback;
-    if (!planner.static_fallback(&fallback)) return;
+    if (!planner.static_fallback(&fallback)) return false;
     LayerCost fallback_cost =
         fallback.tally.empty()
             ? cost_.price_all_home(fallback, counts)
             : cost_.price(fallback, counts, CostModel::Detail::kTimes, busiest_tokens());
-    if (fallback_cost.moe() >= cost.moe()) return;
+    if (fallback_cost.moe() >= cost.moe()) return false;
     route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) {
       fallback_cost = cost_.price(fallback, counts, level, busiest_tokens());
@@ -198,6 +199,13 @@ class Replay {
     planner.ran_fallback(fallback);
     decision = std::move(fallback);
     cost = std::move(fallback_cost);
+    return true;
+  }
+
+  bool explains(const TraceRecord& record, int p) const {
+    const RecordKey& wanted = config_.explain;
+    return wanted.step == record.step && wanted.microbatch == record.microbatch &&
+           wanted.layer == record.layer && config_.planners[p] == "topoep";
   }
 
   void run_task(const TraceRecord& record, int planner, bool detail) {
@@ -208,8 +216,12 @@ class Replay {
                                                           : CostModel::Detail::kTimes;
     PlannerDecision decision =
         state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
+    // Read before anything else solves on this thread. Only this task writes it.
+    ExplainedRecord explained{{record.step, record.microbatch, record.layer}, {}, false};
+    const bool explain = explains(record, p) && state.planner->last_kept_moves(&explained.kept);
     LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
-    overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    explained.overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    if (explain) step_.explained = std::move(explained);
     if (config_.check_plans) {
       check_priced_plan("planner '" + config_.planners[p] + "', step " +
                             std::to_string(record.step) + " microbatch " +
@@ -263,6 +275,33 @@ void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadat
   }
 }
 
+namespace {
+
+// SimConfig::explain: none, or a record of the trace that the topoep planner plans.
+void check_explain(const SimConfig& config, const TraceMetadata& metadata) {
+  const RecordKey& record = config.explain;
+  if (record.step < 0) return;
+  if (std::find(config.planners.begin(), config.planners.end(), "topoep") ==
+      config.planners.end()) {
+    throw InputError("explain", "shows the topoep planner's moves: add topoep to the planners");
+  }
+  const std::pair<int, int> parts[] = {{record.step, metadata.steps},
+                                       {record.microbatch, metadata.microbatches},
+                                       {record.layer, metadata.num_layers}};
+  const char* names[] = {"steps", "microbatches", "layers"};
+  for (int i = 0; i < 3; ++i) {
+    if (parts[i].first < 0 || parts[i].first >= parts[i].second) {
+      throw InputError("explain", "step " + std::to_string(record.step) + ", microbatch " +
+                                      std::to_string(record.microbatch) + ", layer " +
+                                      std::to_string(record.layer) + ": the trace has " +
+                                      std::to_string(parts[i].second) + " " + names[i] + " (0 to " +
+                                      std::to_string(parts[i].second - 1) + ")");
+    }
+  }
+}
+
+}  // namespace
+
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   check_sim_options(config.options);
   check_planner_options(config.planner_options);
@@ -303,6 +342,7 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                   std::to_string(metadata.num_experts) + " experts on " +
                                   std::to_string(gpus) + " GPUs");
   }
+  check_explain(config, metadata);
 }
 
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,

@@ -9,14 +9,23 @@
 // planner, per-rank loads: no counts). Results are identical for any thread count.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "solver/topoep_solver.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
+
+// One record of a trace.
+struct RecordKey {
+  int step = 0;
+  int microbatch = 0;
+  int layer = 0;
+};
 
 struct SimConfig {
   Topology topology;
@@ -37,6 +46,9 @@ struct SimConfig {
   // naming the planner, the record and what is wrong.
   // It costs about what pricing the plan does (`topoep simulate --check`, sim/README.md).
   bool check_plans = false;
+  // The record whose TopoEP moves the replay keeps (StepResult::explained; `topoep simulate
+  // --explain`); step -1: none.
+  RecordKey explain{-1, 0, 0};
 };
 
 // One record, one LayerCost per planner in SimConfig order (the ideal included).
@@ -62,11 +74,22 @@ struct StepTotals {
   double tokens_per_s = 0;
 };
 
+// What the TopoEP planner did on SimConfig::explain's record: the moves its plan keeps, as it
+// planned them (replicas resident from the step's earlier microbatches free, their gradients
+// owed), and whether the simulator ran the static fallback instead (a plan its finer model
+// prices slower than leaving every token at home).
+struct ExplainedRecord {
+  RecordKey record;
+  KeptMoves kept;
+  bool overruled = false;
+};
+
 struct StepResult {
   int step = 0;
   std::int64_t tokens = 0;            // tokens the step trains on: every microbatch, every rank
   std::vector<RecordResult> records;  // (microbatch, layer) order
   std::vector<StepTotals> planners;   // SimConfig order
+  std::optional<ExplainedRecord> explained;  // in SimConfig::explain's step
 };
 
 class ReplayObserver {

@@ -79,6 +79,7 @@ class OutputObserver : public ReplayObserver {
 
   void on_step(const StepResult& step) override {
     result_.summary.add(step);
+    if (step.explained) result_.explained = step.explained;
     if (per_layer_) {
       per_layer_->write(per_layer_csv_rows(step, request_.config.planners));
       per_step_->write(per_step_csv_rows(step, request_.config.planners));
@@ -120,7 +121,7 @@ class OutputObserver : public ReplayObserver {
 
 SimulationResult run_simulation(const SimulationRequest& request) {
   SimulationResult result{TraceMetadata{}, nlohmann::json::object(),
-                          RunSummary(request.config.planners), 0, false};
+                          RunSummary(request.config.planners), 0, false, std::nullopt};
   SimConfig config = request.config;
   // Plan hashes are per_layer.csv's column: a run that writes no files need not hash its plans.
   if (request.out_dir.empty()) config.plan_hashes = false;

@@ -5,6 +5,7 @@
 // only after the whole replay succeeded.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "sim/replay.h"
@@ -28,6 +29,7 @@ struct SimulationResult {
   std::int64_t records = 0;
   // out_dir held an earlier run's rank_loads.csv that this run (without rank_loads) removed
   bool removed_stale_rank_loads = false;
+  std::optional<ExplainedRecord> explained;  // SimConfig::explain's record, when one is asked
 };
 
 // Throws FileInputError (trace, outputs) or InputError (configuration) before writing anything.

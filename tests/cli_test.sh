@@ -355,6 +355,28 @@ expect "no rank_loads.csv is left from the earlier run" 0 $?
   --slots 2 --check >"$work/out" 2>&1
 expect "simulate --check exits 0" 0 $?
 expect_text "simulate --check finds every plan of the five planners valid" "$work/out" "--check: all 60 plans valid"
+# --explain: TopoEP's moves on one record of the replay, the same for any thread count.
+for threads in 1 2; do
+  "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+    --planners topoep,static --threads $threads --explain 2:1:1 >"$work/explain$threads" 2>&1
+  expect "simulate --explain on $threads threads exits 0" 0 $?
+done
+expect_text "simulate --explain names the record" "$work/explain1" "TopoEP on step 2, microbatch 1, layer 1: "
+expect_text "simulate --explain lists its moves" "$work/explain1" "est. gain us"
+cmp -s "$work/explain1" "$work/explain2"
+expect "simulate --explain: the same moves on 1 and 2 threads" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --explain 3:0:0 >"$work/out" 2>&1
+expect "simulate --explain past the trace's steps exits 2" 2 $?
+expect_text "the missing record is named" "$work/out" "--explain: step 3, microbatch 0, layer 0: the trace has 3 steps (0 to 2)"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners static --explain 0:0:0 >"$work/out" 2>&1
+expect "simulate --explain without topoep exits 2" 2 $?
+expect_text "it says whose moves it shows" "$work/out" "--explain: shows the topoep planner's moves"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --explain 0-0-0 >"$work/out" 2>&1
+expect "simulate --explain in another form exits 2" 2 $?
+expect_text "the form is said" "$work/out" "--explain: expects STEP:MICROBATCH:LAYER"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners eplb,static --eplb-period 1 >"$work/out" 2>&1
 expect "simulate with a one-step EPLB period exits 0" 0 $?

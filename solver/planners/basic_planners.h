@@ -26,6 +26,10 @@ class TopoepPlanner : public Planner {
   // The static routing, keeping the replicas resident before the last record idle (free).
   bool static_fallback(PlannerDecision* out) const override;
   void ran_fallback(const PlannerDecision& fallback) override;
+  bool last_kept_moves(KeptMoves* out) const override {
+    *out = solver_.last_kept_moves();
+    return true;
+  }
 
  private:
   TopoepProblem problem_;

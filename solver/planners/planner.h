@@ -19,6 +19,8 @@
 
 namespace topoep {
 
+struct KeptMoves;  // solver/topoep_solver.h
+
 struct PlannerContext {
   TopologyView topology;
   Placement placement;  // the base layout: home ranks and S spare slots per rank
@@ -98,6 +100,11 @@ class Planner {
   // the only fallback: a planner cannot then be slower than leaving its tokens at home.
   virtual bool static_fallback(PlannerDecision* /*out*/) const { return false; }
   virtual void ran_fallback(const PlannerDecision& /*fallback*/) {}
+
+  // The moves the last plan() kept, for a planner that searches by moves (TopoEP,
+  // TopoepHostSolver::last_kept_moves()), or false. Read right after plan(): the next solve on
+  // the thread reuses the memory they are read from.
+  virtual bool last_kept_moves(KeptMoves* /*out*/) const { return false; }
 };
 
 // Throws InputError naming the field (as PlannerOptions and the sweep grid spell it) for an

@@ -31,6 +31,7 @@ class GradientCharging : public Planner {
     return true;
   }
   void ran_fallback(const PlannerDecision& fallback) override { inner_->ran_fallback(fallback); }
+  bool last_kept_moves(KeptMoves* out) const override { return inner_->last_kept_moves(out); }
 
  private:
   std::unique_ptr<Planner> inner_;

@@ -49,8 +49,10 @@ nlohmann::json kept_moves_json(const KeptMoves& kept) {
   return {{"search", search_name(kept.run)}, {"moves", moves}};
 }
 
-void print_kept_moves(const KeptMoves& kept, int layer, int gpus_per_node, std::ostream& out) {
-  out << "\nlayer " << layer << ": " << kept.moves.size() << " moves from the static plan ("
+void print_kept_moves(const KeptMoves& kept, const std::string& record, int gpus_per_node,
+                      std::ostream& out) {
+  out << "\n"
+      << record << ": " << kept.moves.size() << " moves from the static plan ("
       << search_name(kept.run) << " search; solver/README.md, steps 2-6)\n";
   if (kept.moves.empty()) return;
   TextTable table({"#", "phase", "expert", "tokens", "from", "to", "IB tokens", "est. gain us"});

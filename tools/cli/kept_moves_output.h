@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
 
 #include "solver/topoep_solver.h"
 
@@ -14,7 +15,9 @@ namespace topoep {
 // "ib_delta", "gain_us"}, ...]} in the order the search made them.
 nlohmann::json kept_moves_json(const KeptMoves& kept);
 
-// "layer L: ..." and a table of the moves, ranks shown with their node (G GPUs per node).
-void print_kept_moves(const KeptMoves& kept, int layer, int gpus_per_node, std::ostream& out);
+// "<record>: N moves ..." and a table of the moves, ranks shown with their node (G GPUs per
+// node); `record` names the layer, e.g. "layer 3".
+void print_kept_moves(const KeptMoves& kept, const std::string& record, int gpus_per_node,
+                      std::ostream& out);
 
 }  // namespace topoep

@@ -1,6 +1,7 @@
 #include "tools/cli/simulate_command.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
 #include "tools/cli/flag_errors.h"
+#include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
 
@@ -30,6 +32,7 @@ struct SimulateOptions {
   int timeline_step = 0;
   bool rank_loads = false;
   bool check = false;
+  std::string explain;  // STEP:MICROBATCH:LAYER, or empty
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -41,6 +44,17 @@ std::vector<std::string> split_names(const std::string& text) {
     if (!name.empty()) names.push_back(name);
   }
   return names;
+}
+
+// "STEP:MICROBATCH:LAYER" as a record; throws InputError("explain") for anything else.
+RecordKey parse_record_key(const std::string& text) {
+  RecordKey key;
+  char end = 0;
+  if (std::sscanf(text.c_str(), "%d:%d:%d%c", &key.step, &key.microbatch, &key.layer, &end) != 3 ||
+      key.step < 0) {
+    throw InputError("explain", "expects STEP:MICROBATCH:LAYER (e.g. 0:1:5), got '" + text + "'");
+  }
+  return key;
 }
 
 void run_simulate(const SimulateOptions& options) {
@@ -58,6 +72,7 @@ void run_simulate(const SimulateOptions& options) {
   request.timeline = options.timeline;
   request.rank_loads = options.rank_loads;
   request.timeline_step = options.timeline_step;
+  if (!options.explain.empty()) request.config.explain = parse_record_key(options.explain);
   const SimulationResult result = run_simulation(request);
   const TraceMetadata& m = result.metadata;
   std::cout << "Replayed " << result.records << " records (" << m.steps << " steps x "
@@ -68,6 +83,17 @@ void run_simulate(const SimulateOptions& options) {
   print_simulation_table(result.summary, std::cout);
   print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
+  if (result.explained) {
+    const ExplainedRecord& e = *result.explained;
+    const std::string record = "TopoEP on step " + std::to_string(e.record.step) + ", microbatch " +
+                               std::to_string(e.record.microbatch) + ", layer " +
+                               std::to_string(e.record.layer);
+    print_kept_moves(e.kept, record, request.config.topology.gpus_per_node, std::cout);
+    if (e.overruled) {
+      std::cout << "The simulator ran the static plan instead: it prices this plan's MoE time "
+                   "higher (sim/README.md, the per-instance GEMM curve).\n";
+    }
+  }
   if (options.check) {
     const auto& names = request.config.planners;
     const auto planning = std::count_if(names.begin(), names.end(),
@@ -114,6 +140,8 @@ void add_simulate_command(CLI::App& app) {
   simulate->add_option("--timeline-step", o->timeline_step, "The step --timeline draws")
       ->needs(timeline)
       ->capture_default_str();
+  simulate->add_option("--explain", o->explain,
+                       "STEP:MICROBATCH:LAYER: list the moves TopoEP's plan keeps on that record");
   simulate->add_flag(
       "--check", o->check,
       "Validate every plan that runs (and the loads and bytes it was priced with); stop at "
@@ -188,6 +216,7 @@ void add_simulate_command(CLI::App& app) {
                   {"slots", "--slots"},
                   {"threads", "--threads"},
                   {"timeline_step", "--timeline-step"},
+                  {"explain", "--explain"},
                   {"weight_overlap_fraction", "--weight-overlap"},
                   {"gradient_overlap_fraction", "--gradient-overlap"},
                   {"topoep_solve_us", "--topoep-solve-us"},

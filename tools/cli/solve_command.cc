@@ -228,7 +228,7 @@ void run_solve(const SolveOptions& options) {
             << "\n\n";
   table.print(std::cout);
   for (std::size_t l = 0; l < explained.size(); ++l) {
-    print_kept_moves(explained[l], static_cast<int>(l), topology.gpus_per_node, std::cout);
+    print_kept_moves(explained[l], "layer " + std::to_string(l), topology.gpus_per_node, std::cout);
   }
   if (options.planner == "eplb") {
     // Its replans read the expert loads of earlier steps (planners/eplb_planner.cc); the layers
