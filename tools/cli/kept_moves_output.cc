@@ -51,9 +51,13 @@ nlohmann::json kept_moves_json(const KeptMoves& kept) {
 
 void print_kept_moves(const KeptMoves& kept, const std::string& record, int gpus_per_node,
                       std::ostream& out) {
+  // The runs as solver/README.md names them (step 6).
+  const char* run = kept.run == KeptMoves::Run::kPlain    ? "the first run"
+                    : kept.run == KeptMoves::Run::kSeeded ? "the seeded second run"
+                                                          : "the opened second run";
   out << "\n"
-      << record << ": " << kept.moves.size() << " moves from the static plan ("
-      << search_name(kept.run) << " search; solver/README.md, steps 2-6)\n";
+      << record << ": " << kept.moves.size() << " moves from the static plan, kept from " << run
+      << " (solver/README.md, steps 2-6)\n";
   if (kept.moves.empty()) return;
   TextTable table({"#", "phase", "expert", "tokens", "from", "to", "IB tokens", "est. gain us"});
   auto where = [&](RankId rank, KeptMove::Instance instance) {
