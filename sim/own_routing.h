@@ -1,6 +1,6 @@
 #pragma once
-// Your own routing, fitted to a cluster and a model the way `topoep solve` plans it: what the
-// benchmarks on your inputs time (bench/topoep_solver_bench, harness/cuda/gpu_microbench).
+// Your own routing, fitted to a cluster and a model: what `topoep solve` plans and the benchmarks
+// on your inputs time (bench/topoep_solver_bench, harness/cuda/gpu_microbench), in one place.
 
 #include <string>
 #include <vector>
