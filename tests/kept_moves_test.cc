@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "solver/input_error.h"
 #include "solver/topoep_solver.h"
 #include "tests/random_topoep_case.h"
 #include "tests/seed_range.h"
@@ -50,6 +51,11 @@ TEST(KeptMoves, TurnTheStaticPlanIntoThePlanOnRandomInputs) {
   std::map<KeptMoves::Run, int> runs;
   for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     const testing::RandomCase c = testing::random_case(seed);
+    try {
+      check_topoep_inputs(c.problem, c.counts, c.resident, c.owed_holders);
+    } catch (const InputError&) {
+      continue;  // counts beyond the 64-bit range at these costs: no solver sees them
+    }
     TopoepHostSolver solver(c.problem);
     Plan plan;
     const int kept = solver.solve(c.counts, c.resident, &plan, c.owed_holders);
@@ -65,7 +71,8 @@ TEST(KeptMoves, TurnTheStaticPlanIntoThePlanOnRandomInputs) {
       EXPECT_NE(move.from, KeptMove::Instance::kNewReplica) << "seed " << seed;
     }
   }
-  // Seeds 1-2,000 keep 1,954 plain runs, 16 seeded and 30 opened: every kind is checked.
+  // Of seeds 1-2,000, the 1,710 within range keep 1,670 first runs, 14 seeded and 26 opened
+  // (this standard library's draws): every kind is checked.
   if (first_seed == 1 && last_seed >= 2000) {
     EXPECT_GT(runs[KeptMoves::Run::kSeeded], 0);
     EXPECT_GT(runs[KeptMoves::Run::kOpened], 0);
