@@ -25,6 +25,7 @@ std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_
 TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
                                   const Topology& topology, const ModelSpec& model, int slots,
                                   const RoutingInputNames& names, bool weight_cost) {
+  if (layers.empty()) throw InputError("counts", names.routing + " holds no layer");
   const RoutingCounts& first = layers.front();
   if (first.num_experts() != model.num_experts) {
     throw InputError(names.model, names.routing + " has " + std::to_string(first.num_experts()) +

@@ -25,7 +25,7 @@ struct RoutingInputNames {
   std::string slots;     // e.g. "--slots"
 };
 
-// The problem that plans `layers` (one shape, at least one layer): contiguous homes on
+// The problem that plans `layers` (one shape; none: InputError "counts"): contiguous homes on
 // `topology` with `slots` spare slots per GPU, the solver costs derive_solver_cost() gives for
 // `model` (replica weights charged unless `weight_cost` is false) at the tokens per rank the
 // first layer implies (assignments / (ranks x top-k), at least 1). Throws InputError naming

@@ -107,6 +107,8 @@ TEST(OwnRouting, NamesTheCallersInputsInItsErrors) {
       "--topology");
   EXPECT_EQ(input_error_field([&] { problem_for_routing({fits}, topology, model, 249, kNames); }),
             "--slots");
+  EXPECT_EQ(input_error_field([&] { problem_for_routing({}, topology, model, 1, kNames); }),
+            "counts");
   try {
     problem_for_routing({few_experts}, topology, model, 1, kNames);
     ADD_FAILURE() << "no error for 64 experts against 256";
