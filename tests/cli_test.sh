@@ -148,7 +148,7 @@ explained = json.load(open(sys.argv[2]))["layers"]
 plain = json.load(open(sys.argv[3]))["layers"]
 for matrix, layer, same in zip(layers, explained, plain):
     assert layer["plan_hash"] == same["plan_hash"], "--explain changed the plan"
-    assert layer["search"] in ("plain", "seeded", "opened"), layer["search"]
+    assert layer["run"] in ("first", "seeded", "opened"), layer["run"]
     ranks, experts = len(matrix), len(matrix[0])
     per_rank = experts // ranks  # contiguous homes
     loads = [0] * ranks

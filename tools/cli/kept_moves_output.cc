@@ -7,7 +7,8 @@
 namespace topoep {
 namespace {
 
-const char* search_name(KeptMoves::Run run) {
+// The run the moves are kept from, as solver/README.md names them (step 6).
+const char* run_name(KeptMoves::Run run) {
   switch (run) {
     case KeptMoves::Run::kSeeded:
       return "seeded";
@@ -16,7 +17,7 @@ const char* search_name(KeptMoves::Run run) {
     case KeptMoves::Run::kPlain:
       break;
   }
-  return "plain";
+  return "first";
 }
 
 const char* instance_name(KeptMove::Instance instance) {
@@ -46,17 +47,14 @@ nlohmann::json kept_moves_json(const KeptMoves& kept) {
                      {"ib_delta", move.ib_delta},
                      {"gain_us", move.gain / 1e6}});
   }
-  return {{"search", search_name(kept.run)}, {"moves", moves}};
+  return {{"run", run_name(kept.run)}, {"moves", moves}};
 }
 
 void print_kept_moves(const KeptMoves& kept, const std::string& record, int gpus_per_node,
                       std::ostream& out) {
-  // The runs as solver/README.md names them (step 6).
-  const char* run = kept.run == KeptMoves::Run::kPlain    ? "the first run"
-                    : kept.run == KeptMoves::Run::kSeeded ? "the seeded second run"
-                                                          : "the opened second run";
   out << "\n"
-      << record << ": " << kept.moves.size() << " moves from the static plan, kept from " << run
+      << record << ": " << kept.moves.size() << " moves from the static plan, kept from the "
+      << run_name(kept.run) << (kept.run == KeptMoves::Run::kPlain ? " run" : " second run")
       << " (solver/README.md, steps 2-6)\n";
   if (kept.moves.empty()) return;
   TextTable table({"#", "phase", "expert", "tokens", "from", "to", "IB tokens", "est. gain us"});

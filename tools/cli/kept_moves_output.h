@@ -10,7 +10,7 @@
 
 namespace topoep {
 
-// {"search": "plain"|"seeded"|"opened", "moves": [{"phase": "greedy"|"ib", "expert", "tokens",
+// {"run": "first"|"seeded"|"opened", "moves": [{"phase": "greedy"|"ib", "expert", "tokens",
 // "from_rank", "from": "home"|"replica", "to_rank", "to": "home"|"replica"|"new replica",
 // "ib_delta", "gain_us"}, ...]} in the order the search made them.
 nlohmann::json kept_moves_json(const KeptMoves& kept);

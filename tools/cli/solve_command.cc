@@ -288,7 +288,7 @@ void add_solve_command(CLI::App& app) {
   solve->add_flag("--json", options->json, "Print the plans as JSON");
   solve->add_flag("--explain", options->explain,
                   "TopoEP: list the moves each plan keeps, in the order the search made them "
-                  "(with --json: each layer's \"search\" and \"moves\")");
+                  "(with --json: each layer's \"run\" and \"moves\")");
   solve->add_flag(
       "--check", options->check,
       "Validate every plan (and the loads and bytes it is reported with); stop at the first "
