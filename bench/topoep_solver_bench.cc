@@ -174,7 +174,7 @@ bool register_own_routing_benchmark() {
   static TopoepProblem problem;
   static std::vector<RoutingCounts> layers;
   try {
-    layers = read_routing_layers(path, 64);
+    layers = read_routing_layers(path);
     problem = problem_for_routing(
         layers, own_topology(), own_model(), own_slots(),
         {path, "TOPOEP_BENCH_TOPOLOGY", "TOPOEP_BENCH_MODEL", "TOPOEP_BENCH_SLOTS"});

@@ -12,10 +12,14 @@
 
 namespace topoep {
 
+// The most records of a trace that `topoep solve` and the benchmarks on your routing read.
+constexpr int kRoutingRecordsRead = 64;
+
 // The layers at `path`: those of a `topoep solve --counts` file, or the first `max_records`
 // records of a trace directory (`topoep trace import` or `trace synth`). Throws FileInputError
 // naming the file and field, or InputError("counts") for a trace without records.
-std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_records);
+std::vector<RoutingCounts> read_routing_layers(const std::string& path,
+                                               int max_records = kRoutingRecordsRead);
 
 // How the errors of problem_for_routing() name its inputs (a flag or a variable each).
 struct RoutingInputNames {

@@ -355,6 +355,16 @@ expect "no rank_loads.csv is left from the earlier run" 0 $?
   --slots 2 --check >"$work/out" 2>&1
 expect "simulate --check exits 0" 0 $?
 expect_text "simulate --check finds every plan of the five planners valid" "$work/out" "--check: all 60 plans valid"
+# solve --counts TRACE: its first records, each as its own layer.
+"$topoep" solve --counts "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  >"$work/out" 2>&1
+expect "solve --counts on a trace exits 0" 0 $?
+expect_text "solve --counts on a trace says what it solved" "$work/out" "Solved all 12 records of $work/sim.trace, each as its own layer"
+"$topoep" solve --counts "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --json >"$work/trace-solve.json" 2>&1
+python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["layers"]) == 12' "$work/trace-solve.json"
+expect "solve --counts on a trace --json has a layer per record" 0 $?
+
 # --explain: TopoEP's moves on one record of the replay, the same for any thread count.
 for threads in 1 2; do
   "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     // Your routing is read and checked before the GPU is touched.
     if (!counts.empty()) {
       own = std::make_unique<topoep::OwnRouting>();
-      own->layers = topoep::read_routing_layers(counts, 64);
+      own->layers = topoep::read_routing_layers(counts);
       own->problem = topoep::problem_for_routing(own->layers, cluster, spec, slots,
                                                  {counts, "--topology", "--model", "--slots"});
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,7 +24,7 @@
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
-#include "traces/counts_json.h"
+#include "traces/trace_reader.h"
 
 #if defined(TOPOEP_WITH_CUDA)
 #include "solver/cuda/topoep_cuda.h"
@@ -124,7 +125,7 @@ void run_solve(const SolveOptions& options) {
       std::find(names.begin(), names.end(), options.planner) == names.end()) {
     make_planner(options.planner, PlannerContext{}, PlannerOptions{});  // throws, listing names
   }
-  const std::vector<RoutingCounts> layers = read_counts_json(options.counts_path);
+  const std::vector<RoutingCounts> layers = read_routing_layers(options.counts_path);
   const Topology topology = load_topology(options.topology);
   const ModelSpec model = load_model(options.model);
   const RoutingCounts& first = layers.front();
@@ -237,6 +238,16 @@ void run_solve(const SolveOptions& options) {
                  "these counts are its first, so it kept the home layout. eplb-microbatch "
                  "plans from the counts themselves.\n";
   }
+  if (std::filesystem::is_directory(options.counts_path)) {
+    const std::int64_t records = TraceReader(options.counts_path).metadata().num_records();
+    const std::string which =
+        static_cast<std::int64_t>(layers.size()) == records
+            ? "all " + std::to_string(records)
+            : "the first " + std::to_string(layers.size()) + " of " + std::to_string(records);
+    std::cout << "\nSolved " << which << " records of " << options.counts_path
+              << ", each as its own layer with no replica resident (topoep trace slice selects "
+                 "others; topoep simulate replays a step's microbatches in order).\n";
+  }
   if (options.check) {
     std::cout
         << "\n--check: all " << layers.size()
@@ -251,7 +262,8 @@ void add_solve_command(CLI::App& app) {
   auto options = std::make_shared<SolveOptions>();
   solve
       ->add_option("--counts", options->counts_path,
-                   "JSON: {\"counts\": [[...E...], ...R rows]} or {\"layers\": [...]}")
+                   "JSON: {\"counts\": [[...E...], ...R rows]} or {\"layers\": [...]}, or a "
+                   "trace directory (its first 64 records, each solved as its own layer)")
       ->required();
   solve->add_option("--topology", options->topology, "Preset or JSON file")->capture_default_str();
   solve->add_option("--model", options->model, "Model preset or JSON file")->capture_default_str();
