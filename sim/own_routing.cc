@@ -3,16 +3,23 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/preset_source.h"
+#include "common/text_list.h"
+#include "models/model_json.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
+#include "topologies/topology_presets.h"
 #include "traces/counts_json.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
 
-std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_records) {
+std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_records,
+                                               std::int64_t* trace_records) {
+  if (trace_records != nullptr) *trace_records = 0;
   if (!std::filesystem::is_directory(path)) return read_counts_json(path);
   TraceReader reader(path);
+  if (trace_records != nullptr) *trace_records = reader.metadata().num_records();
   std::vector<RoutingCounts> layers;
   TraceRecord record;
   while (static_cast<int>(layers.size()) < max_records && reader.next(record)) {
@@ -28,14 +35,21 @@ TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
   if (layers.empty()) throw InputError("counts", names.routing + " holds no layer");
   const RoutingCounts& first = layers.front();
   if (first.num_experts() != model.num_experts) {
-    throw InputError(names.model, names.routing + " has " + std::to_string(first.num_experts()) +
-                                      " experts, model '" + model.name + "' has " +
-                                      std::to_string(model.num_experts));
+    const std::string experts = std::to_string(first.num_experts()) + " experts";
+    throw InputError(names.model,
+                     names.routing + " has " + experts + ", model " +
+                         quoted_with_origin(model.name, model.origin) + " has " +
+                         std::to_string(model.num_experts) +
+                         preset_hint(model_presets_fitting(first.num_experts(), 0), experts));
   }
   if (first.num_ranks() != topology.num_gpus()) {
-    throw InputError(names.topology, names.routing + " has " + std::to_string(first.num_ranks()) +
-                                         " source ranks, '" + topology.name + "' has " +
-                                         std::to_string(topology.num_gpus()) + " GPUs");
+    const std::string ranks = std::to_string(first.num_ranks());
+    throw InputError(
+        names.topology,
+        names.routing + " has " + ranks + " source ranks (rows), topology " +
+            quoted_with_origin(topology.name, topology.origin) + " has " +
+            std::to_string(topology.num_gpus()) + " GPUs" +
+            preset_hint(topology_presets_with_gpus(first.num_ranks()), ranks + " GPUs"));
   }
   // Tokens per rank as the counts imply, for the dense window that new replicas' weights hide
   // behind.

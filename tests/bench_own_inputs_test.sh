@@ -52,7 +52,7 @@ TOPOEP_BENCH_COUNTS=one-rank.json TOPOEP_BENCH_MODEL=deepseek-v2-lite "$bench" "
   >out.txt 2>&1
 expect "ranks that the cluster lacks" 2 $?
 expect_text "names the topology variable" out.txt \
-  "TOPOEP_BENCH_TOPOLOGY: one-rank.json has 1 source ranks, 'h800-4x8' has 32 GPUs"
+  "TOPOEP_BENCH_TOPOLOGY: one-rank.json has 1 source ranks (rows), topology 'h800-4x8' has 32 GPUs"
 
 TOPOEP_BENCH_COUNTS=counts.json TOPOEP_BENCH_MODEL=deepseek-v2-lite TOPOEP_BENCH_SLOTS=two \
   "$bench" "${fast[@]}" >out.txt 2>&1

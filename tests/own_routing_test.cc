@@ -114,7 +114,8 @@ TEST(OwnRouting, NamesTheCallersInputsInItsErrors) {
     ADD_FAILURE() << "no error for 64 experts against 256";
   } catch (const InputError& error) {
     EXPECT_EQ(std::string(error.what()),
-              "--model: mine.json has 64 experts, model 'deepseek-v3' has 256");
+              "--model: mine.json has 64 experts, model 'deepseek-v3' has 256; presets with 64 "
+              "experts: deepseek-v2-lite");
   }
 }
 

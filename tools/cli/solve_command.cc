@@ -2,15 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
-#include "common/preset_source.h"
-#include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/own_routing.h"
 #include "sim/plan_check.h"
@@ -24,7 +21,6 @@
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
-#include "traces/trace_reader.h"
 
 #if defined(TOPOEP_WITH_CUDA)
 #include "solver/cuda/topoep_cuda.h"
@@ -125,27 +121,15 @@ void run_solve(const SolveOptions& options) {
       std::find(names.begin(), names.end(), options.planner) == names.end()) {
     make_planner(options.planner, PlannerContext{}, PlannerOptions{});  // throws, listing names
   }
-  const std::vector<RoutingCounts> layers = read_routing_layers(options.counts_path);
+  if (options.explain && (options.planner != "topoep" || options.backend != "host")) {
+    throw InputError("--explain",
+                     "reads the TopoEP host solver's moves: use --planner topoep --backend host");
+  }
+  std::int64_t trace_records = 0;  // 0: a counts file
+  const std::vector<RoutingCounts> layers =
+      read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
   const Topology topology = load_topology(options.topology);
   const ModelSpec model = load_model(options.model);
-  const RoutingCounts& first = layers.front();
-  if (first.num_experts() != model.num_experts) {
-    const std::string experts = std::to_string(first.num_experts()) + " experts";
-    throw InputError("--model",
-                     options.counts_path + " has " + experts + ", model " +
-                         quoted_with_origin(model.name, model.origin) + " has " +
-                         std::to_string(model.num_experts) +
-                         preset_hint(model_presets_fitting(first.num_experts(), 0), experts));
-  }
-  if (first.num_ranks() != topology.num_gpus()) {
-    throw InputError("--topology", options.counts_path + " has " +
-                                       std::to_string(first.num_ranks()) +
-                                       " source ranks (rows), topology " +
-                                       quoted_with_origin(topology.name, topology.origin) +
-                                       " has " + std::to_string(topology.num_gpus()) + " GPUs" +
-                                       preset_hint(topology_presets_with_gpus(first.num_ranks()),
-                                                   std::to_string(first.num_ranks()) + " GPUs"));
-  }
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
       {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost);
@@ -163,10 +147,6 @@ void run_solve(const SolveOptions& options) {
   // The ideal bound is measured against TopoEP's plans (and the static ones).
   SolveOptions planned = options;
   if (ideal) planned.planner = "topoep";
-  if (options.explain && (options.planner != "topoep" || options.backend != "host")) {
-    throw InputError("--explain",
-                     "reads the TopoEP host solver's moves: use --planner topoep --backend host");
-  }
   std::vector<KeptMoves> explained;
   const std::vector<PlannerDecision> decisions =
       plan_all(planned, context, problem, layers, &explained);
@@ -238,12 +218,11 @@ void run_solve(const SolveOptions& options) {
                  "these counts are its first, so it kept the home layout. eplb-microbatch "
                  "plans from the counts themselves.\n";
   }
-  if (std::filesystem::is_directory(options.counts_path)) {
-    const std::int64_t records = TraceReader(options.counts_path).metadata().num_records();
+  if (trace_records > 0) {
     const std::string which =
-        static_cast<std::int64_t>(layers.size()) == records
-            ? "all " + std::to_string(records)
-            : "the first " + std::to_string(layers.size()) + " of " + std::to_string(records);
+        static_cast<std::int64_t>(layers.size()) == trace_records
+            ? "all " + std::to_string(trace_records)
+            : "the first " + std::to_string(layers.size()) + " of " + std::to_string(trace_records);
     std::cout << "\nSolved " << which << " records of " << options.counts_path
               << ", each as its own layer with no replica resident (topoep trace slice selects "
                  "others; topoep simulate replays a step's microbatches in order).\n";
