@@ -216,12 +216,15 @@ class Replay {
                                                           : CostModel::Detail::kTimes;
     PlannerDecision decision =
         state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-    // Read before anything else solves on this thread. Only this task writes it.
-    ExplainedRecord explained{{record.step, record.microbatch, record.layer}, {}, false};
-    const bool explain = explains(record, p) && state.planner->last_kept_moves(&explained.kept);
+    // Read before anything else solves on this thread; only this task writes step_.explained.
+    KeptMoves kept;
+    const bool explain = explains(record, p) && state.planner->last_kept_moves(&kept);
     LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
-    explained.overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
-    if (explain) step_.explained = std::move(explained);
+    const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    if (explain) {
+      step_.explained = ExplainedRecord{
+          {record.step, record.microbatch, record.layer}, std::move(kept), overruled};
+    }
     if (config_.check_plans) {
       check_priced_plan("planner '" + config_.planners[p] + "', step " +
                             std::to_string(record.step) + " microbatch " +

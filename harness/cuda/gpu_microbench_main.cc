@@ -30,9 +30,11 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "Output directory")->required();
   CLI11_PARSE(app, argc, argv);
   std::unique_ptr<topoep::OwnRouting> own;
+  topoep::CostParams cost;
   try {
     const topoep::Topology cluster = topoep::load_topology(topology);
     const topoep::ModelSpec spec = topoep::load_model(model);
+    cost = topoep::derive_solver_cost(cluster, spec, 4096, true).params;
     // Your routing is read and checked before the GPU is touched.
     if (!counts.empty()) {
       own = std::make_unique<topoep::OwnRouting>();
@@ -46,10 +48,6 @@ int main(int argc, char** argv) {
   }
   try {
     std::filesystem::create_directories(out);
-    const topoep::CostParams cost =
-        topoep::derive_solver_cost(topoep::load_topology(topology), topoep::load_model(model), 4096,
-                                   true)
-            .params;
     topoep::run_gpu_microbench(cost, hidden, ffn, out, own.get());
     std::cout << "wrote " << out << "/solve_latency.csv and gemm_samples.csv"
               << (own ? " and own_routing_solve.csv" : "") << "\n";
