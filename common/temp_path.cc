@@ -8,10 +8,12 @@
 namespace topoep {
 
 TempPath::TempPath(const std::string& prefix)
-    : path_(
-          (std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) +
-                                                     "-" + std::to_string(std::random_device{}())))
-              .string()) {}
+    : TempPath(prefix, std::filesystem::temp_directory_path().string()) {}
+
+TempPath::TempPath(const std::string& prefix, const std::string& directory)
+    : path_((std::filesystem::path(directory) / (prefix + "-" + std::to_string(::getpid()) + "-" +
+                                                 std::to_string(std::random_device{}())))
+                .string()) {}
 
 TempPath::~TempPath() {
   std::error_code ignored;

@@ -1,7 +1,7 @@
 #pragma once
-// A fresh path under the system's temporary directory (not created), removed with everything
-// below it when the object goes, however the work ends: for generated inputs (synthetic traces)
-// that must not outlive their use.
+// A fresh path under the system's temporary directory, or a given one (not created), removed
+// with everything below it when the object goes, however the work ends: for generated inputs
+// (synthetic traces) and scratch files that must not outlive their use.
 
 #include <string>
 
@@ -11,6 +11,9 @@ class TempPath {
  public:
   // "<temp dir>/<prefix>-<pid>-<random>".
   explicit TempPath(const std::string& prefix);
+  // "<directory>/<prefix>-<pid>-<random>": for scratch files as large as the input, kept on the
+  // file system the user chose for the output rather than the system's (often small) one.
+  TempPath(const std::string& prefix, const std::string& directory);
   ~TempPath();
   TempPath(const TempPath&) = delete;
   TempPath& operator=(const TempPath&) = delete;

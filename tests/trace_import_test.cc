@@ -319,6 +319,90 @@ TEST(TraceImport, JsonLinesInAnyOrderBecomeRecordsInTraceOrder) {
   EXPECT_EQ(record.counts.values(), (std::vector<TokenCount>{2, 2, 2, 4, 0, 0}));
 }
 
+// Lines of a recorder: 2 steps x 2 microbatches x 3 layers x 4 ranks x 5 experts, counts
+// from the key, in record order.
+std::vector<std::string> recorded_lines() {
+  std::vector<std::string> lines;
+  for (int s = 0; s < 2; ++s)
+    for (int mb = 0; mb < 2; ++mb)
+      for (int l = 0; l < 3; ++l)
+        for (int r = 0; r < 4; ++r) {
+          std::string counts;
+          for (int e = 0; e < 5; ++e) {
+            counts += (e ? ", " : "") + std::to_string((s * 7 + mb * 5 + l * 3 + r + e) % 11);
+          }
+          lines.push_back("{\"step\": " + std::to_string(s) + ", \"microbatch\": " +
+                          std::to_string(mb) + ", \"layer\": " + std::to_string(l) +
+                          ", \"rank\": " + std::to_string(r) + ", \"counts\": [" + counts + "]}");
+        }
+  return lines;
+}
+
+std::vector<TraceRecord> read_records(const std::string& trace) {
+  TraceReader reader(trace);
+  std::vector<TraceRecord> records;
+  TraceRecord record;
+  while (reader.next(record)) records.push_back(record);
+  return records;
+}
+
+TEST(TraceImport, JsonLinesGiveTheSameRecordsInAnyOrder) {
+  std::vector<std::string> lines = recorded_lines();
+  std::string ordered;
+  for (const std::string& line : lines) ordered += line + "\n";
+  const std::string in_order = fresh("in-order.trace");
+  EXPECT_EQ(import_jsonl(write_lines("in-order.jsonl", ordered), 2, 2, in_order), 12);
+  std::reverse(lines.begin(), lines.end());
+  std::rotate(lines.begin(), lines.begin() + 17, lines.end());
+  std::string shuffled;
+  for (const std::string& line : lines) shuffled += line + "\n\n";  // blank lines are skipped
+  const std::string any_order = fresh("any-order.trace");
+  EXPECT_EQ(import_jsonl(write_lines("any-order.jsonl", shuffled), 2, 2, any_order), 12);
+  const std::vector<TraceRecord> expected = read_records(in_order);
+  const std::vector<TraceRecord> got = read_records(any_order);
+  ASSERT_EQ(got.size(), 12u);
+  ASSERT_EQ(expected.size(), 12u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].counts.values(), expected[i].counts.values()) << "record " << i;
+    EXPECT_EQ(got[i].layer, static_cast<int>(i % 3));
+  }
+  // Record 7 is step 1, microbatch 0, layer 1; rank 2's counts start at (7 + 3 + 2) % 11.
+  EXPECT_EQ(got[7].counts.at(2, 0), 1);
+}
+
+// The document model's reading: unknown fields skipped whatever they hold, the last value of a
+// key given twice.
+TEST(TraceImport, JsonLinesSkipUnknownFieldsAndTakeARepeatedKeysLastValue) {
+  const std::string path = write_lines(
+      "fields.jsonl",
+      R"({"note": {"counts": [9, 9], "rank": "x"}, "step": "first", "step": 0, "microbatch": 0,)"
+      R"( "layer": 0, "rank": 0, "counts": "later", "counts": [1, 2], "tags": [[3], {"a": null}]})"
+      "\n");
+  const std::string out = fresh("fields.trace");
+  EXPECT_EQ(import_jsonl(path, 1, 1, out), 1);
+  const std::vector<TraceRecord> records = read_records(out);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].counts.values(), (std::vector<TokenCount>{1, 2}));
+}
+
+// A scratch file holds the counts between reading the lines and writing the trace; it is made
+// beside the output and gone when the import ends, whichever way it ends.
+TEST(TraceImport, JsonLinesLeaveNothingButTheTraceBesideIt) {
+  const std::string dir = fresh("jsonl-beside");
+  fs::create_directories(dir);
+  std::string text;
+  for (const std::string& line : recorded_lines()) text += line + "\n";
+  import_jsonl(write_lines("beside.jsonl", text), 2, 2, dir + "/ok.trace");
+  EXPECT_THROW(
+      import_jsonl(write_lines("beside-bad.jsonl", text + "{oops\n"), 2, 2, dir + "/bad.trace"),
+      FileInputError);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"ok.trace"});
+}
+
 std::string import_error(const std::string& text) {
   const std::string path = write_lines("bad.jsonl", text);
   try {
@@ -358,6 +442,21 @@ TEST(TraceImport, JsonLinesErrorsNameTheLine) {
           "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, \"counts\": [1]}\n"
           "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 1, \"counts\": [1, 2]}\n"),
       "line 2 counts");
+  // Of several repeats, the first line in the file that repeats an earlier one.
+  const std::string b = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 1, "counts": [1]})";
+  const std::string a = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, "counts": [1]})";
+  EXPECT_EQ(import_error(b + "\n" + a + "\n" + b + "\n" + a + "\n"), "line 3");
+  for (const char* counts :
+       {"[[1]]", "[1.5]", "[18446744073709551615]", "[\"1\"]", "{}", "7", "[]", "[2147483648]"}) {
+    EXPECT_EQ(import_error(std::string(R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, )") +
+                           "\"counts\": " + counts + "}\n"),
+              "line 1 counts")
+        << counts;
+  }
+  EXPECT_EQ(import_error(R"({"step": 0, "microbatch": 0, "layer": [0], "rank": 0, "counts": [1]})"
+                         "\n"),
+            "line 1 layer");
+  EXPECT_EQ(import_error("\n\n   \n"), import_error(""));  // blank lines only: no records
   const std::string missing = import_error(
       "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, \"counts\": [1]}\n"
       "{\"step\": 0, \"microbatch\": 0, \"layer\": 1, \"rank\": 1, \"counts\": [1]}\n");

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common/file_input_error.h"
@@ -261,104 +259,6 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
         concentration > 0 ? dirichlet_shares(layer, concentration, record_seed ^ 0x5bd1e995ull)
                           : layer,
         shape.num_ranks, shape.tokens_per_rank, top_k, record_seed));
-  }
-  writer.finish();
-  return m.num_records();
-}
-
-std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
-                          const std::string& out) {
-  check_import_options(nullptr, nullptr, -1, top_k);
-  require_at_least(gpus_per_node, 1, "gpus_per_node");
-  std::ifstream in(path);
-  if (!in) throw FileInputError(path, "", "cannot open the file for reading");
-  std::map<std::tuple<int, int, int, int>, std::vector<TokenCount>> rows;  // (s, mb, l, rank)
-  int steps = 0, microbatches = 0, layers = 0, ranks = 0, experts = -1;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = "line " + std::to_string(number);
-    nlohmann::json value;
-    try {
-      value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& error) {
-      throw FileInputError(path, where, std::string("invalid JSON: ") + error.what());
-    }
-    if (!value.is_object()) throw FileInputError(path, where, "must be a JSON object");
-    int key[4];
-    const char* names[4] = {"step", "microbatch", "layer", "rank"};
-    for (int i = 0; i < 4; ++i) {
-      if (!value.contains(names[i]))
-        throw FileInputError(path, where + " " + names[i], "is missing");
-      if (!value[names[i]].is_number_integer() || value[names[i]].get<long long>() < 0 ||
-          value[names[i]].get<long long>() > (1 << 30)) {
-        throw FileInputError(path, where + " " + names[i], "must be an integer from 0 to 2^30");
-      }
-      key[i] = value[names[i]].get<int>();
-    }
-    if (!value.contains("counts") || !value["counts"].is_array() || value["counts"].empty()) {
-      throw FileInputError(path, where + " counts",
-                           "must be a non-empty array of per-expert counts");
-    }
-    std::vector<TokenCount> counts;
-    for (const auto& count : value["counts"]) {
-      if (!count.is_number_integer() || count.get<long long>() < 0) {
-        throw FileInputError(path, where + " counts",
-                             "must hold non-negative integers, got " + count.dump());
-      }
-      counts.push_back(count.get<TokenCount>());
-    }
-    if (experts < 0) experts = static_cast<int>(counts.size());
-    if (static_cast<int>(counts.size()) != experts) {
-      throw FileInputError(path, where + " counts",
-                           "has " + std::to_string(counts.size()) + " experts, earlier lines " +
-                               std::to_string(experts));
-    }
-    if (!rows.emplace(std::make_tuple(key[0], key[1], key[2], key[3]), std::move(counts)).second) {
-      throw FileInputError(path, where,
-                           "repeats step " + std::to_string(key[0]) + ", microbatch " +
-                               std::to_string(key[1]) + ", layer " + std::to_string(key[2]) +
-                               ", rank " + std::to_string(key[3]));
-    }
-    steps = std::max(steps, key[0] + 1);
-    microbatches = std::max(microbatches, key[1] + 1);
-    layers = std::max(layers, key[2] + 1);
-    ranks = std::max(ranks, key[3] + 1);
-  }
-  if (rows.empty()) throw FileInputError(path, "", "holds no records");
-  const std::int64_t expected = static_cast<std::int64_t>(steps) * microbatches * layers * ranks;
-  if (static_cast<std::int64_t>(rows.size()) != expected) {
-    for (int s = 0; s < steps; ++s)
-      for (int mb = 0; mb < microbatches; ++mb)
-        for (int l = 0; l < layers; ++l)
-          for (int r = 0; r < ranks; ++r)
-            if (!rows.count(std::make_tuple(s, mb, l, r))) {
-              throw FileInputError(path, "",
-                                   "has no line for step " + std::to_string(s) + ", microbatch " +
-                                       std::to_string(mb) + ", layer " + std::to_string(l) +
-                                       ", rank " + std::to_string(r));
-            }
-  }
-  TraceMetadata m;
-  m.model = "jsonl";
-  m.num_experts = experts;
-  m.top_k = top_k;
-  m.num_ranks = ranks;
-  m.gpus_per_node = gpus_per_node;
-  m.num_layers = layers;
-  m.microbatches = microbatches;
-  m.steps = steps;
-  m.tokens_per_rank = 0;  // not declared: rows are taken as recorded
-  m.source = "JSON lines: " + path;
-  m.packing = {{"method", "recorded per rank"}};
-  TraceWriter writer(out, m);
-  std::vector<TokenCount> values(static_cast<std::size_t>(ranks) * experts);
-  auto it = rows.begin();  // map order is (step, microbatch, layer, rank): the record order
-  for (std::int64_t record = 0; record < m.num_records(); ++record) {
-    for (int r = 0; r < ranks; ++r, ++it)
-      std::copy(it->second.begin(), it->second.end(),
-                values.begin() + static_cast<std::ptrdiff_t>(r) * experts);
-    writer.add(RoutingCounts(ranks, experts, values));
   }
   writer.finish();
   return m.num_records();

@@ -53,8 +53,10 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const std::string& out, double concentration = 0);
 
 // JSON lines {"step", "microbatch", "layer", "rank", "counts": [...E...]}, in any order; every
-// (step, microbatch, layer, rank) of the implied ranges must appear exactly once. Holds the
-// input in memory. Errors name the file and line.
+// (step, microbatch, layer, rank) of the implied ranges must appear exactly once, and every
+// count fit the trace's 32-bit counts. Streams: holds 32 bytes a line and one trace chunk,
+// parsing the text once and keeping the counts meanwhile in a scratch file beside `out` (about
+// 4 bytes a count; removed however the import ends). Errors name the file and line.
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out);
 

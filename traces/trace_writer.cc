@@ -1,5 +1,6 @@
 #include "traces/trace_writer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +79,15 @@ void TraceWriter::add(const RoutingCounts& counts) {
                                  std::to_string(counts.num_experts()) + " counts, the metadata " +
                                  std::to_string(m.num_ranks) + " x " +
                                  std::to_string(m.num_experts));
+  }
+  if (chunk_records_ == 0) {
+    // The chunk's bytes at once: grown by doubling, its buffer would briefly hold one and a half
+    // chunks, and the peak memory would follow that rather than the chunk.
+    const std::int64_t records =
+        std::min<std::int64_t>(m.records_per_chunk, m.num_records() - records_added_);
+    chunk_counts_.reserve(
+        static_cast<std::size_t>(records * m.num_ranks * m.num_experts * dtype_size(m.dtype)));
+    chunk_ids_.reserve(static_cast<std::size_t>(records * 3));
   }
   const TokenCount limit = m.dtype == "U16" ? 65535 : 2147483647;
   const TokenCount expected_row = m.tokens_per_rank * m.top_k;
