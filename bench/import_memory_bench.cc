@@ -1,8 +1,10 @@
-// Memory and speed of `topoep trace import --format jsonl` (traces/jsonl_import.cc) on a
-// recorder's lines: the most heap the import holds at once (bench/heap_peak.h) and the input
-// it reads per second, for recordings of growing length, in record order and shuffled. A long
-// training run's recording outgrows memory, so the peak should follow the trace writer's chunk
-// (about 16 MiB) and the 32 bytes a line of the line index, not the input.
+// Memory and speed of `topoep trace import`: the most heap an import holds at once
+// (bench/heap_peak.h) and the input it reads per second, for inputs of growing length.
+// - `--format jsonl` (traces/jsonl_import.cc) on a recorder's lines, in record order and
+//   shuffled. A long training run's recording outgrows memory, so the peak should follow the
+//   trace writer's chunk (about 16 MiB) and the 32 bytes a line of the line index, not the input.
+// - `--format topk-npy` (per-token ids, traces/id_spill.h): the peak should follow the chunk and
+//   the packing's unit order (4 bytes a unit: a token here), not the ids.
 
 #include <benchmark/benchmark.h>
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "bench/heap_peak.h"
+#include "bench/topk_npy_fixture.h"
 #include "common/temp_path.h"
 #include "traces/splitmix64.h"
 #include "traces/trace_import.h"
@@ -56,21 +59,20 @@ std::int64_t write_recording(const std::string& path, int steps, bool shuffled) 
   return bytes;
 }
 
-// Args: steps, shuffled (0 or 1).
-void BM_ImportJsonlPeakHeap(benchmark::State& state) {
-  const int steps = static_cast<int>(state.range(0));
-  const TempPath dir("topoep-import-memory");
-  std::filesystem::create_directories(dir.path());
-  const std::string input = dir.path() + "/recording.jsonl";
-  const std::int64_t bytes = write_recording(input, steps, state.range(1) != 0);
+// Times `import(out)` (which returns the records it wrote) into `out`, removed before each
+// run, and reports the most heap any run held above what was live before the first, with the
+// input's `bytes` read per second.
+template <typename Import>
+void time_import(benchmark::State& state, const std::string& out, std::int64_t bytes,
+                 Import import) {
   const std::int64_t baseline = bench::live_heap_bytes();
   std::int64_t peak = 0, records = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    std::filesystem::remove_all(dir.path() + "/out.trace");
+    std::filesystem::remove_all(out);
     bench::reset_heap_peak();
     state.ResumeTiming();
-    records = import_jsonl(input, 8, 8, dir.path() + "/out.trace");
+    records = import(out);
     peak = std::max(peak, bench::peak_heap_bytes() - baseline);
   }
   const double mib = 1 << 20;
@@ -79,11 +81,42 @@ void BM_ImportJsonlPeakHeap(benchmark::State& state) {
   state.counters["input_MiB"] = static_cast<double>(bytes) / mib;
   state.counters["peak_heap_MiB"] = static_cast<double>(peak) / mib;
 }
+
+// Args: steps, shuffled (0 or 1).
+void BM_ImportJsonlPeakHeap(benchmark::State& state) {
+  const TempPath dir("topoep-import-memory");
+  std::filesystem::create_directories(dir.path());
+  const std::string input = dir.path() + "/recording.jsonl";
+  const std::int64_t bytes =
+      write_recording(input, static_cast<int>(state.range(0)), state.range(1) != 0);
+  time_import(state, dir.path() + "/out.trace", bytes,
+              [&](const std::string& out) { return import_jsonl(input, 8, 8, out); });
+}
 BENCHMARK(BM_ImportJsonlPeakHeap)
     ->Args({4, 0})
     ->Args({16, 0})
     ->Args({64, 0})
     ->Args({64, 1})
+    ->Unit(benchmark::kMillisecond);
+
+// Args: tokens per layer (8 layers of top-8 int32 ids), packing (0 contiguous, 1 random);
+// packed onto 64 ranks x 1,024 tokens (a microbatch every 65,536 tokens).
+void BM_ImportTopkNpyPeakHeap(benchmark::State& state) {
+  const TempPath dir("topoep-import-memory-npy");
+  const std::string input = dir.path() + "/in";
+  const std::int64_t bytes = bench::write_topk_npy_layers(input, 8, state.range(0), 8, kExperts);
+  PackingOptions packing;
+  packing.method = state.range(1) != 0 ? PackingMethod::kRandom : PackingMethod::kContiguous;
+  time_import(state, dir.path() + "/out.trace", bytes, [&](const std::string& out) {
+    return import_token_files("topk-npy", input, kExperts, 8, ImportShape{64, 8, 1024, 1}, packing,
+                              out);
+  });
+}
+BENCHMARK(BM_ImportTopkNpyPeakHeap)
+    ->Args({65536, 0})
+    ->Args({262144, 0})
+    ->Args({1048576, 0})
+    ->Args({1048576, 1})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

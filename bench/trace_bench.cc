@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/topk_npy_fixture.h"
 #include "traces/sglang_stats.h"
 #include "traces/splitmix64.h"
 #include "traces/synthetic_routing.h"
@@ -102,24 +103,8 @@ BENCHMARK(BM_TraceRead)->Unit(benchmark::kMillisecond);
 void BM_ImportTopkNpy(benchmark::State& state) {
   const std::string dir = (fs::temp_directory_path() / "topoep_bench_npy").string();
   fs::remove_all(dir);
-  fs::create_directories(dir);
-  SplitMix64 random(3);
   const std::int64_t tokens = 262144, top_k = 8;
-  for (int layer = 0; layer < 8; ++layer) {
-    std::string header =
-        "{'descr': '<i4', 'fortran_order': False, 'shape': (" + std::to_string(tokens) + ", 8), }";
-    header.append(128 - 10 - header.size() - 1, ' ');
-    header += '\n';
-    std::ofstream out(dir + "/layer" + std::to_string(layer) + ".npy", std::ios::binary);
-    out.write("\x93NUMPY\x01\x00", 8);
-    const char length[2] = {static_cast<char>(header.size()), 0};
-    out.write(length, 2);
-    out << header;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * top_k));
-    for (auto& id : ids) id = static_cast<std::int32_t>(random.below(256));
-    out.write(reinterpret_cast<const char*>(ids.data()),
-              static_cast<std::streamsize>(ids.size() * 4));
-  }
+  bench::write_topk_npy_layers(dir, 8, tokens, top_k, 256);
   const std::string trace = (fs::temp_directory_path() / "topoep_bench_import.trace").string();
   for (auto _ : state) {
     fs::remove_all(trace);

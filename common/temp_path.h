@@ -23,4 +23,10 @@ class TempPath {
   std::string path_;
 };
 
+// A scratch path beside `path` (in its directory, "." if it has none): "<dir>/<name><suffix>-
+// <pid>-<random>", not created. For scratch files as large as the input an importer reads, on the
+// file system the user chose for the output. Where that directory does not exist yet (writing
+// `path` makes it), the nearest one above it that does: nothing is made before the work ends.
+TempPath temp_path_beside(const std::string& path, const std::string& suffix);
+
 }  // namespace topoep

@@ -165,10 +165,15 @@ TEST(TraceImport, LayersThatDoNotHoldTheSameTokensAreNamedByFileAndLine) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units) {
-  TokenUnits result;
-  for (const auto& unit : units) result.add_unit(unit.data(), unit.data() + unit.size());
-  return result;
+// One unit per inner vector, over `storage` (which must outlive the units).
+TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units,
+                    std::vector<ExpertId>* storage) {
+  std::vector<std::size_t> begin = {0};
+  for (const auto& unit : units) {
+    storage->insert(storage->end(), unit.begin(), unit.end());
+    begin.push_back(storage->size());
+  }
+  return TokenUnits::sequences(storage->data(), std::move(begin));
 }
 
 // Options are checked before any file is read (the directories here do not exist). A zero
@@ -215,7 +220,8 @@ TEST(TraceImport, OptionsOutOfRangeAreNamedBeforeAnyFileIsRead) {
 
 TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
   // Four units of one top-1 token each; two ranks, one token per rank and microbatch.
-  const TokenUnits units = units_of({{0}, {1}, {2}, {3}});
+  std::vector<ExpertId> storage;
+  const TokenUnits units = units_of({{0}, {1}, {2}, {3}}, &storage);
   const UnitPacker round_robin(units, unit_order(4, PackingMethod::kRoundRobin, 0, 1),
                                PackingMethod::kRoundRobin, 1, 2, 1);
   ASSERT_EQ(round_robin.microbatches(), 2);
@@ -236,13 +242,14 @@ TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {
 // microbatch equals packing the concatenated stream token by token (pack_tokens_contiguous),
 // and round-robin's equals packing each rank's stream so.
 TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
-  const TokenUnits units =
-      units_of({{0, 1, 2}, {}, {3, 0}, {1, 1, 1, 1, 2}, {3}, {2, 2}, {0, 3, 3, 1}, {}, {2}});
+  std::vector<ExpertId> storage;
+  const TokenUnits units = units_of(
+      {{0, 1, 2}, {}, {3, 0}, {1, 1, 1, 1, 2}, {3}, {2, 2}, {0, 3, 3, 1}, {}, {2}}, &storage);
   const std::vector<int> order = {2, 0, 8, 1, 3, 6, 4, 5, 7, 2, 3};  // repeats: a bootstrap
   std::vector<ExpertId> stream;
   for (const int u : order) {
-    stream.insert(stream.end(), units.experts.begin() + units.begin[u],
-                  units.experts.begin() + units.begin[u + 1]);
+    const ExpertId* first = units.experts + units.unit_begin(u);
+    stream.insert(stream.end(), first, first + units.unit_size(u));
   }
   const UnitPacker contiguous(units, order, PackingMethod::kContiguous, 1, 2, 3);
   const auto expected = pack_tokens_contiguous(stream, 1, 4, 2, 3);
@@ -253,8 +260,8 @@ TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
   const UnitPacker round_robin(units, order, PackingMethod::kRoundRobin, 1, 3, 2);
   std::vector<std::vector<ExpertId>> per_rank(3);
   for (std::size_t i = 0; i < order.size(); ++i) {
-    per_rank[i % 3].insert(per_rank[i % 3].end(), units.experts.begin() + units.begin[order[i]],
-                           units.experts.begin() + units.begin[order[i] + 1]);
+    const ExpertId* first = units.experts + units.unit_begin(order[i]);
+    per_rank[i % 3].insert(per_rank[i % 3].end(), first, first + units.unit_size(order[i]));
   }
   std::size_t shortest = per_rank[0].size();
   for (const auto& ids : per_rank) shortest = std::min(shortest, ids.size());
@@ -269,6 +276,26 @@ TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
       }
     }
   }
+}
+
+// Runs of a fixed number of ids need no boundaries: the last run holds what is left.
+TEST(UnitPacking, RunsCutTheLayerEveryRunIdsAndTheLastHoldsTheRest) {
+  const std::vector<ExpertId> ids = {0, 1, 2, 3, 0, 1, 2};
+  const TokenUnits runs = TokenUnits::runs(ids.data(), ids.size(), 3);
+  ASSERT_EQ(runs.num_units(), 3);
+  EXPECT_EQ(runs.unit_begin(2), 6u);
+  EXPECT_EQ(runs.unit_size(1), 3u);
+  EXPECT_EQ(runs.unit_size(2), 1u);
+  EXPECT_EQ(TokenUnits::runs(ids.data(), 0, 3).num_units(), 0);
+  std::vector<ExpertId> storage;
+  const TokenUnits same = units_of({{0, 1, 2}, {3, 0, 1}, {2}}, &storage);
+  EXPECT_FALSE(runs.same_units(same));  // cut alike, but one lists its boundaries
+  EXPECT_TRUE(runs.same_units(TokenUnits::runs(storage.data(), storage.size(), 3)));
+  EXPECT_FALSE(runs.same_units(TokenUnits::runs(storage.data(), storage.size() - 1, 3)));
+  const UnitPacker packer(runs, unit_order(3, PackingMethod::kContiguous, 0, 1),
+                          PackingMethod::kContiguous, 1, 1, 7);
+  ASSERT_EQ(packer.microbatches(), 1);
+  EXPECT_EQ(packer.pack(runs, 0, 4).values(), (std::vector<TokenCount>{2, 2, 2, 1}));
 }
 
 TEST(SglangStats, DirichletSharesVaryAroundTheLayerAndTightenWithConcentration) {
@@ -387,20 +414,48 @@ TEST(TraceImport, JsonLinesSkipUnknownFieldsAndTakeARepeatedKeysLastValue) {
 
 // A scratch file holds the counts between reading the lines and writing the trace; it is made
 // beside the output and gone when the import ends, whichever way it ends.
-TEST(TraceImport, JsonLinesLeaveNothingButTheTraceBesideIt) {
-  const std::string dir = fresh("jsonl-beside");
-  fs::create_directories(dir);
-  std::string text;
-  for (const std::string& line : recorded_lines()) text += line + "\n";
-  import_jsonl(write_lines("beside.jsonl", text), 2, 2, dir + "/ok.trace");
-  EXPECT_THROW(
-      import_jsonl(write_lines("beside-bad.jsonl", text + "{oops\n"), 2, 2, dir + "/bad.trace"),
-      FileInputError);
+// The importers that stream keep the counts (jsonl) or ids (per-token formats) in a scratch
+// file beside the output between reading and writing; it is gone when the import ends,
+// whichever way it ends, and the output's directory is made if missing, as before.
+std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
     names.push_back(entry.path().filename().string());
   }
-  EXPECT_EQ(names, std::vector<std::string>{"ok.trace"});
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(TraceImport, StreamingImportsLeaveNothingButTheTraceBesideIt) {
+  const std::string dir = fresh("import-beside");
+  std::string text;
+  for (const std::string& line : recorded_lines()) text += line + "\n";
+  import_jsonl(write_lines("beside.jsonl", text), 2, 2, dir + "/made/ok.trace");
+  EXPECT_THROW(import_jsonl(write_lines("beside-bad.jsonl", text + "{oops\n"), 2, 2,
+                            dir + "/made/bad.trace"),
+               FileInputError);
+  EXPECT_EQ(names_in(dir + "/made"), std::vector<std::string>{"ok.trace"});
+
+  const std::string csv = fresh("beside-csv");
+  fs::create_directories(csv);
+  std::ofstream(csv + "/layer0.csv") << "0,1\n2,3\n1,0\n3,2\n";
+  std::ofstream(csv + "/layer1.csv") << "1,2\n0,3\n2,1\n3,0\n";
+  const ImportShape shape{2, 1, 2, 1};
+  EXPECT_EQ(import_token_files("topk-csv", csv, 4, 2, shape, PackingOptions{}, dir + "/csv.trace"),
+            2);
+  std::ofstream(csv + "/layer2.csv") << "1,2\n0,9\n";
+  EXPECT_THROW(
+      import_token_files("topk-csv", csv, 4, 2, shape, PackingOptions{}, dir + "/bad.trace"),
+      FileInputError);
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"csv.trace", "made"}));
+  EXPECT_THROW(import_token_files("topk-csv", dir + "/no-input", 4, 2, shape, PackingOptions{},
+                                  dir + "/never/x.trace"),
+               FileInputError);
+  EXPECT_FALSE(fs::exists(dir + "/never"));  // nothing made for an import that fails
+  for (const std::string& name : names_in(::testing::TempDir())) {  // where those scratches went
+    EXPECT_EQ(name.find(".ids-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".counts-"), std::string::npos) << name;
+  }
 }
 
 std::string import_error(const std::string& text) {

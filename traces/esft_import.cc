@@ -14,10 +14,19 @@ std::int64_t EsftLayer::num_tokens() const {
 }
 
 EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k) {
-  std::ifstream in(path);
-  if (!in) throw FileInputError(path, "", "cannot open the file for reading");
   EsftLayer layer;
   layer.top_k = top_k;
+  read_esft_layer(path, num_experts, top_k, [&](const ExpertId* ids, std::size_t count) {
+    layer.sequences.emplace_back(ids, ids + count);
+  });
+  return layer;
+}
+
+void read_esft_layer(const std::string& path, int num_experts, int top_k,
+                     const std::function<void(const ExpertId* ids, std::size_t count)>& sequence) {
+  std::ifstream in(path);
+  if (!in) throw FileInputError(path, "", "cannot open the file for reading");
+  std::vector<ExpertId> ids;
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
@@ -28,7 +37,7 @@ EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k) {
     if (split == std::string::npos) {
       throw FileInputError(path, where, "has no double tab between expert ids and gate weights");
     }
-    std::vector<ExpertId> ids;
+    ids.clear();
     std::istringstream fields(line.substr(0, split));
     std::string field;
     while (std::getline(fields, field, '\t')) {
@@ -51,9 +60,8 @@ EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k) {
                            std::to_string(ids.size()) + " expert ids is not a multiple of top-k " +
                                std::to_string(top_k));
     }
-    layer.sequences.push_back(std::move(ids));
+    sequence(ids.data(), ids.size());
   }
-  return layer;
 }
 
 }  // namespace topoep

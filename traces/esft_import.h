@@ -3,6 +3,8 @@
 // per MoE layer, one line per sequence holding, tab-separated, the top-k expert ids of every
 // token in order, then a double tab, then the matching gate weights (ignored here).
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,5 +23,8 @@ struct EsftLayer {
 // double tab, a non-integer or negative id, an id >= num_experts, or an id count not divisible
 // by top_k.
 EsftLayer read_esft_layer(const std::string& path, int num_experts, int top_k);
+// The same, streamed: `sequence` gets each line's ids, whole, as it is read and checked.
+void read_esft_layer(const std::string& path, int num_experts, int top_k,
+                     const std::function<void(const ExpertId* ids, std::size_t count)>& sequence);
 
 }  // namespace topoep

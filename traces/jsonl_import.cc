@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -271,9 +270,7 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out) {
   require_at_least(top_k, 1, "top_k");
   require_at_least(gpus_per_node, 1, "gpus_per_node");
-  const std::filesystem::path target(out);
-  const TempPath spill(target.filename().string() + ".spill",
-                       target.has_parent_path() ? target.parent_path().string() : ".");
+  const TempPath spill = temp_path_beside(out, ".counts");
   int experts = -1;
   const std::vector<LineAt> lines = spill_lines(path, spill.path(), &experts);
   int shape[4] = {0, 0, 0, 0};  // steps, microbatches, layers, ranks: one past each largest key

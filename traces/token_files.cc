@@ -48,10 +48,8 @@ std::ifstream open_or_throw(const std::string& path) {
   return in;
 }
 
-}  // namespace
-
-TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_k) {
-  std::ifstream in = open_or_throw(path);
+// Checks a FLAME CSV's header; returns its number of fields.
+std::size_t read_flame_header(std::ifstream& in, const std::string& path, int num_experts) {
   std::string line;
   if (!std::getline(in, line)) throw FileInputError(path, "line 1", "the header is missing");
   const std::vector<std::string> header = split(line, ',');
@@ -61,53 +59,109 @@ TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_
         path, "line 1",
         "header must be layer_id,token_id,expert_0..expert_" + std::to_string(num_experts - 1));
   }
-  TokenLayerFile result;
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty() || line == "\r") continue;
-    const std::string where = "line " + std::to_string(number);
-    const std::vector<std::string> fields = split(line, ',');
-    if (fields.size() != header.size()) {
-      throw FileInputError(path, where,
-                           "has " + std::to_string(fields.size()) + " fields, the header " +
-                               std::to_string(header.size()));
-    }
-    long long layer = 0;
-    if (!parse_long(fields[0], &layer))
-      throw FileInputError(path, where + " layer_id", "is not an integer");
-    if (result.layer >= 0 && layer != result.layer) {
-      throw FileInputError(
-          path, where + " layer_id",
-          "is " + std::to_string(layer) + ", earlier rows " + std::to_string(result.layer));
-    }
-    result.layer = static_cast<int>(layer);
-    int selected = 0;
-    for (int e = 0; e < num_experts; ++e) {
-      const std::string& field = fields[2 + e];
-      char* end = nullptr;
-      const double probability = std::strtod(field.c_str(), &end);
-      if (end == field.c_str()) {
-        throw FileInputError(path, where + " expert_" + std::to_string(e), "is not a number");
-      }
-      if (probability != 0.0) {
-        result.experts.push_back(static_cast<ExpertId>(e));
-        ++selected;
-      }
-    }
-    if (selected != top_k) {
-      throw FileInputError(
-          path, where,
-          std::to_string(selected) + " experts selected, top-k is " + std::to_string(top_k));
-    }
+  return header.size();
+}
+
+// One FLAME CSV row: the token's selected experts into `token` (exactly top_k of them);
+// returns its layer_id.
+int read_flame_row(const std::string& path, int number, const std::string& line,
+                   std::size_t header_size, int num_experts, int top_k,
+                   std::vector<ExpertId>* token) {
+  const std::string where = "line " + std::to_string(number);
+  const std::vector<std::string> fields = split(line, ',');
+  if (fields.size() != header_size) {
+    throw FileInputError(path, where,
+                         "has " + std::to_string(fields.size()) + " fields, the header " +
+                             std::to_string(header_size));
   }
+  long long layer = 0;
+  if (!parse_long(fields[0], &layer)) {
+    throw FileInputError(path, where + " layer_id", "is not an integer");
+  }
+  token->clear();
+  for (int e = 0; e < num_experts; ++e) {
+    const std::string& field = fields[2 + e];
+    char* end = nullptr;
+    const double probability = std::strtod(field.c_str(), &end);
+    if (end == field.c_str()) {
+      throw FileInputError(path, where + " expert_" + std::to_string(e), "is not a number");
+    }
+    if (probability != 0.0) token->push_back(static_cast<ExpertId>(e));
+  }
+  if (static_cast<int>(token->size()) != top_k) {
+    throw FileInputError(
+        path, where,
+        std::to_string(token->size()) + " experts selected, top-k is " + std::to_string(top_k));
+  }
+  return static_cast<int>(layer);
+}
+
+constexpr bool kLittleEndianHost = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+// A little-endian integer of `width` bytes.
+long long decode_npy_integer(const unsigned char* at, int width, bool is_signed) {
+  unsigned long long raw = 0;
+  for (int byte = width - 1; byte >= 0; --byte) raw = raw << 8 | at[byte];
+  long long value = static_cast<long long>(raw);
+  if (is_signed && width < 8 && (raw >> (8 * width - 1)) != 0) value -= 1LL << (8 * width);
+  return value;
+}
+
+bool blank(const std::string& line) { return line.empty() || line == "\r"; }
+
+IdSink append_to(std::vector<ExpertId>* ids) {
+  return [ids](const ExpertId* first, std::size_t count) {
+    ids->insert(ids->end(), first, first + count);
+  };
+}
+
+}  // namespace
+
+int read_flame_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
+  std::ifstream in = open_or_throw(path);
+  const std::size_t header_size = read_flame_header(in, path, num_experts);
+  int file_layer = -1;
+  std::vector<ExpertId> token;
+  std::string line;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (blank(line)) continue;
+    const int layer = read_flame_row(path, number, line, header_size, num_experts, top_k, &token);
+    if (file_layer >= 0 && layer != file_layer) {
+      throw FileInputError(
+          path, "line " + std::to_string(number) + " layer_id",
+          "is " + std::to_string(layer) + ", earlier rows " + std::to_string(file_layer));
+    }
+    file_layer = layer;
+    sink(token.data(), token.size());
+  }
+  return file_layer;
+}
+
+TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_k) {
+  TokenLayerFile result;
+  result.layer = read_flame_csv(path, num_experts, top_k, append_to(&result.experts));
   return result;
 }
 
-TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k) {
+int flame_csv_first_layer(const std::string& path, int num_experts, int top_k) {
   std::ifstream in = open_or_throw(path);
-  TokenLayerFile result;
+  const std::size_t header_size = read_flame_header(in, path, num_experts);
+  std::vector<ExpertId> token;
+  std::string line;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (!blank(line)) {
+      return read_flame_row(path, number, line, header_size, num_experts, top_k, &token);
+    }
+  }
+  return -1;
+}
+
+void read_topk_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
+  std::ifstream in = open_or_throw(path);
+  std::vector<ExpertId> token;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    if (line.empty() || line == "\r") continue;
+    if (blank(line)) continue;
     const std::vector<std::string> fields = split(line, ',');
     long long value = 0;
     if (number == 1 && !parse_long(fields[0], &value)) continue;  // a header
@@ -117,16 +171,23 @@ TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k
                            "has " + std::to_string(fields.size()) + " expert ids, top-k is " +
                                std::to_string(top_k));
     }
+    token.clear();
     for (const std::string& field : fields) {
       if (!parse_long(field, &value))
         throw FileInputError(path, where, "'" + field + "' is not an integer");
-      result.experts.push_back(checked_expert(value, num_experts, path, where));
+      token.push_back(checked_expert(value, num_experts, path, where));
     }
+    sink(token.data(), token.size());
   }
+}
+
+TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k) {
+  TokenLayerFile result;
+  read_topk_csv(path, num_experts, top_k, append_to(&result.experts));
   return result;
 }
 
-TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k) {
+void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
   std::ifstream in = open_or_throw(path);
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
@@ -193,33 +254,36 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
                              " bytes, the file holds " + std::to_string(available) +
                              " bytes of data");
   }
-  std::vector<unsigned char> data(static_cast<std::size_t>(tokens * columns * width));
-  if (!in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()))) {
-    throw FileInputError(path, "", "the data is truncated");
-  }
-  TokenLayerFile result;
-  result.experts.reserve(static_cast<std::size_t>(tokens * columns));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (width == 4 && type[1] == 'i') {  // the common int32 case: reinterpret, then range-check
-    result.experts.resize(static_cast<std::size_t>(tokens * columns));
-    std::memcpy(result.experts.data(), data.data(), data.size());
-    for (std::size_t i = 0; i < result.experts.size(); ++i) {
-      if (result.experts[i] < 0 || result.experts[i] >= num_experts) {
-        checked_expert(result.experts[i], num_experts, path, "row " + std::to_string(i / columns));
-      }
+  // A block of rows at a time: the file's data is never held whole.
+  const long long rows_per_block = std::max(1LL, (1LL << 20) / (columns * width));
+  std::vector<unsigned char> data;
+  std::vector<ExpertId> ids;
+  for (long long first_row = 0; first_row < tokens; first_row += rows_per_block) {
+    const long long rows = std::min(rows_per_block, tokens - first_row);
+    data.resize(static_cast<std::size_t>(rows * columns * width));
+    ids.resize(static_cast<std::size_t>(rows * columns));
+    if (!in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()))) {
+      throw FileInputError(path, "", "the data is truncated");
     }
-    return result;
+    // The common int32 case on a little-endian host: the bytes are the ids.
+    const bool int32 = kLittleEndianHost && width == 4 && type[1] == 'i';
+    if (int32) std::memcpy(ids.data(), data.data(), data.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const long long value =
+          int32 ? ids[i] : decode_npy_integer(&data[i * width], width, type[1] == 'i');
+      if (value < 0 || value >= num_experts) {
+        checked_expert(value, num_experts, path,
+                       "row " + std::to_string(first_row + static_cast<long long>(i) / columns));
+      }
+      ids[i] = static_cast<ExpertId>(value);
+    }
+    sink(ids.data(), ids.size());
   }
-#endif
-  for (long long i = 0; i < tokens * columns; ++i) {
-    unsigned long long raw = 0;
-    for (int b = width - 1; b >= 0; --b)
-      raw = raw << 8 | data[static_cast<std::size_t>(i * width + b)];
-    long long value = static_cast<long long>(raw);
-    if (type[1] == 'i' && width < 8 && (raw >> (8 * width - 1)) != 0) value -= 1LL << (8 * width);
-    result.experts.push_back(
-        checked_expert(value, num_experts, path, "row " + std::to_string(i / columns)));
-  }
+}
+
+TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k) {
+  TokenLayerFile result;
+  read_topk_npy(path, num_experts, top_k, append_to(&result.experts));
   return result;
 }
 

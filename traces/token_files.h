@@ -1,8 +1,12 @@
 #pragma once
 // Readers of per-token routing files, one MoE layer each: FLAME-MoE router-probability CSV,
-// and generic top-k expert ids as CSV or .npy. Each returns top_k expert ids per token, token
+// and generic top-k expert ids as CSV or .npy. Each gives top_k expert ids per token, token
 // after token, in file order; errors are FileInputError naming the file and the line/field.
+// Each streams into an IdSink (a line, or a block of a .npy's rows, at a time: nothing the
+// size of the file is held), or returns the whole layer.
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,17 +19,26 @@ struct TokenLayerFile {
   std::vector<ExpertId> experts;  // [tokens * top_k]
 };
 
+// Where a reader puts the ids it has read and checked: `count` ids, whole tokens, in order.
+using IdSink = std::function<void(const ExpertId* ids, std::size_t count)>;
+
 // Header `layer_id,token_id,expert_0..expert_{E-1}`; a column is non-zero where the token was
 // routed to that expert (ids ascending per token). Every row must have exactly top_k non-zero
-// columns and the file one layer_id.
+// columns and the file one layer_id. The streaming form returns that layer_id (-1: no rows).
 TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_k);
+int read_flame_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink);
+// The layer_id of a FLAME CSV's first row, -1 if it has none; reads (and checks) the header and
+// that row alone.
+int flame_csv_first_layer(const std::string& path, int num_experts, int top_k);
 
 // One row per token: top_k expert ids, comma-separated; a first line that is not numeric is a
 // header and skipped.
 TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k);
+void read_topk_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink);
 
 // A C-order integer array of shape [tokens, top_k] (numpy .npy v1-3; i1/i2/i4/i8/u1/u2/u4).
 TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k);
+void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink);
 
 // The regular files in `dir` whose names end in `suffix`, in natural order (digit runs compare
 // as numbers: layer2 < layer10).

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "common/file_input_error.h"
+#include "common/temp_path.h"
 #include "solver/input_error.h"
 #include "traces/esft_import.h"
+#include "traces/id_spill.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
 #include "traces/trace_writer.h"
@@ -44,17 +46,52 @@ void check_import_options(const ImportShape* shape, const PackingOptions* packin
   }
 }
 
-// One layer's token stream cut into units of `unit_tokens` tokens (the last may be shorter).
-TokenUnits token_runs(std::vector<ExpertId> experts, int top_k, int unit_tokens) {
-  TokenUnits units;
-  const std::size_t step = static_cast<std::size_t>(std::max(1, unit_tokens)) * top_k;
-  units.experts = std::move(experts);
-  for (std::size_t first = step; first < units.experts.size(); first += step) {
-    units.begin.push_back(first);
+// Every layer's ids, read into one scratch file beside the output, layer after layer, and
+// mapped back for the packing (traces/id_spill.h): the import holds no layer in memory.
+class SpilledLayers {
+ public:
+  explicit SpilledLayers(const std::string& out)
+      : scratch_(temp_path_beside(out, ".ids")), spill_(scratch_.path()) {}
+
+  // Starts the next layer; `file` names it in errors.
+  void begin_layer(const std::string& file) {
+    starts_.push_back(spill_.size());
+    sequence_begins_.push_back({0});
+    files_.push_back(file);
   }
-  if (!units.experts.empty()) units.begin.push_back(units.experts.size());
-  return units;
-}
+  // Where a reader puts the layer's ids (any number a call).
+  IdSink ids() {
+    return [this](const ExpertId* ids, std::size_t count) { spill_.add(ids, count); };
+  }
+  // Where a reader puts the layer's sequences (one a call).
+  IdSink sequences() {
+    return [this](const ExpertId* ids, std::size_t count) {
+      spill_.add(ids, count);
+      sequence_begins_.back().push_back(spill_.size() - starts_.back());
+    };
+  }
+  // Ends the reading: the layers, cut into their sequences, or into runs of `run_ids` ids when
+  // that is positive. Valid while this object lives.
+  std::vector<TokenUnits> layers(std::size_t run_ids) {
+    const ExpertId* const base = spill_.map();
+    std::vector<TokenUnits> layers;
+    for (std::size_t l = 0; l < starts_.size(); ++l) {
+      const std::size_t end = l + 1 < starts_.size() ? starts_[l + 1] : spill_.size();
+      const ExpertId* const first = base == nullptr ? nullptr : base + starts_[l];
+      layers.push_back(run_ids > 0 ? TokenUnits::runs(first, end - starts_[l], run_ids)
+                                   : TokenUnits::sequences(first, std::move(sequence_begins_[l])));
+    }
+    return layers;
+  }
+  const std::vector<std::string>& files() const { return files_; }
+
+ private:
+  TempPath scratch_;  // removed after spill_ closes
+  IdSpill spill_;
+  std::vector<std::size_t> starts_;                        // [layers], into the spill
+  std::vector<std::vector<std::size_t>> sequence_begins_;  // [layers][sequences + 1]
+  std::vector<std::string> files_;                         // [layers]
+};
 
 // Every layer must hold the same tokens, cut into the same units, so that a record's layers see
 // the same tokens. Throws FileInputError naming the first layer that does not (its file) and
@@ -66,7 +103,7 @@ void check_same_units(const std::vector<TokenUnits>& layers, const std::vector<s
   const TokenUnits& first = layers.front();
   for (std::size_t l = 1; l < layers.size(); ++l) {
     const TokenUnits& layer = layers[l];
-    if (layer.begin == first.begin) continue;
+    if (layer.same_units(first)) continue;
     const int common = std::min(layer.num_units(), first.num_units());
     int unit = 0;
     while (unit < common && layer.unit_size(unit) == first.unit_size(unit)) ++unit;
@@ -79,12 +116,19 @@ void check_same_units(const std::vector<TokenUnits>& layers, const std::vector<s
       message = "holds " + std::to_string(layer.num_units()) + " sequences where " + files.front() +
                 " holds " + std::to_string(first.num_units());
     } else {
-      message = "holds " + std::to_string(layer.experts.size() / top_k) + " tokens where " +
-                files.front() + " holds " + std::to_string(first.experts.size() / top_k);
+      message = "holds " + std::to_string(layer.num_ids / top_k) + " tokens where " +
+                files.front() + " holds " + std::to_string(first.num_ids / top_k);
     }
     throw FileInputError(files[l], "",
                          message + ": every layer must hold the same tokens, in the same order");
   }
+}
+
+// Ids a unit when units are runs of tokens: --unit-tokens, else `natural` tokens (0: the data's
+// own sequences, cut no further).
+std::size_t run_ids(const PackingOptions& packing, int top_k, int natural = 0) {
+  const int tokens = packing.unit_tokens > 0 ? packing.unit_tokens : natural;
+  return static_cast<std::size_t>(tokens) * static_cast<std::size_t>(top_k);
 }
 
 // Packs every layer's units the same way and writes the records step, microbatch, layer, one
@@ -143,77 +187,62 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
                          const std::string& out) {
   require_at_least(num_layers, 1, "num_layers");
   check_import_options(&shape, &packing, num_experts, top_k);
-  std::vector<TokenUnits> layers;
-  std::vector<std::string> files;
+  SpilledLayers spilled(out);
   for (int layer = 1; layer <= num_layers; ++layer) {
-    files.push_back(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
-    EsftLayer esft = read_esft_layer(files.back(), num_experts, top_k);
-    if (packing.unit_tokens > 0) {
-      std::vector<ExpertId> stream;
-      for (const auto& sequence : esft.sequences)
-        stream.insert(stream.end(), sequence.begin(), sequence.end());
-      layers.push_back(token_runs(std::move(stream), top_k, packing.unit_tokens));
-    } else {
-      TokenUnits sequences;
-      for (const auto& sequence : esft.sequences) {
-        sequences.add_unit(sequence.data(), sequence.data() + sequence.size());
-      }
-      layers.push_back(std::move(sequences));
-    }
+    spilled.begin_layer(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
+    read_esft_layer(spilled.files().back(), num_experts, top_k, spilled.sequences());
   }
-  return write_token_trace("esft", "ESFT expert scores: " + dir, layers, files, num_experts, top_k,
-                           shape, packing, "sequence", out);
+  return write_token_trace("esft", "ESFT expert scores: " + dir,
+                           spilled.layers(run_ids(packing, top_k)), spilled.files(), num_experts,
+                           top_k, shape, packing, "sequence", out);
 }
 
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out) {
   check_import_options(&shape, &packing, num_experts, top_k);
-  std::vector<std::vector<ExpertId>> streams;  // per layer
-  std::vector<std::string> files;              // per layer, for errors
-  if (format == "flame-csv") {
-    std::map<int, std::vector<ExpertId>> by_layer;
-    std::map<int, std::string> layer_files;
-    for (const std::string& file : files_in_natural_order(dir, ".csv")) {
-      TokenLayerFile layer = read_flame_csv(file, num_experts, top_k);
-      // FLAME's dumps name the layer in the file name ("..._layer7_..."); their layer_id column
-      // may be 0 throughout. The name wins when it has one.
+  if (format != "flame-csv" && format != "topk-csv" && format != "topk-npy") {
+    throw InputError("format", "unknown per-token format '" + format + "'");
+  }
+  const bool flame = format == "flame-csv";
+  const std::vector<std::string> files =
+      files_in_natural_order(dir, format == "topk-npy" ? ".npy" : ".csv");
+  if (files.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
+  SpilledLayers spilled(out);
+  if (flame) {
+    // FLAME's dumps name the layer in the file name ("..._layer7_..."); their layer_id column
+    // may be 0 throughout. The name wins when it has one. A layer split into shards (decoder
+    // positions) is their concatenation in natural name order, named by its first file.
+    std::map<int, std::vector<std::string>> by_layer;
+    for (const std::string& file : files) {
       const std::string name = std::filesystem::path(file).filename().string();
       const std::size_t at = name.find("layer");
       const bool named = at != std::string::npos && at + 5 < name.size() &&
                          std::isdigit(static_cast<unsigned char>(name[at + 5]));
-      const int id = named ? std::stoi(name.substr(at + 5)) : layer.layer;
-      auto& stream = by_layer[id];
-      stream.insert(stream.end(), layer.experts.begin(), layer.experts.end());
-      // A layer split into shards is named by its first file.
-      std::string& label = layer_files[id];
-      if (label.empty()) {
-        label = file;
-      } else if (label.back() != ')') {
-        label += " (and its other shards)";
+      by_layer[named ? std::stoi(name.substr(at + 5))
+                     : flame_csv_first_layer(file, num_experts, top_k)]
+          .push_back(file);
+    }
+    for (const auto& [layer, shards] : by_layer) {
+      spilled.begin_layer(shards.size() == 1 ? shards.front()
+                                             : shards.front() + " (and its other shards)");
+      for (const std::string& shard : shards) {
+        read_flame_csv(shard, num_experts, top_k, spilled.ids());
       }
     }
-    for (auto& entry : by_layer) {
-      streams.push_back(std::move(entry.second));
-      files.push_back(layer_files[entry.first]);
-    }
-  } else if (format == "topk-csv" || format == "topk-npy") {
-    const bool csv = format == "topk-csv";
-    for (const std::string& file : files_in_natural_order(dir, csv ? ".csv" : ".npy")) {
-      streams.push_back(
-          (csv ? read_topk_csv(file, num_experts, top_k) : read_topk_npy(file, num_experts, top_k))
-              .experts);
-      files.push_back(file);
-    }
   } else {
-    throw InputError("format", "unknown per-token format '" + format + "'");
+    for (const std::string& file : files) {
+      spilled.begin_layer(file);
+      if (format == "topk-csv") {
+        read_topk_csv(file, num_experts, top_k, spilled.ids());
+      } else {
+        read_topk_npy(file, num_experts, top_k, spilled.ids());
+      }
+    }
   }
-  if (streams.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
-  std::vector<TokenUnits> layers;
-  for (auto& stream : streams)
-    layers.push_back(token_runs(std::move(stream), top_k, packing.unit_tokens));
-  return write_token_trace(format, format + " files: " + dir, layers, files, num_experts, top_k,
-                           shape, packing, "token", out);
+  return write_token_trace(format, format + " files: " + dir,
+                           spilled.layers(run_ids(packing, top_k, 1)), spilled.files(), num_experts,
+                           top_k, shape, packing, "token", out);
 }
 
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,

@@ -1,6 +1,9 @@
 #pragma once
 // Importers that turn recorded routing data into the toolkit's trace format. Every choice they
-// make (packing, sampling, seeds) is written into the trace's metadata.
+// make (packing, sampling, seeds) is written into the trace's metadata. The importers of
+// recorded data stream: they keep what they read in a scratch file beside `out` (removed
+// however the import ends), so their heap does not grow with the input (traces/README.md,
+// "Memory").
 
 #include <cstdint>
 #include <string>

@@ -53,7 +53,7 @@ void UnitPacker::walk(const TokenUnits& layer, Cursor& cursor, std::size_t strid
     const int unit = order_[cursor.index];
     const std::size_t size = layer.unit_size(unit);
     const std::size_t end = std::min(size, cursor.offset + count);
-    visit(layer.experts.data() + layer.begin[unit] + cursor.offset, end - cursor.offset);
+    visit(layer.experts + layer.unit_begin(unit) + cursor.offset, end - cursor.offset);
     count -= end - cursor.offset;
     cursor.offset = end;
     if (cursor.offset == size) {

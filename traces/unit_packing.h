@@ -3,8 +3,11 @@
 // fixed runs of tokens), the same way for every layer so that a record's layers see the same
 // tokens. Every method is deterministic; the seeded ones use SplitMix64.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "solver/routing_counts.h"
@@ -28,17 +31,39 @@ std::vector<int> unit_order(int num_units, PackingMethod method, int bootstrap_u
                             std::uint64_t seed);
 
 // One layer's per-token routing cut into units (sequences, or runs of a fixed number of
-// tokens): top_k expert ids per token, token after token, in `experts`; unit u is
-// experts[begin[u], begin[u + 1]). Flat, so that a layer costs its ids and one offset a unit.
+// tokens): top_k expert ids per token, token after token, in `experts` (not owned: an
+// importer's memory-mapped scratch file, traces/id_spill.h, or the caller's vector). Unit u is
+// experts[unit_begin(u), unit_begin(u) + unit_size(u)). Sequences list their boundaries
+// (`begin`, one offset a unit); runs need none, so that a layer of single-token units costs no
+// memory a token.
 struct TokenUnits {
-  std::vector<ExpertId> experts;
-  std::vector<std::size_t> begin = {0};  // [num_units + 1]
+  const ExpertId* experts = nullptr;
+  std::size_t num_ids = 0;
+  std::vector<std::size_t> begin;  // sequences: [num_units + 1], from 0 to num_ids; runs: empty
+  std::size_t run_ids = 0;         // runs: ids a unit (the last may hold fewer); sequences: 0
 
-  int num_units() const { return static_cast<int>(begin.size()) - 1; }
-  std::size_t unit_size(int unit) const { return begin[unit + 1] - begin[unit]; }
-  void add_unit(const ExpertId* first, const ExpertId* last) {
-    experts.insert(experts.end(), first, last);
-    begin.push_back(experts.size());
+  static TokenUnits runs(const ExpertId* experts, std::size_t num_ids, std::size_t run_ids) {
+    return TokenUnits{experts, num_ids, {}, run_ids};
+  }
+  static TokenUnits sequences(const ExpertId* experts, std::vector<std::size_t> begin) {
+    const std::size_t num_ids = begin.empty() ? 0 : begin.back();
+    return TokenUnits{experts, num_ids, std::move(begin), 0};
+  }
+
+  int num_units() const {
+    if (run_ids == 0) return begin.empty() ? 0 : static_cast<int>(begin.size()) - 1;
+    return static_cast<int>((num_ids + run_ids - 1) / run_ids);
+  }
+  std::size_t unit_begin(int unit) const {
+    return run_ids == 0 ? begin[unit] : static_cast<std::size_t>(unit) * run_ids;
+  }
+  std::size_t unit_size(int unit) const {
+    if (run_ids == 0) return begin[unit + 1] - begin[unit];
+    return std::min(run_ids, num_ids - unit_begin(unit));
+  }
+  // Whether `other` cuts the same number of ids into the same units.
+  bool same_units(const TokenUnits& other) const {
+    return num_ids == other.num_ids && begin == other.begin && run_ids == other.run_ids;
   }
 };
 

@@ -1,0 +1,51 @@
+#include "traces/id_spill.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "common/file_input_error.h"
+
+namespace topoep {
+
+IdSpill::IdSpill(std::string path) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), "w+b");
+  if (file_ == nullptr) {
+    throw FileInputError(
+        path_, "",
+        std::string("cannot create the scratch file beside the output: ") + std::strerror(errno));
+  }
+}
+
+IdSpill::~IdSpill() {
+  if (mapped_ != nullptr) ::munmap(mapped_, mapped_bytes_);
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void IdSpill::add(const ExpertId* ids, std::size_t count) {
+  if (mapped_ != nullptr) throw std::logic_error("IdSpill::add() after map()");
+  if (count > 0 && std::fwrite(ids, sizeof(ExpertId), count, file_) != count) {
+    throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
+  }
+  size_ += count;
+}
+
+const ExpertId* IdSpill::map() {
+  if (mapped_ != nullptr) throw std::logic_error("IdSpill::map() called twice");
+  if (std::fflush(file_) != 0) {
+    throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
+  }
+  if (size_ == 0) return nullptr;
+  mapped_bytes_ = size_ * sizeof(ExpertId);
+  void* at = ::mmap(nullptr, mapped_bytes_, PROT_READ, MAP_SHARED, ::fileno(file_), 0);
+  if (at == MAP_FAILED) {
+    throw FileInputError(path_, "", std::string("could not be mapped: ") + std::strerror(errno));
+  }
+  mapped_ = at;
+  return static_cast<const ExpertId*>(mapped_);
+}
+
+}  // namespace topoep
