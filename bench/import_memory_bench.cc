@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/heap_peak.h"
-#include "bench/topk_npy_fixture.h"
+#include "bench/topk_fixture.h"
 #include "common/temp_path.h"
 #include "traces/splitmix64.h"
 #include "traces/trace_import.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/topk_npy_fixture.h"
+#include "bench/topk_fixture.h"
 #include "traces/sglang_stats.h"
 #include "traces/splitmix64.h"
 #include "traces/synthetic_routing.h"
@@ -116,6 +116,24 @@ void BM_ImportTopkNpy(benchmark::State& state) {
   fs::remove_all(dir);
 }
 BENCHMARK(BM_ImportTopkNpy)->Unit(benchmark::kMillisecond);
+
+// The same ids as comma-separated text (8 layers x 262,144 lines, about 19 MB a layer): the
+// text importers' parsing. Throughput in MB/s of input read.
+void BM_ImportTopkCsv(benchmark::State& state) {
+  const std::string dir = (fs::temp_directory_path() / "topoep_bench_csv").string();
+  fs::remove_all(dir);
+  const std::int64_t bytes = bench::write_topk_csv_layers(dir, 8, 262144, 8, 256);
+  const std::string trace = (fs::temp_directory_path() / "topoep_bench_import_csv.trace").string();
+  for (auto _ : state) {
+    fs::remove_all(trace);
+    import_token_files("topk-csv", dir, 256, 8, ImportShape{64, 8, 4096, 1}, PackingOptions{},
+                       trace);
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  fs::remove_all(trace);
+  fs::remove_all(dir);
+}
+BENCHMARK(BM_ImportTopkCsv)->Unit(benchmark::kMillisecond);
 
 // The seeded generators, in token-expert assignments drawn per second: a synthetic trace at
 // DeepSeek-V3's shape on 32 GPUs (8 layers x 2 microbatches x 2 steps, 4096 tokens x top-8 per

@@ -1,9 +1,10 @@
 #include "traces/esft_import.h"
 
 #include <fstream>
-#include <sstream>
+#include <string_view>
 
 #include "common/file_input_error.h"
+#include "traces/text_fields.h"
 
 namespace topoep {
 
@@ -27,6 +28,7 @@ void read_esft_layer(const std::string& path, int num_experts, int top_k,
   std::ifstream in(path);
   if (!in) throw FileInputError(path, "", "cannot open the file for reading");
   std::vector<ExpertId> ids;
+  std::vector<std::string_view> fields;
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
@@ -38,19 +40,12 @@ void read_esft_layer(const std::string& path, int num_experts, int top_k,
       throw FileInputError(path, where, "has no double tab between expert ids and gate weights");
     }
     ids.clear();
-    std::istringstream fields(line.substr(0, split));
-    std::string field;
-    while (std::getline(fields, field, '\t')) {
-      std::size_t used = 0;
-      long value = -1;
-      try {
-        value = std::stol(field, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != field.size() || value < 0 || value >= num_experts) {
+    split_fields(std::string_view(line).substr(0, split), '\t', false, &fields);
+    for (const std::string_view field : fields) {
+      long long value = -1;
+      if (!read_integer(field, &value) || value < 0 || value >= num_experts) {
         throw FileInputError(path, where,
-                             "expert id '" + field + "' is not an integer in [0, " +
+                             "expert id '" + std::string(field) + "' is not an integer in [0, " +
                                  std::to_string(num_experts) + ")");
       }
       ids.push_back(static_cast<ExpertId>(value));

@@ -5,32 +5,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <string_view>
 
 #include "common/file_input_error.h"
+#include "traces/text_fields.h"
 
 namespace topoep {
 namespace {
-
-std::vector<std::string> split(const std::string& line, char separator) {
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, separator)) fields.push_back(field);
-  if (!line.empty() && line.back() == separator) fields.emplace_back();
-  return fields;
-}
-
-bool parse_long(std::string text, long long* value) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  std::size_t used = 0;
-  try {
-    *value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == text.size() && !text.empty();
-}
 
 ExpertId checked_expert(long long value, int num_experts, const std::string& path,
                         const std::string& where) {
@@ -52,7 +33,8 @@ std::ifstream open_or_throw(const std::string& path) {
 std::size_t read_flame_header(std::ifstream& in, const std::string& path, int num_experts) {
   std::string line;
   if (!std::getline(in, line)) throw FileInputError(path, "line 1", "the header is missing");
-  const std::vector<std::string> header = split(line, ',');
+  std::vector<std::string_view> header;
+  split_fields(line, ',', true, &header);
   if (header.size() != static_cast<std::size_t>(num_experts) + 2 || header[0] != "layer_id" ||
       header[1] != "token_id" || header[2] != "expert_0") {
     throw FileInputError(
@@ -62,28 +44,39 @@ std::size_t read_flame_header(std::ifstream& in, const std::string& path, int nu
   return header.size();
 }
 
-// One FLAME CSV row: the token's selected experts into `token` (exactly top_k of them);
-// returns its layer_id.
+// What read_flame_row() reuses from row to row, so that a row allocates nothing.
+struct FlameRowScratch {
+  std::vector<std::string_view> fields;
+  std::string number;  // a field's text, terminated for strtod
+  std::vector<ExpertId> token;
+};
+
+// One FLAME CSV row: the token's selected experts into `scratch->token` (exactly top_k of
+// them); returns its layer_id.
 int read_flame_row(const std::string& path, int number, const std::string& line,
-                   std::size_t header_size, int num_experts, int top_k,
-                   std::vector<ExpertId>* token) {
+                   std::size_t header_size, int num_experts, int top_k, FlameRowScratch* scratch) {
   const std::string where = "line " + std::to_string(number);
-  const std::vector<std::string> fields = split(line, ',');
+  std::vector<std::string_view>& fields = scratch->fields;
+  std::vector<ExpertId>* const token = &scratch->token;
+  split_fields(line, ',', true, &fields);
   if (fields.size() != header_size) {
     throw FileInputError(path, where,
                          "has " + std::to_string(fields.size()) + " fields, the header " +
                              std::to_string(header_size));
   }
   long long layer = 0;
-  if (!parse_long(fields[0], &layer)) {
+  if (!read_trimmed_integer(fields[0], &layer)) {
     throw FileInputError(path, where + " layer_id", "is not an integer");
   }
   token->clear();
+  std::string& number_text = scratch->number;
   for (int e = 0; e < num_experts; ++e) {
-    const std::string& field = fields[2 + e];
+    const std::string_view field = fields[2 + e];
+    if (field == "0") continue;  // the unselected experts: most of a row
+    number_text.assign(field);
     char* end = nullptr;
-    const double probability = std::strtod(field.c_str(), &end);
-    if (end == field.c_str()) {
+    const double probability = std::strtod(number_text.c_str(), &end);
+    if (end == number_text.c_str()) {
       throw FileInputError(path, where + " expert_" + std::to_string(e), "is not a number");
     }
     if (probability != 0.0) token->push_back(static_cast<ExpertId>(e));
@@ -121,18 +114,18 @@ int read_flame_csv(const std::string& path, int num_experts, int top_k, const Id
   std::ifstream in = open_or_throw(path);
   const std::size_t header_size = read_flame_header(in, path, num_experts);
   int file_layer = -1;
-  std::vector<ExpertId> token;
+  FlameRowScratch row;
   std::string line;
   for (int number = 2; std::getline(in, line); ++number) {
     if (blank(line)) continue;
-    const int layer = read_flame_row(path, number, line, header_size, num_experts, top_k, &token);
+    const int layer = read_flame_row(path, number, line, header_size, num_experts, top_k, &row);
     if (file_layer >= 0 && layer != file_layer) {
       throw FileInputError(
           path, "line " + std::to_string(number) + " layer_id",
           "is " + std::to_string(layer) + ", earlier rows " + std::to_string(file_layer));
     }
     file_layer = layer;
-    sink(token.data(), token.size());
+    sink(row.token.data(), row.token.size());
   }
   return file_layer;
 }
@@ -146,11 +139,11 @@ TokenLayerFile read_flame_csv(const std::string& path, int num_experts, int top_
 int flame_csv_first_layer(const std::string& path, int num_experts, int top_k) {
   std::ifstream in = open_or_throw(path);
   const std::size_t header_size = read_flame_header(in, path, num_experts);
-  std::vector<ExpertId> token;
+  FlameRowScratch row;
   std::string line;
   for (int number = 2; std::getline(in, line); ++number) {
     if (!blank(line)) {
-      return read_flame_row(path, number, line, header_size, num_experts, top_k, &token);
+      return read_flame_row(path, number, line, header_size, num_experts, top_k, &row);
     }
   }
   return -1;
@@ -158,27 +151,39 @@ int flame_csv_first_layer(const std::string& path, int num_experts, int top_k) {
 
 void read_topk_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
   std::ifstream in = open_or_throw(path);
-  std::vector<ExpertId> token;
+  // Handed on a block at a time, not a token at a time: the sink's call per token cost more
+  // than the token's parsing.
+  constexpr std::size_t kBlockIds = 1 << 14;
+  std::vector<ExpertId> block;
+  block.reserve(kBlockIds + static_cast<std::size_t>(top_k));
+  std::vector<std::string_view> fields;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (blank(line)) continue;
-    const std::vector<std::string> fields = split(line, ',');
+    split_fields(line, ',', true, &fields);
     long long value = 0;
-    if (number == 1 && !parse_long(fields[0], &value)) continue;  // a header
-    const std::string where = "line " + std::to_string(number);
+    if (number == 1 && !read_trimmed_integer(fields[0], &value)) continue;  // a header
     if (fields.size() != static_cast<std::size_t>(top_k)) {
-      throw FileInputError(path, where,
+      throw FileInputError(path, "line " + std::to_string(number),
                            "has " + std::to_string(fields.size()) + " expert ids, top-k is " +
                                std::to_string(top_k));
     }
-    token.clear();
-    for (const std::string& field : fields) {
-      if (!parse_long(field, &value))
-        throw FileInputError(path, where, "'" + field + "' is not an integer");
-      token.push_back(checked_expert(value, num_experts, path, where));
+    for (const std::string_view field : fields) {
+      if (!read_trimmed_integer(field, &value)) {
+        throw FileInputError(path, "line " + std::to_string(number),
+                             "'" + std::string(field) + "' is not an integer");
+      }
+      if (value < 0 || value >= num_experts) {
+        checked_expert(value, num_experts, path, "line " + std::to_string(number));
+      }
+      block.push_back(static_cast<ExpertId>(value));
     }
-    sink(token.data(), token.size());
+    if (block.size() >= kBlockIds) {
+      sink(block.data(), block.size());
+      block.clear();
+    }
   }
+  if (!block.empty()) sink(block.data(), block.size());
 }
 
 TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k) {

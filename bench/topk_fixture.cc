@@ -1,4 +1,4 @@
-#include "bench/topk_npy_fixture.h"
+#include "bench/topk_fixture.h"
 
 #include <filesystem>
 #include <fstream>
@@ -30,6 +30,25 @@ std::int64_t write_topk_npy_layers(const std::string& dir, int layers, std::int6
               static_cast<std::streamsize>(ids.size() * 4));
   }
   return layers * tokens * top_k * 4;
+}
+
+std::int64_t write_topk_csv_layers(const std::string& dir, int layers, std::int64_t tokens,
+                                   int top_k, int num_experts) {
+  std::filesystem::create_directories(dir);
+  SplitMix64 random(3);
+  std::int64_t bytes = 0;
+  for (int layer = 0; layer < layers; ++layer) {
+    std::string text;
+    for (std::int64_t token = 0; token < tokens; ++token) {
+      for (int k = 0; k < top_k; ++k) {
+        text += std::to_string(random.below(num_experts));
+        text += k + 1 < top_k ? ',' : '\n';
+      }
+    }
+    std::ofstream(dir + "/layer" + std::to_string(layer) + ".csv", std::ios::binary) << text;
+    bytes += static_cast<std::int64_t>(text.size());
+  }
+  return bytes;
 }
 
 }  // namespace bench
