@@ -278,6 +278,24 @@ TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
   }
 }
 
+// An empty order stands for every unit once, in the layer's order, with no vector to hold.
+TEST(UnitPacking, AnEmptyOrderPacksAsTheIdentityOrder) {
+  std::vector<ExpertId> storage;
+  const TokenUnits units =
+      units_of({{0, 1, 2}, {}, {3, 0}, {1, 1, 1, 1, 2}, {3}, {2, 2}, {0, 3, 3, 1}}, &storage);
+  const std::vector<int> identity = unit_order(7, PackingMethod::kContiguous, 0, 1);
+  for (const PackingMethod method : {PackingMethod::kContiguous, PackingMethod::kRoundRobin}) {
+    const UnitPacker listed(units, identity, method, 1, 2, 2);
+    const UnitPacker implied(units, {}, method, 1, 2, 2);
+    ASSERT_EQ(implied.microbatches(), listed.microbatches()) << to_string(method);
+    ASSERT_GT(listed.microbatches(), 1) << to_string(method);
+    for (int m = 0; m < listed.microbatches(); ++m) {
+      EXPECT_EQ(implied.pack(units, m, 4).values(), listed.pack(units, m, 4).values())
+          << to_string(method) << ", microbatch " << m;
+    }
+  }
+}
+
 // Runs of a fixed number of ids need no boundaries: the last run holds what is left.
 TEST(UnitPacking, RunsCutTheLayerEveryRunIdsAndTheLastHoldsTheRest) {
   const std::vector<ExpertId> ids = {0, 1, 2, 3, 0, 1, 2};

@@ -140,8 +140,12 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
                                const std::string& natural_unit, const std::string& out) {
   const int num_units = layers.front().num_units();
   check_same_units(layers, files, top_k, natural_unit == "sequence" && packing.unit_tokens <= 0);
+  // Every unit once, in file order, needs no order to hold (4 bytes a unit).
+  const bool reordered = packing.method == PackingMethod::kRandom || packing.bootstrap_units > 0;
   const UnitPacker packer(
-      layers.front(), unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed),
+      layers.front(),
+      reordered ? unit_order(num_units, packing.method, packing.bootstrap_units, packing.seed)
+                : std::vector<int>{},
       packing.method, top_k, shape.num_ranks, shape.tokens_per_rank);
   const int microbatches = packer.microbatches();
   if (microbatches < shape.microbatches_per_step) {

@@ -50,7 +50,7 @@ template <typename Visit>
 void UnitPacker::walk(const TokenUnits& layer, Cursor& cursor, std::size_t stride,
                       std::size_t count, Visit&& visit) const {
   while (count > 0) {
-    const int unit = order_[cursor.index];
+    const int unit = unit_at(cursor.index);
     const std::size_t size = layer.unit_size(unit);
     const std::size_t end = std::min(size, cursor.offset + count);
     visit(layer.experts + layer.unit_begin(unit) + cursor.offset, end - cursor.offset);
@@ -66,18 +66,19 @@ void UnitPacker::walk(const TokenUnits& layer, Cursor& cursor, std::size_t strid
 UnitPacker::UnitPacker(const TokenUnits& layer, std::vector<int> order, PackingMethod method,
                        int top_k, int num_ranks, int tokens_per_rank)
     : order_(std::move(order)),
+      positions_(order_.empty() ? static_cast<std::size_t>(layer.num_units()) : order_.size()),
       round_robin_(method == PackingMethod::kRoundRobin),
       num_ranks_(num_ranks),
       ids_per_rank_(static_cast<std::size_t>(tokens_per_rank) * top_k) {
   if (top_k < 1) throw InputError("top_k", "must be at least 1");
   if (tokens_per_rank < 1) throw InputError("tokens_per_rank", "must be at least 1");
   if (num_ranks < 1) throw InputError("num_ranks", "must be at least 1");
-  // Walks one stream of units (every `stride`-th of order_ from `first`) and notes where each
+  // Walks one stream of units (every `stride`-th of the order from `first`) and notes where each
   // run of `run` ids starts; returns how many whole runs it holds.
   auto runs = [&](std::size_t first, std::size_t stride, std::size_t run,
                   std::vector<Cursor>& starts) {
     std::size_t total = 0;
-    for (std::size_t i = first; i < order_.size(); i += stride) total += layer.unit_size(order_[i]);
+    for (std::size_t i = first; i < positions_; i += stride) total += layer.unit_size(unit_at(i));
     const std::size_t whole = total / run;
     Cursor cursor{first, 0};
     for (std::size_t r = 0; r < whole; ++r) {

@@ -69,7 +69,8 @@ struct TokenUnits {
 
 // Packs units into rank x expert count matrices one microbatch at a time, the same way for
 // every layer whose units have the sizes of the layer it was built from (so that a record's
-// layers see the same tokens). The units go in `order`:
+// layers see the same tokens). The units go in `order` (empty: every unit once, in the layer's
+// order, with no vector of 4 bytes a unit to hold):
 // - contiguous (and random, whose order is shuffled): one stream; microbatch m takes tokens
 //   [m R T, (m + 1) R T) and rank r of it the T tokens from m R T + r T;
 // - round-robin: unit i to rank i % R; microbatch m takes tokens [m T, (m + 1) T) of each
@@ -85,25 +86,31 @@ class UnitPacker {
   RoutingCounts pack(const TokenUnits& layer, int microbatch, int num_experts) const;
 
  private:
-  // Where a run of tokens starts: the unit at order_[index], `offset` ids into it.
+  // The unit at position `index` of the order.
+  int unit_at(std::size_t index) const {
+    return order_.empty() ? static_cast<int>(index) : order_[index];
+  }
+
+  // Where a run of tokens starts: the unit at unit_at(index), `offset` ids into it.
   struct Cursor {
     std::size_t index = 0;
     std::size_t offset = 0;
   };
 
-  // Moves `cursor` `count` ids on through the units order_[index], order_[index + stride], ...,
+  // Moves `cursor` `count` ids on through the units at index, index + stride, ... of the order,
   // calling visit(ids, n) for each unit's piece of them.
   template <typename Visit>
   void walk(const TokenUnits& layer, Cursor& cursor, std::size_t stride, std::size_t count,
             Visit&& visit) const;
 
-  std::vector<int> order_;
+  std::vector<int> order_;  // empty: the identity
+  std::size_t positions_;   // units in the order
   bool round_robin_;
   int num_ranks_;
   std::size_t ids_per_rank_;  // tokens_per_rank x top_k
   int microbatches_ = 0;
-  // Contiguous: one cursor per microbatch, into order_. Round-robin: [microbatch][rank], each
-  // into the rank's units (order_[rank], order_[rank + R], ...).
+  // Contiguous: one cursor per microbatch, into the order. Round-robin: [microbatch][rank],
+  // each into the rank's units (positions rank, rank + R, ... of the order).
   std::vector<Cursor> starts_;
 };
 
