@@ -415,6 +415,37 @@ TEST(TraceImport, JsonLinesGiveTheSameRecordsInAnyOrder) {
   EXPECT_EQ(got[7].counts.at(2, 0), 1);
 }
 
+// A directory of *.jsonl files (one a rank, as each rank records its own) is one input.
+TEST(TraceImport, JsonLinesFromADirectoryOfFilesAreOneInput) {
+  std::string ordered;
+  for (const std::string& line : recorded_lines()) ordered += line + "\n";
+  const std::string whole = fresh("whole.trace");
+  import_jsonl(write_lines("whole.jsonl", ordered), 2, 2, whole);
+  const std::string dir = fresh("by-rank");
+  fs::create_directories(dir);
+  for (const std::string& line : recorded_lines()) {
+    const std::size_t at = line.find("\"rank\": ") + 9;
+    std::ofstream(dir + "/rank" + line.substr(at, 1) + ".jsonl", std::ios::app) << line << "\n";
+  }
+  std::ofstream(dir + "/notes.txt") << "not a .jsonl file: not read\n";
+  const std::string split = fresh("split.trace");
+  EXPECT_EQ(import_jsonl(dir, 2, 2, split), 12);
+  const std::vector<TraceRecord> expected = read_records(whole);
+  const std::vector<TraceRecord> got = read_records(split);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].counts.values(), expected[i].counts.values()) << "record " << i;
+  }
+  const std::string empty = fresh("no-jsonl");
+  fs::create_directories(empty);
+  try {
+    import_jsonl(empty, 2, 2, fresh("empty.trace"));
+    ADD_FAILURE() << "a directory with no .jsonl files imported";
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), empty);
+  }
+}
+
 // The document model's reading: unknown fields skipped whatever they hold, the last value of a
 // key given twice.
 TEST(TraceImport, JsonLinesSkipUnknownFieldsAndTakeARepeatedKeysLastValue) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/file_input_error.h"
 #include "common/temp_path.h"
 #include "solver/input_error.h"
+#include "traces/token_files.h"
 #include "traces/trace_import.h"
 #include "traces/trace_writer.h"
 
@@ -28,17 +30,22 @@ namespace topoep {
 namespace {
 
 // Where one line's counts are: its (step, microbatch, layer, rank), its row in the spill and
-// the line itself.
+// the line itself. 32 bytes.
 struct LineAt {
   int key[4];
   std::int64_t row;   // rows of the spill before this line's
-  std::int64_t line;  // 1-based, for errors
+  std::int32_t file;  // in the input's list of files
+  std::int32_t line;  // 1-based, for errors
 
+  // By key, then in reading order.
   bool operator<(const LineAt& other) const {
-    return std::tie(key[0], key[1], key[2], key[3], line) <
-           std::tie(other.key[0], other.key[1], other.key[2], other.key[3], other.line);
+    return std::tie(key[0], key[1], key[2], key[3], file, line) <
+           std::tie(other.key[0], other.key[1], other.key[2], other.key[3], other.file, other.line);
   }
   bool same_key(const LineAt& other) const { return std::equal(key, key + 4, other.key); }
+  bool read_before(const LineAt& other) const {
+    return std::tie(file, line) < std::tie(other.file, other.line);
+  }
 };
 
 std::string where_line(std::int64_t line) { return "line " + std::to_string(line); }
@@ -185,62 +192,82 @@ void read_line(const std::string& path, std::int64_t number, const std::string& 
 // Whether `line` holds nothing but blanks (skipped, as a trailing newline's empty line is).
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
-// Parses and checks every line, writes its counts to `spill` ([lines][experts] native int32,
-// in the order read) and returns where each is, sorted by record then rank. `experts` is every
-// line's number of counts.
-std::vector<LineAt> spill_lines(const std::string& path, const std::string& spill, int* experts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileInputError(path, "", "cannot open the file for reading");
+// Parses and checks every line of `files`, in order, writes its counts to `spill`
+// ([lines][experts] native int32, in the order read) and returns where each is, sorted by
+// record then rank. `experts` is every line's number of counts. `input` names the whole input
+// in errors that are no one file's.
+std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std::string>& files,
+                                const std::string& spill, int* experts) {
   std::ofstream rows(spill, std::ios::binary);
   if (!rows) throw FileInputError(spill, "", "cannot create the scratch file beside the output");
   std::vector<LineAt> lines;
   std::vector<std::int32_t> row;
   *experts = -1;
+  std::string first_file;  // the file that set `experts`
   std::string line;
   LineFields fields;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
-    if (blank(line)) continue;
-    read_line(path, number, line, &fields);
-    const int size = static_cast<int>(fields.counts.size());
-    if (*experts < 0) *experts = size;
-    if (size != *experts) {
-      throw FileInputError(
-          path, where_line(number) + " counts",
-          "has " + std::to_string(size) + " experts, earlier lines " + std::to_string(*experts));
-    }
-    row.clear();
-    for (const TokenCount count : fields.counts) {
-      // The trace stores these counts as I32 (no tokens_per_rank bounds them).
-      if (count > INT32_MAX) {
-        throw FileInputError(
-            path, where_line(number) + " counts",
-            "holds " + std::to_string(count) + ", beyond the trace's 32-bit counts");
+  for (std::size_t file = 0; file < files.size(); ++file) {
+    const std::string& path = files[file];
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw FileInputError(path, "", "cannot open the file for reading");
+    for (std::int32_t number = 1; std::getline(in, line); ++number) {
+      if (number == INT32_MAX) throw FileInputError(path, "", "has more than 2^31 lines");
+      if (blank(line)) continue;
+      read_line(path, number, line, &fields);
+      const int size = static_cast<int>(fields.counts.size());
+      if (*experts < 0) {
+        *experts = size;
+        first_file = path;
       }
-      row.push_back(static_cast<std::int32_t>(count));
+      if (size != *experts) {
+        throw FileInputError(path, where_line(number) + " counts",
+                             "has " + std::to_string(size) + " experts, earlier lines " +
+                                 std::to_string(*experts) +
+                                 (first_file == path ? "" : " (from " + first_file + ")"));
+      }
+      row.clear();
+      for (const TokenCount count : fields.counts) {
+        // The trace stores these counts as I32 (no tokens_per_rank bounds them).
+        if (count > INT32_MAX) {
+          throw FileInputError(
+              path, where_line(number) + " counts",
+              "holds " + std::to_string(count) + ", beyond the trace's 32-bit counts");
+        }
+        row.push_back(static_cast<std::int32_t>(count));
+      }
+      rows.write(reinterpret_cast<const char*>(row.data()),
+                 static_cast<std::streamsize>(row.size() * sizeof(std::int32_t)));
+      const std::int64_t index = static_cast<std::int64_t>(lines.size());
+      lines.push_back(LineAt{{fields.keys[0], fields.keys[1], fields.keys[2], fields.keys[3]},
+                             index,
+                             static_cast<std::int32_t>(file),
+                             number});
     }
-    rows.write(reinterpret_cast<const char*>(row.data()),
-               static_cast<std::streamsize>(row.size() * sizeof(std::int32_t)));
-    const std::int64_t index = static_cast<std::int64_t>(lines.size());
-    lines.push_back(
-        LineAt{{fields.keys[0], fields.keys[1], fields.keys[2], fields.keys[3]}, index, number});
   }
-  if (lines.empty()) throw FileInputError(path, "", "holds no records");
+  if (lines.empty()) throw FileInputError(input, "", "holds no records");
   if (!rows.flush()) throw FileInputError(spill, "", "could not be written (is the disk full?)");
   std::sort(lines.begin(), lines.end());
-  // Of the lines that repeat a key, the first line in the file that does (sorting by line
-  // within a key puts each key's first line first).
+  // Of the lines that repeat a key, the first read that does (sorting puts each key's lines in
+  // reading order), named with where the key was first given.
   const LineAt* repeat = nullptr;
+  const LineAt* first = nullptr;
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    if (lines[i].same_key(lines[i - 1]) && (repeat == nullptr || lines[i].line < repeat->line)) {
+    if (!lines[i].same_key(lines[i - 1])) continue;
+    if (repeat == nullptr || lines[i].read_before(*repeat)) {
       repeat = &lines[i];
+      first = &lines[i - 1];
+      while (first != lines.data() && first[-1].same_key(*repeat)) --first;
     }
   }
   if (repeat != nullptr) {
-    throw FileInputError(path, where_line(repeat->line),
+    const std::string& first_path = files[first->file];
+    throw FileInputError(files[repeat->file], where_line(repeat->line),
                          "repeats step " + std::to_string(repeat->key[0]) + ", microbatch " +
                              std::to_string(repeat->key[1]) + ", layer " +
                              std::to_string(repeat->key[2]) + ", rank " +
-                             std::to_string(repeat->key[3]));
+                             std::to_string(repeat->key[3]) + " (first given " +
+                             (first->file == repeat->file ? "" : "in " + first_path + " ") + "on " +
+                             where_line(first->line) + ")");
   }
   return lines;
 }
@@ -270,9 +297,14 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out) {
   require_at_least(top_k, 1, "top_k");
   require_at_least(gpus_per_node, 1, "gpus_per_node");
+  // A directory: its *.jsonl files, in natural name order (one a rank, say), as one input.
+  const std::vector<std::string> files = std::filesystem::is_directory(path)
+                                             ? files_in_natural_order(path, ".jsonl")
+                                             : std::vector<std::string>{path};
+  if (files.empty()) throw FileInputError(path, "", "holds no .jsonl files");
   const TempPath spill = temp_path_beside(out, ".counts");
   int experts = -1;
-  const std::vector<LineAt> lines = spill_lines(path, spill.path(), &experts);
+  const std::vector<LineAt> lines = spill_lines(path, files, spill.path(), &experts);
   int shape[4] = {0, 0, 0, 0};  // steps, microbatches, layers, ranks: one past each largest key
   for (const LineAt& at : lines) {
     for (int i = 0; i < 4; ++i) shape[i] = std::max(shape[i], at.key[i] + 1);

@@ -55,7 +55,9 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
                                  const std::string& out, double concentration = 0);
 
-// JSON lines {"step", "microbatch", "layer", "rank", "counts": [...E...]}, in any order; every
+// JSON lines {"step", "microbatch", "layer", "rank", "counts": [...E...]}, in any order, in
+// the file `path` or in every *.jsonl file of the directory `path` (natural name order: one
+// file a rank, as each rank records its own routing, imports as it is); every
 // (step, microbatch, layer, rank) of the implied ranges must appear exactly once, and every
 // count fit the trace's 32-bit counts. Streams: holds 32 bytes a line and one trace chunk,
 // parsing the text once and keeping the counts meanwhile in a scratch file beside `out` (about
