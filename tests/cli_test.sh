@@ -37,6 +37,31 @@ done
 expect "topology list exits 0" 0 $?
 expect_text "topology list shows NVL72" "$work/out" "gb200-nvl72-2x72"
 
+"$topoep" model list >"$work/out" 2>&1
+expect "model list exits 0" 0 $?
+expect_text "model list shows each preset with its expert's weights" "$work/out" "deepseek-v3       256      8      7168    2048        58          88.1 MB"
+"$topoep" model show deepseek-v3 --topology h800-4x8 >"$work/out" 2>&1
+expect "model show --topology exits 0" 0 $?
+expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
+expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
+"$topoep" model show mixtral-8x7b --json >"$work/mixtral.json" 2>"$work/err"
+expect "model show --json exits 0" 0 $?
+"$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1
+expect "model validate accepts show's output" 0 $?
+expect_text "model validate names the model" "$work/out" "valid model 'mixtral-8x7b' (8 experts, top-2, 32 MoE layers)"
+python3 - "$work/mixtral.json" "$work/bad-model.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["top_k"] = 9
+d["hiden_size"] = 1
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$topoep" model validate "$work/bad-model.json" >"$work/out" 2>&1
+expect "model validate rejects top-k beyond the experts with exit 2" 2 $?
+expect_text "the model error names file and field" "$work/out" "$work/bad-model.json: field 'top_k'"
+"$topoep" model validate deepseek-v3 >"$work/out" 2>&1
+expect "model validate takes files, not presets (exit 2)" 2 $?
+
 "$topoep" topology show h800-4x8 --json >"$work/h800.json" 2>"$work/err"
 expect "show --json exits 0" 0 $?
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"]==4, d' "$work/h800.json"

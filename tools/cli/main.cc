@@ -10,6 +10,7 @@
 #include "tools/cli/demo_command.h"
 #include "tools/cli/eplb_command.h"
 #include "tools/cli/exit_codes.h"
+#include "tools/cli/model_command.h"
 #include "tools/cli/simulate_command.h"
 #include "tools/cli/solve_command.h"
 #include "tools/cli/sweep_command.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   topoep::add_simulate_command(app);
   topoep::add_solve_command(app);
   topoep::add_sweep_command(app);
+  topoep::add_model_command(app);
   topoep::add_topology_command(app);
   topoep::add_trace_command(app);
   try {

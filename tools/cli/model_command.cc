@@ -1,0 +1,150 @@
+#include "tools/cli/model_command.h"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "common/file_input_error.h"
+#include "models/model_json.h"
+#include "sim/solver_cost.h"
+#include "tools/cli/table.h"
+#include "topologies/topology_presets.h"
+
+namespace topoep {
+namespace {
+
+// One expert's weights (gate, up and down projections) in bytes.
+double expert_weight_bytes(const ModelSpec& model) {
+  return 3.0 * model.hidden_size * static_cast<double>(model.expert_ffn_size) * model.weight_bytes;
+}
+
+std::string megabytes(double bytes) { return format_fixed(bytes / 1e6, 1) + " MB"; }
+
+std::string microseconds(Picoseconds ps) {
+  return format_fixed(static_cast<double>(ps) / 1e6, 1) + " us";
+}
+
+}  // namespace
+
+void print_model_preset_table(std::ostream& out) {
+  TextTable table(
+      {"preset", "experts", "top-k", "hidden", "expert FFN", "MoE layers", "weights an expert"});
+  for (const std::string& name : model_preset_names()) {
+    const ModelSpec model = load_model(name);
+    table.add_row({name, std::to_string(model.num_experts), std::to_string(model.top_k),
+                   std::to_string(model.hidden_size), std::to_string(model.expert_ffn_size),
+                   std::to_string(model.moe_layers), megabytes(expert_weight_bytes(model))});
+  }
+  table.print(out);
+}
+
+void print_model(const ModelSpec& model, const Topology* topology, std::ostream& out) {
+  out << model.name << ": " << model.num_experts << " routed experts, top-" << model.top_k << ", "
+      << model.moe_layers << " MoE layers\n\n";
+  TextTable table({"field", "value"});
+  table.add_row({"hidden size", std::to_string(model.hidden_size)});
+  table.add_row({"expert FFN size", std::to_string(model.expert_ffn_size)});
+  table.add_row({"bytes an element",
+                 "dispatch " + std::to_string(model.dispatch_bytes) + " (an fp32 scale per " +
+                     std::to_string(model.dispatch_scale_block) + " elements; 0: none), combine " +
+                     std::to_string(model.combine_bytes) + ", weights " +
+                     std::to_string(model.weight_bytes)});
+  table.add_row({"dense parameters a layer", std::to_string(model.dense_params_per_layer)});
+  table.add_row({"shared experts", std::to_string(model.shared_experts) + " of FFN size " +
+                                       std::to_string(model.shared_expert_ffn_size)});
+  table.add_row({"attention", std::to_string(model.attention_heads) + " heads, q/k " +
+                                  std::to_string(model.attention_qk_head_dim) + " and v " +
+                                  std::to_string(model.attention_v_head_dim) +
+                                  " a head, sequence " + std::to_string(model.sequence_length)});
+  table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
+  // What the cost model takes from them (sim/README.md): the solver's derivation, so that
+  // what is shown is what planners and the simulator use. Bytes do not depend on the cluster:
+  // without one, any preset derives them.
+  const CostParams bytes =
+      derive_solver_cost(topology != nullptr ? *topology : load_topology("h800-4x8"), model,
+                         model.tokens_per_rank, true)
+          .params;
+  table.add_row({"derived, a token assignment", ""});
+  table.add_row({"  dispatch", std::to_string(bytes.dispatch_bytes_per_token) + " bytes"});
+  table.add_row({"  combine", std::to_string(bytes.combine_bytes_per_token) + " bytes"});
+  table.add_row(
+      {"  expert forward", format_fixed(6.0 * model.hidden_size * model.expert_ffn_size / 1e6, 1) +
+                               " MFLOP (6 x hidden x expert FFN)"});
+  table.add_row({"derived, a layer", ""});
+  table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
+                                        " MFLOP a token (dense parameters, shared experts, attention scores)"});
+  table.add_row(
+      {"  a replica's weights", megabytes(static_cast<double>(bytes.replica_weight_bytes)) +
+                                    " (3 x hidden x expert FFN x weight bytes), its "
+                                    "gradients the same"});
+  if (topology != nullptr) {
+    const SolverCostDerivation derived =
+        derive_solver_cost(*topology, model, model.tokens_per_rank, true);
+    const CostParams& p = derived.params;
+    table.add_row({"on " + topology->name, ""});
+    table.add_row(
+        {"  expert compute", format_fixed(static_cast<double>(p.compute_ps_per_token) / 1e3, 2) +
+                                 " ns a token assignment (bf16 peak x best GEMM "
+                                 "efficiency " +
+                                 format_fixed(derived.gemm_efficiency, 3) + ")"});
+    table.add_row({"  smallest instance", std::to_string(p.instance_min_tokens) +
+                                              " tokens' compute (below it, reading the weights "
+                                              "bounds the GEMM)"});
+    table.add_row({"  dense forward", microseconds(p.weight_overlap_ps) + " at " +
+                                          std::to_string(model.tokens_per_rank) +
+                                          " tokens: the window replica weights hide in"});
+    table.add_row({"  a replica's weights",
+                   microseconds(transfer_ps(p.replica_weight_bytes, p.scale_up)) + " over " +
+                       topology->scale_up.name + ", " +
+                       microseconds(transfer_ps(p.replica_weight_bytes, p.scale_out)) + " over " +
+                       topology->scale_out.name});
+  }
+  table.print(out);
+  out << "\nsource: " << model.source << "\n";
+}
+
+void add_model_command(CLI::App& app) {
+  CLI::App* model = app.add_subcommand("model", "List, show and validate MoE models");
+  model->require_subcommand(1);
+
+  model->add_subcommand("list", "List the built-in model presets")->callback([] {
+    print_model_preset_table(std::cout);
+  });
+
+  CLI::App* show = model->add_subcommand("show", "Print a model preset or file");
+  auto show_target = std::make_shared<std::string>();
+  auto show_topology = std::make_shared<std::string>();
+  auto show_json = std::make_shared<bool>(false);
+  show->add_option("model", *show_target, "Preset name or JSON file")->required();
+  show->add_option("--topology", *show_topology,
+                   "Also the derived costs as times on this cluster (preset or file)");
+  show->add_flag("--json", *show_json, "Print the canonical JSON instead of a table");
+  show->callback([show_target, show_topology, show_json] {
+    const ModelSpec loaded = load_model(*show_target);
+    if (*show_json) {
+      std::cout << model_to_json(loaded).dump(2) << "\n";
+      return;
+    }
+    if (show_topology->empty()) {
+      print_model(loaded, nullptr, std::cout);
+    } else {
+      const Topology topology = load_topology(*show_topology);
+      print_model(loaded, &topology, std::cout);
+    }
+  });
+
+  CLI::App* validate = model->add_subcommand("validate", "Check a model file");
+  auto validate_path = std::make_shared<std::string>();
+  validate->add_option("file", *validate_path, "Model JSON file")->required();
+  validate->callback([validate_path] {
+    if (!std::filesystem::is_regular_file(*validate_path)) {
+      throw FileInputError(*validate_path, "", "no such file");
+    }
+    const ModelSpec loaded = load_model(*validate_path);
+    std::cout << *validate_path << ": valid model '" << loaded.name << "' (" << loaded.num_experts
+              << " experts, top-" << loaded.top_k << ", " << loaded.moe_layers << " MoE layers)\n";
+  });
+}
+
+}  // namespace topoep
