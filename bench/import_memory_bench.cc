@@ -3,7 +3,7 @@
 // - `--format jsonl` (traces/jsonl_import.cc) on a recorder's lines, in record order and
 //   shuffled. A long training run's recording outgrows memory, so the peak should follow the
 //   trace writer's chunk (about 16 MiB) and the 32 bytes a line of the line index, not the input.
-// - `--format topk-npy` (per-token ids, traces/id_spill.h): the peak should follow the chunk and
+// - `--format topk-npy` (per-token ids, traces/int32_spill.h): the peak should follow the chunk and
 //   the packing's unit order (4 bytes a unit: a token here), not the ids.
 
 #include <benchmark/benchmark.h>

@@ -4,9 +4,9 @@
 // than memory over a long run (64 ranks x 256 experts x 58 layers is 1 MB of text a microbatch),
 // so the importer never holds the counts. One pass parses and checks every line, keeps its key
 // (32 bytes a line) and spills its counts as 32-bit integers, in the order read, to a scratch
-// file beside the output; the trace is then written from the spill in record order, one record
-// at a time, straight through when the lines came in that order. Parsing the text is most of
-// the time, so it is parsed once.
+// file beside the output (int32_spill.h); the trace is then written from the spill's memory
+// map in record order, one record at a time. Parsing the text is most of the time, so it is
+// parsed once.
 
 #include <algorithm>
 #include <cstddef>
@@ -21,6 +21,7 @@
 #include "common/file_input_error.h"
 #include "common/temp_path.h"
 #include "solver/input_error.h"
+#include "traces/int32_spill.h"
 #include "traces/token_files.h"
 #include "traces/trace_import.h"
 #include "traces/trace_writer.h"
@@ -192,14 +193,12 @@ void read_line(const std::string& path, std::int64_t number, const std::string& 
 // Whether `line` holds nothing but blanks (skipped, as a trailing newline's empty line is).
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
-// Parses and checks every line of `files`, in order, writes its counts to `spill`
-// ([lines][experts] native int32, in the order read) and returns where each is, sorted by
-// record then rank. `experts` is every line's number of counts. `input` names the whole input
-// in errors that are no one file's.
+// Parses and checks every line of `files`, in order, appends its counts to `spill`
+// ([lines][experts], in the order read) and returns where each is, sorted by record then rank.
+// `experts` is every line's number of counts. `input` names the whole input in errors that
+// are no one file's.
 std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std::string>& files,
-                                const std::string& spill, int* experts) {
-  std::ofstream rows(spill, std::ios::binary);
-  if (!rows) throw FileInputError(spill, "", "cannot create the scratch file beside the output");
+                                Int32Spill* spill, int* experts) {
   std::vector<LineAt> lines;
   std::vector<std::int32_t> row;
   *experts = -1;
@@ -235,8 +234,7 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
         }
         row.push_back(static_cast<std::int32_t>(count));
       }
-      rows.write(reinterpret_cast<const char*>(row.data()),
-                 static_cast<std::streamsize>(row.size() * sizeof(std::int32_t)));
+      spill->add(row.data(), row.size());
       const std::int64_t index = static_cast<std::int64_t>(lines.size());
       lines.push_back(LineAt{{fields.keys[0], fields.keys[1], fields.keys[2], fields.keys[3]},
                              index,
@@ -245,7 +243,6 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
     }
   }
   if (lines.empty()) throw FileInputError(input, "", "holds no records");
-  if (!rows.flush()) throw FileInputError(spill, "", "could not be written (is the disk full?)");
   std::sort(lines.begin(), lines.end());
   // Of the lines that repeat a key, the first read that does (sorting puts each key's lines in
   // reading order), named with where the key was first given.
@@ -302,9 +299,10 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                                              ? files_in_natural_order(path, ".jsonl")
                                              : std::vector<std::string>{path};
   if (files.empty()) throw FileInputError(path, "", "holds no .jsonl files");
-  const TempPath spill = temp_path_beside(out, ".counts");
+  const TempPath scratch = temp_path_beside(out, ".counts");
+  Int32Spill spill(scratch.path());
   int experts = -1;
-  const std::vector<LineAt> lines = spill_lines(path, files, spill.path(), &experts);
+  const std::vector<LineAt> lines = spill_lines(path, files, &spill, &experts);
   int shape[4] = {0, 0, 0, 0};  // steps, microbatches, layers, ranks: one past each largest key
   for (const LineAt& at : lines) {
     for (int i = 0; i < 4; ++i) shape[i] = std::max(shape[i], at.key[i] + 1);
@@ -332,19 +330,11 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   TraceWriter writer(out, m);
 
   // The sorted keys are the record order, rank after rank.
-  std::ifstream rows(spill.path(), std::ios::binary);
-  if (!rows) throw FileInputError(spill.path(), "", "cannot open the scratch file for reading");
+  const std::int32_t* const rows = spill.map();
   std::vector<TokenCount> values(static_cast<std::size_t>(m.num_ranks) * experts);
-  std::vector<std::int32_t> row(static_cast<std::size_t>(experts));
-  const std::streamsize row_bytes = static_cast<std::streamsize>(row.size() * sizeof(std::int32_t));
-  std::int64_t next_row = 0;
   for (const LineAt& at : lines) {
-    if (at.row != next_row) rows.seekg(at.row * row_bytes);
-    if (!rows.read(reinterpret_cast<char*>(row.data()), row_bytes)) {
-      throw FileInputError(spill.path(), "", "could not be read back (was it removed?)");
-    }
-    next_row = at.row + 1;
-    std::copy(row.begin(), row.end(),
+    const std::int32_t* const row = rows + at.row * experts;
+    std::copy(row, row + experts,
               values.begin() + static_cast<std::ptrdiff_t>(at.key[3]) * experts);
     if (at.key[3] + 1 == m.num_ranks) writer.add(RoutingCounts(m.num_ranks, experts, values));
   }

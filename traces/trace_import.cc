@@ -12,7 +12,7 @@
 #include "common/temp_path.h"
 #include "solver/input_error.h"
 #include "traces/esft_import.h"
-#include "traces/id_spill.h"
+#include "traces/int32_spill.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
 #include "traces/trace_writer.h"
@@ -47,7 +47,7 @@ void check_import_options(const ImportShape* shape, const PackingOptions* packin
 }
 
 // Every layer's ids, read into one scratch file beside the output, layer after layer, and
-// mapped back for the packing (traces/id_spill.h): the import holds no layer in memory.
+// mapped back for the packing (traces/int32_spill.h): the import holds no layer in memory.
 class SpilledLayers {
  public:
   explicit SpilledLayers(const std::string& out)
@@ -87,7 +87,7 @@ class SpilledLayers {
 
  private:
   TempPath scratch_;  // removed after spill_ closes
-  IdSpill spill_;
+  Int32Spill spill_;
   std::vector<std::size_t> starts_;                        // [layers], into the spill
   std::vector<std::vector<std::size_t>> sequence_begins_;  // [layers][sequences + 1]
   std::vector<std::string> files_;                         // [layers]

@@ -32,7 +32,7 @@ std::vector<int> unit_order(int num_units, PackingMethod method, int bootstrap_u
 
 // One layer's per-token routing cut into units (sequences, or runs of a fixed number of
 // tokens): top_k expert ids per token, token after token, in `experts` (not owned: an
-// importer's memory-mapped scratch file, traces/id_spill.h, or the caller's vector). Unit u is
+// importer's memory-mapped scratch file, traces/int32_spill.h, or the caller's vector). Unit u is
 // experts[unit_begin(u), unit_begin(u) + unit_size(u)). Sequences list their boundaries
 // (`begin`, one offset a unit); runs need none, so that a layer of single-token units costs no
 // memory a token.

@@ -1,4 +1,4 @@
-#include "traces/id_spill.h"
+#include "traces/int32_spill.h"
 
 #include <sys/mman.h>
 
@@ -11,7 +11,7 @@
 
 namespace topoep {
 
-IdSpill::IdSpill(std::string path) : path_(std::move(path)) {
+Int32Spill::Int32Spill(std::string path) : path_(std::move(path)) {
   file_ = std::fopen(path_.c_str(), "w+b");
   if (file_ == nullptr) {
     throw FileInputError(
@@ -20,32 +20,32 @@ IdSpill::IdSpill(std::string path) : path_(std::move(path)) {
   }
 }
 
-IdSpill::~IdSpill() {
+Int32Spill::~Int32Spill() {
   if (mapped_ != nullptr) ::munmap(mapped_, mapped_bytes_);
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void IdSpill::add(const ExpertId* ids, std::size_t count) {
-  if (mapped_ != nullptr) throw std::logic_error("IdSpill::add() after map()");
-  if (count > 0 && std::fwrite(ids, sizeof(ExpertId), count, file_) != count) {
+void Int32Spill::add(const std::int32_t* values, std::size_t count) {
+  if (mapped_ != nullptr) throw std::logic_error("Int32Spill::add() after map()");
+  if (count > 0 && std::fwrite(values, sizeof(std::int32_t), count, file_) != count) {
     throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
   }
   size_ += count;
 }
 
-const ExpertId* IdSpill::map() {
-  if (mapped_ != nullptr) throw std::logic_error("IdSpill::map() called twice");
+const std::int32_t* Int32Spill::map() {
+  if (mapped_ != nullptr) throw std::logic_error("Int32Spill::map() called twice");
   if (std::fflush(file_) != 0) {
     throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
   }
   if (size_ == 0) return nullptr;
-  mapped_bytes_ = size_ * sizeof(ExpertId);
+  mapped_bytes_ = size_ * sizeof(std::int32_t);
   void* at = ::mmap(nullptr, mapped_bytes_, PROT_READ, MAP_SHARED, ::fileno(file_), 0);
   if (at == MAP_FAILED) {
     throw FileInputError(path_, "", std::string("could not be mapped: ") + std::strerror(errno));
   }
   mapped_ = at;
-  return static_cast<const ExpertId*>(mapped_);
+  return static_cast<const std::int32_t*>(mapped_);
 }
 
 }  // namespace topoep
