@@ -1,7 +1,8 @@
 // libFuzzer target: the readers of recorded routing data (ESFT text, SGLang statistics, FLAME
-// and top-k CSV, top-k .npy, JSON lines) on a file holding the fuzzer's bytes. Each must read
-// it or throw FileInputError / InputError naming it: anything else (a crash, another exception,
-// an allocation the file's size does not justify, a sanitizer report) is a finding.
+// and top-k CSV, top-k .npy, JSON lines, and a top-k CSV import end to end) on a file holding
+// the fuzzer's bytes. Each must read it or throw FileInputError / InputError naming it:
+// anything else (a crash, another exception, an allocation the file's size does not justify, a
+// sanitizer report) is a finding.
 
 #include <cstddef>
 #include <cstdint>
@@ -37,5 +38,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   guarded([&] { topoep::read_topk_npy(path, 64, 6); });
   std::filesystem::remove_all(dir);
   guarded([&] { topoep::import_jsonl(path, 6, 4, dir); });
+  // The per-token import end to end (scratch file, packing, writer) on the bytes as one layer's
+  // top-k CSV, packed two ways.
+  const std::string layers = dir + ".layers";
+  std::filesystem::remove_all(layers);
+  std::filesystem::create_directories(layers);
+  std::filesystem::copy_file(path, layers + "/layer0.csv");
+  for (const auto method : {topoep::PackingMethod::kContiguous, topoep::PackingMethod::kRandom}) {
+    std::filesystem::remove_all(dir);
+    guarded([&] {
+      topoep::import_token_files("topk-csv", layers, 64, 6, topoep::ImportShape{2, 1, 1, 1},
+                                 topoep::PackingOptions{method, 0, 0, 1}, dir);
+    });
+  }
+  std::filesystem::remove_all(layers);
   return 0;
 }
