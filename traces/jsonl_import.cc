@@ -2,11 +2,11 @@
 //
 // A recorder that writes one line per (step, microbatch, layer, rank) produces files far larger
 // than memory over a long run (64 ranks x 256 experts x 58 layers is 1 MB of text a microbatch),
-// so the importer never holds the counts. One pass parses and checks every line, keeps its key
-// (32 bytes a line) and spills its counts as 32-bit integers, in the order read, to a scratch
-// file beside the output (int32_spill.h); the trace is then written from the spill's memory
-// map in record order, one record at a time. Parsing the text is most of the time, so it is
-// parsed once.
+// so the importer never holds the counts. One pass parses (jsonl_line.h) and checks every
+// line, keeps its key (32 bytes a line) and spills its counts as 32-bit integers, in the order
+// read, to a scratch file beside the output (int32_spill.h); the trace is then written from
+// the spill's memory map in record order, one record at a time. Parsing the text is most of
+// the time, so it is parsed once.
 
 #include <algorithm>
 #include <cstddef>
@@ -22,6 +22,7 @@
 #include "common/temp_path.h"
 #include "solver/input_error.h"
 #include "traces/int32_spill.h"
+#include "traces/jsonl_line.h"
 #include "traces/token_files.h"
 #include "traces/trace_import.h"
 #include "traces/trace_writer.h"
@@ -51,145 +52,6 @@ struct LineAt {
 
 std::string where_line(std::int64_t line) { return "line " + std::to_string(line); }
 
-const char* const kKeyNames[4] = {"step", "microbatch", "layer", "rank"};
-
-// Parses one line with the JSON document model and throws the FileInputError naming the first
-// field that is wrong, in the order the fields are listed: what a line that read_line() could
-// not take gets, so that the errors do not depend on the fast path.
-[[noreturn]] void throw_line_error(const std::string& path, std::int64_t number,
-                                   const std::string& line) {
-  const std::string where = where_line(number);
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& error) {
-    throw FileInputError(path, where, std::string("invalid JSON: ") + error.what());
-  }
-  if (!value.is_object()) throw FileInputError(path, where, "must be a JSON object");
-  for (const char* name : kKeyNames) {
-    if (!value.contains(name)) throw FileInputError(path, where + " " + name, "is missing");
-    if (!value[name].is_number_integer() || value[name].get<long long>() < 0 ||
-        value[name].get<long long>() > (1 << 30)) {
-      throw FileInputError(path, where + " " + name, "must be an integer from 0 to 2^30");
-    }
-  }
-  if (!value.contains("counts") || !value["counts"].is_array() || value["counts"].empty()) {
-    throw FileInputError(path, where + " counts", "must be a non-empty array of per-expert counts");
-  }
-  for (const auto& count : value["counts"]) {
-    if (!count.is_number_integer() || count.get<long long>() < 0) {
-      throw FileInputError(path, where + " counts",
-                           "must hold non-negative integers, got " + count.dump());
-    }
-  }
-  // Not reached: LineFields takes every line this takes.
-  throw FileInputError(path, where, "could not be read");
-}
-
-// The fields of one line as nlohmann's SAX parser meets them, with no document built (a
-// third of the import's time went into building one a line). It judges a line as the document
-// model would: a key given twice counts by its last value, and fields it does not know are
-// skipped whatever they hold. Whatever it does not take (a parse error, a field missing or of
-// the wrong kind) throw_line_error() names.
-class LineFields {
- public:
-  using json = nlohmann::json;
-
-  int keys[4] = {0, 0, 0, 0};  // step, microbatch, layer, rank
-  std::vector<TokenCount> counts;
-
-  // Parses `line`; whether every field is there and right.
-  bool read(const std::string& line) {
-    object_ = true;
-    depth_ = 0;
-    field_ = kOther;
-    std::fill(have_, have_ + 4, false);
-    counts_ok_ = false;
-    in_counts_ = false;
-    counts.clear();  // keeps its capacity from line to line
-    return json::sax_parse(line, this) && object_ && have_[0] && have_[1] && have_[2] && have_[3] &&
-           counts_ok_ && !counts.empty();
-  }
-
-  bool null() { return scalar(false, 0); }
-  bool boolean(bool) { return scalar(false, 0); }
-  bool number_integer(json::number_integer_t value) { return scalar(true, value); }
-  bool number_unsigned(json::number_unsigned_t value) {
-    return value > static_cast<json::number_unsigned_t>(INT64_MAX)
-               ? scalar(false, 0)
-               : scalar(true, static_cast<std::int64_t>(value));
-  }
-  bool number_float(json::number_float_t, const json::string_t&) { return scalar(false, 0); }
-  bool string(json::string_t&) { return scalar(false, 0); }
-  bool binary(json::binary_t&) { return scalar(false, 0); }
-  bool start_object(std::size_t) { return open(false); }
-  bool start_array(std::size_t) { return open(true); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(json::string_t& name) {
-    if (depth_ != 1) return true;
-    field_ = name == "counts" ? kCounts : kOther;
-    for (int i = 0; i < 4; ++i) {
-      if (name == kKeyNames[i]) field_ = i;
-    }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-    return false;  // read() returns false
-  }
-
- private:
-  static constexpr int kCounts = 4;
-  static constexpr int kOther = 5;
-
-  bool scalar(bool integer, std::int64_t value) {
-    if (depth_ == 0) {
-      object_ = false;  // the line is not an object
-    } else if (depth_ == 2 && in_counts_) {
-      counts_ok_ = counts_ok_ && integer && value >= 0;
-      counts.push_back(value);
-    } else if (depth_ == 1 && field_ == kCounts) {
-      counts_ok_ = false;
-    } else if (depth_ == 1 && field_ < kCounts) {
-      have_[field_] = integer && value >= 0 && value <= (1 << 30);
-      if (have_[field_]) keys[field_] = static_cast<int>(value);
-    }
-    return true;
-  }
-  bool open(bool array) {
-    if (depth_ == 0) {
-      object_ = !array;
-    } else if (depth_ == 1 && field_ < kCounts) {
-      have_[field_] = false;
-    } else if (depth_ == 1 && field_ == kCounts) {
-      in_counts_ = array;
-      counts_ok_ = array;
-      counts.clear();
-    } else if (depth_ == 2 && in_counts_) {
-      counts_ok_ = false;  // nested inside the counts
-    }
-    ++depth_;
-    return true;
-  }
-  bool close() {
-    if (--depth_ == 1) in_counts_ = false;
-    return true;
-  }
-
-  bool object_ = true;
-  int depth_ = 0;
-  int field_ = kOther;
-  bool have_[4] = {false, false, false, false};  // the last value of each key is right
-  bool counts_ok_ = false;
-  bool in_counts_ = false;
-};
-
-// Reads one line's fields; throws the FileInputError naming the first one that is wrong.
-void read_line(const std::string& path, std::int64_t number, const std::string& line,
-               LineFields* fields) {
-  if (!fields->read(line)) throw_line_error(path, number, line);
-}
-
 // Whether `line` holds nothing but blanks (skipped, as a trailing newline's empty line is).
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
@@ -204,7 +66,7 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
   *experts = -1;
   std::string first_file;  // the file that set `experts`
   std::string line;
-  LineFields fields;
+  CountsLine fields;
   for (std::size_t file = 0; file < files.size(); ++file) {
     const std::string& path = files[file];
     std::ifstream in(path, std::ios::binary);
@@ -212,7 +74,7 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
     for (std::int32_t number = 1; std::getline(in, line); ++number) {
       if (number == INT32_MAX) throw FileInputError(path, "", "has more than 2^31 lines");
       if (blank(line)) continue;
-      read_line(path, number, line, &fields);
+      read_counts_line_or_throw(path, number, line, &fields);
       const int size = static_cast<int>(fields.counts.size());
       if (*experts < 0) {
         *experts = size;
