@@ -54,6 +54,8 @@ TEST(JsonlLine, TheFastPathLeavesTheRestToSax) {
            "{\"st\\u0065p\": 0, " + base + "}",             // an escape in a key
            "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, "
            "\"counts\": [1000000000000000000]}",  // 19 digits
+           "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, "
+           "\"counts\": [9223372036854775807]}",  // 2^63 - 1
        }) {
     EXPECT_FALSE(fast_agrees_with_sax(line)) << line;
     CountsLine read;
@@ -66,6 +68,8 @@ TEST(JsonlLine, TheFastPathLeavesTheRestToSax) {
            "{\"step\": 0, " + base + "} x",  // trailing text
            "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, \"counts\": []}",
            "{\"step\": 1073741825, " + base + "}",  // beyond 2^30
+           "{\"step\": 0, \"microbatch\": 0, \"layer\": 0, \"rank\": 0, "
+           "\"counts\": [184467440737095516150]}",  // beyond 64 bits
        }) {
     EXPECT_FALSE(fast_agrees_with_sax(line)) << line;
     CountsLine read;

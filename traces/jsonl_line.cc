@@ -176,11 +176,12 @@ class FastLine {
   bool integer(std::int64_t* value) {
     skip_space();
     const char* const start = at_;
-    std::int64_t v = 0;
-    while (at_ != end_ && *at_ >= '0' && *at_ <= '9') v = v * 10 + (*at_++ - '0');
+    while (at_ != end_ && *at_ >= '0' && *at_ <= '9') ++at_;
     const std::ptrdiff_t digits = at_ - start;
     if (digits == 0 || digits > 18 || (digits > 1 && *start == '0')) return false;
     if (at_ != end_ && (*at_ == '.' || *at_ == 'e' || *at_ == 'E')) return false;
+    std::int64_t v = 0;  // at most 18 digits: below 2^63
+    for (const char* digit = start; digit != at_; ++digit) v = v * 10 + (*digit - '0');
     *value = v;
     return true;
   }
