@@ -61,27 +61,24 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   // What the cost model takes from them (sim/README.md): the solver's derivation, so that
   // what is shown is what planners and the simulator use. Bytes do not depend on the cluster:
   // without one, any preset derives them.
-  const CostParams bytes =
+  const SolverCostDerivation derived =
       derive_solver_cost(topology != nullptr ? *topology : load_topology("h800-4x8"), model,
-                         model.tokens_per_rank, true)
-          .params;
+                         model.tokens_per_rank, true);
+  const CostParams& p = derived.params;
   table.add_row({"derived, a token assignment", ""});
-  table.add_row({"  dispatch", std::to_string(bytes.dispatch_bytes_per_token) + " bytes"});
-  table.add_row({"  combine", std::to_string(bytes.combine_bytes_per_token) + " bytes"});
+  table.add_row({"  dispatch", std::to_string(p.dispatch_bytes_per_token) + " bytes"});
+  table.add_row({"  combine", std::to_string(p.combine_bytes_per_token) + " bytes"});
   table.add_row(
       {"  expert forward", format_fixed(6.0 * model.hidden_size * model.expert_ffn_size / 1e6, 1) +
                                " MFLOP (6 x hidden x expert FFN)"});
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
-                                        " MFLOP a token (dense parameters, shared experts, attention scores)"});
-  table.add_row(
-      {"  a replica's weights", megabytes(static_cast<double>(bytes.replica_weight_bytes)) +
-                                    " (3 x hidden x expert FFN x weight bytes), its "
-                                    "gradients the same"});
+                                        " MFLOP a token (dense parameters, shared experts, "
+                                        "attention scores)"});
+  table.add_row({"  a replica's weights", megabytes(static_cast<double>(p.replica_weight_bytes)) +
+                                              " (3 x hidden x expert FFN x weight bytes), its "
+                                              "gradients the same"});
   if (topology != nullptr) {
-    const SolverCostDerivation derived =
-        derive_solver_cost(*topology, model, model.tokens_per_rank, true);
-    const CostParams& p = derived.params;
     table.add_row({"on " + topology->name, ""});
     table.add_row(
         {"  expert compute", format_fixed(static_cast<double>(p.compute_ps_per_token) / 1e3, 2) +
