@@ -2,6 +2,7 @@
 // An MoE model as the cost model sees it: the dimensions that set per-token compute, bytes on
 // the wire and replica weight size. Presets cite their published configs (models/README.md).
 
+#include <cmath>
 #include <string>
 
 namespace topoep {
@@ -36,6 +37,26 @@ struct ModelSpec {
   int attention_v_head_dim = 0;    // per head: value dimension
   int sequence_length = 0;         // training sequence length (causal attention)
   int tokens_per_rank = 4096;      // default tokens per rank per microbatch
+
+  // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
+  // 2 FLOP per multiply-add.
+  double expert_flops_per_token() const {
+    return 6.0 * hidden_size * static_cast<double>(expert_ffn_size);
+  }
+  // Parameters of one routed expert (gate, up, down): a replica moves them, and its gradients.
+  double expert_params() const { return 3.0 * hidden_size * static_cast<double>(expert_ffn_size); }
+  // Bytes a token assignment puts on the wire: dispatched at dispatch_bytes an element plus an
+  // fp32 scale per dispatch_scale_block elements, combined at combine_bytes.
+  double dispatch_bytes_per_token() const {
+    const double scales =
+        dispatch_scale_block > 0
+            ? 4.0 * std::ceil(static_cast<double>(hidden_size) / dispatch_scale_block)
+            : 0.0;
+    return static_cast<double>(hidden_size) * dispatch_bytes + scales;
+  }
+  double combine_bytes_per_token() const {
+    return static_cast<double>(hidden_size) * combine_bytes;
+  }
 
   // Forward FLOPs per token of one layer's dense part: 2 per dense parameter, 6 h f per shared
   // expert (gate, up, down), and causal attention scores, QK^T and AV at an average context of

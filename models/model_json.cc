@@ -80,6 +80,10 @@ std::vector<std::string> model_presets_fitting(int num_experts, int top_k) {
   return fitting;
 }
 
+ModelSpec load_model_file(const std::string& path) {
+  return parse_model(read_text_file(path), path);
+}
+
 ModelSpec load_model(const std::string& preset_or_path) {
   const PresetSource source =
       resolve_preset_or_file(embedded_model_presets(), preset_or_path, "model");

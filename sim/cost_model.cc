@@ -58,7 +58,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   solver_params_ = derived.params;
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
-  flop_per_token_ = 6.0 * model.hidden_size * static_cast<double>(model.expert_ffn_size);
+  flop_per_token_ = model.expert_flops_per_token();
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
 }
@@ -77,8 +77,7 @@ Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
-  const double expert_params =
-      3.0 * model_.hidden_size * static_cast<double>(model_.expert_ffn_size);
+  const double expert_params = model_.expert_params();
   const double params_per_gpu =
       model_.dense_and_shared_params() + expert_params * model_.num_experts / topology_.num_gpus();
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;

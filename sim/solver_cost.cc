@@ -117,24 +117,21 @@ double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, d
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
                                         std::int64_t tokens_per_rank, bool weight_cost) {
   SolverCostDerivation d;
-  const double hidden = model.hidden_size, ffn = model.expert_ffn_size;
   d.gemm_efficiency = best_efficiency(topology.gemm_efficiency);
   // 1 TFLOP/s is 1 FLOP per picosecond.
-  d.params.compute_ps_per_token =
-      round_at_least_one(6.0 * hidden * ffn / (topology.gpu.peak_tflops_bf16 * d.gemm_efficiency));
+  d.params.compute_ps_per_token = round_at_least_one(
+      model.expert_flops_per_token() / (topology.gpu.peak_tflops_bf16 * d.gemm_efficiency));
   d.params.instance_min_tokens =
       static_cast<TokenCount>(std::llround(curve_instance_min_tokens(topology.gemm_efficiency)));
-  const double scales =
-      model.dispatch_scale_block > 0 ? 4.0 * std::ceil(hidden / model.dispatch_scale_block) : 0.0;
-  d.params.dispatch_bytes_per_token = static_cast<Bytes>(hidden * model.dispatch_bytes + scales);
-  d.params.combine_bytes_per_token = static_cast<Bytes>(hidden * model.combine_bytes);
+  d.params.dispatch_bytes_per_token = static_cast<Bytes>(model.dispatch_bytes_per_token());
+  d.params.combine_bytes_per_token = static_cast<Bytes>(model.combine_bytes_per_token());
   d.params.replica_weight_bytes =
-      weight_cost ? static_cast<Bytes>(3.0 * hidden * ffn * model.weight_bytes) : 0;
+      weight_cost ? static_cast<Bytes>(model.expert_params() * model.weight_bytes) : 0;
   // Weight gradients at the weights' precision, reduced once per step (sim/README.md).
   d.params.replica_gradient_bytes = d.params.replica_weight_bytes;
   // Plans are weighed over forward and backward, as the simulator reports them.
   d.params.backward_compute_factor = 2;
-  d.params.backward_bytes_per_token = static_cast<Bytes>(hidden * 2);
+  d.params.backward_bytes_per_token = static_cast<Bytes>(model.hidden_size * 2.0);
   const double dense_ps =
       dense_forward_time_ps(topology, model, static_cast<double>(tokens_per_rank));
   d.dense_time_us = dense_ps / 1e6;

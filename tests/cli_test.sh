@@ -53,7 +53,6 @@ python3 - "$work/mixtral.json" "$work/bad-model.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["top_k"] = 9
-d["hiden_size"] = 1
 json.dump(d, open(sys.argv[2], "w"))
 PY
 "$topoep" model validate "$work/bad-model.json" >"$work/out" 2>&1

@@ -26,7 +26,7 @@ Int32Spill::~Int32Spill() {
 }
 
 void Int32Spill::add(const std::int32_t* values, std::size_t count) {
-  if (mapped_ != nullptr) throw std::logic_error("Int32Spill::add() after map()");
+  if (finished_) throw std::logic_error("Int32Spill::add() after map()");
   if (count > 0 && std::fwrite(values, sizeof(std::int32_t), count, file_) != count) {
     throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
   }
@@ -34,7 +34,8 @@ void Int32Spill::add(const std::int32_t* values, std::size_t count) {
 }
 
 const std::int32_t* Int32Spill::map() {
-  if (mapped_ != nullptr) throw std::logic_error("Int32Spill::map() called twice");
+  if (finished_) throw std::logic_error("Int32Spill::map() called twice");
+  finished_ = true;
   if (std::fflush(file_) != 0) {
     throw FileInputError(path_, "", std::string("could not be written: ") + std::strerror(errno));
   }

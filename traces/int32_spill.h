@@ -35,6 +35,7 @@ class Int32Spill {
   std::string path_;
   std::FILE* file_ = nullptr;
   std::size_t size_ = 0;
+  bool finished_ = false;  // map() was called
   void* mapped_ = nullptr;
   std::size_t mapped_bytes_ = 0;
 };

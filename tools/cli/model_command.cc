@@ -1,11 +1,9 @@
 #include "tools/cli/model_command.h"
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
-#include "common/file_input_error.h"
 #include "models/model_json.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -14,9 +12,13 @@
 namespace topoep {
 namespace {
 
-// One expert's weights (gate, up and down projections) in bytes.
+// One expert's weights in bytes, as a replica moves them.
 double expert_weight_bytes(const ModelSpec& model) {
-  return 3.0 * model.hidden_size * static_cast<double>(model.expert_ffn_size) * model.weight_bytes;
+  return model.expert_params() * model.weight_bytes;
+}
+
+std::string bytes_text(double bytes) {
+  return std::to_string(static_cast<long long>(bytes)) + " bytes";
 }
 
 std::string megabytes(double bytes) { return format_fixed(bytes / 1e6, 1) + " MB"; }
@@ -58,27 +60,25 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                                   std::to_string(model.attention_v_head_dim) +
                                   " a head, sequence " + std::to_string(model.sequence_length)});
   table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
-  // What the cost model takes from them (sim/README.md): the solver's derivation, so that
-  // what is shown is what planners and the simulator use. Bytes do not depend on the cluster:
-  // without one, any preset derives them.
-  const SolverCostDerivation derived =
-      derive_solver_cost(topology != nullptr ? *topology : load_topology("h800-4x8"), model,
-                         model.tokens_per_rank, true);
-  const CostParams& p = derived.params;
+  // What the cost model takes from them (sim/README.md), from the ModelSpec methods the
+  // solver's derivation and the simulator use.
   table.add_row({"derived, a token assignment", ""});
-  table.add_row({"  dispatch", std::to_string(p.dispatch_bytes_per_token) + " bytes"});
-  table.add_row({"  combine", std::to_string(p.combine_bytes_per_token) + " bytes"});
-  table.add_row(
-      {"  expert forward", format_fixed(6.0 * model.hidden_size * model.expert_ffn_size / 1e6, 1) +
-                               " MFLOP (6 x hidden x expert FFN)"});
+  table.add_row({"  dispatch", bytes_text(model.dispatch_bytes_per_token())});
+  table.add_row({"  combine", bytes_text(model.combine_bytes_per_token())});
+  table.add_row({"  expert forward", format_fixed(model.expert_flops_per_token() / 1e6, 1) +
+                                         " MFLOP (6 x hidden x expert FFN)"});
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "
                                         "attention scores)"});
-  table.add_row({"  a replica's weights", megabytes(static_cast<double>(p.replica_weight_bytes)) +
+  table.add_row({"  a replica's weights", megabytes(expert_weight_bytes(model)) +
                                               " (3 x hidden x expert FFN x weight bytes), its "
                                               "gradients the same"});
   if (topology != nullptr) {
+    // The cluster's side: the solver's own derivation.
+    const SolverCostDerivation derived =
+        derive_solver_cost(*topology, model, model.tokens_per_rank, true);
+    const CostParams& p = derived.params;
     table.add_row({"on " + topology->name, ""});
     table.add_row(
         {"  expert compute", format_fixed(static_cast<double>(p.compute_ps_per_token) / 1e3, 2) +
@@ -135,10 +135,7 @@ void add_model_command(CLI::App& app) {
   auto validate_path = std::make_shared<std::string>();
   validate->add_option("file", *validate_path, "Model JSON file")->required();
   validate->callback([validate_path] {
-    if (!std::filesystem::is_regular_file(*validate_path)) {
-      throw FileInputError(*validate_path, "", "no such file");
-    }
-    const ModelSpec loaded = load_model(*validate_path);
+    const ModelSpec loaded = load_model_file(*validate_path);
     std::cout << *validate_path << ": valid model '" << loaded.name << "' (" << loaded.num_experts
               << " experts, top-" << loaded.top_k << ", " << loaded.moe_layers << " MoE layers)\n";
   });
