@@ -11,7 +11,7 @@
 #include "models/model_json.h"
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
-#include "sim/progress.h"
+#include "common/progress.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
 #include "topologies/topology_presets.h"

@@ -17,7 +17,7 @@
 #include "common/json_fields.h"
 #include "common/temp_path.h"
 #include "common/text_list.h"
-#include "sim/progress.h"
+#include "common/progress.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
 

@@ -23,6 +23,7 @@
 #include "solver/input_error.h"
 #include "traces/int32_spill.h"
 #include "traces/jsonl_line.h"
+#include "traces/read_progress.h"
 #include "traces/token_files.h"
 #include "traces/trace_import.h"
 #include "traces/trace_writer.h"
@@ -67,11 +68,13 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
   std::string first_file;  // the file that set `experts`
   std::string line;
   CountsLine fields;
+  ReadProgress progress(files);
   for (std::size_t file = 0; file < files.size(); ++file) {
     const std::string& path = files[file];
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FileInputError(path, "", "cannot open the file for reading");
     for (std::int32_t number = 1; std::getline(in, line); ++number) {
+      progress.advance(static_cast<std::int64_t>(line.size()) + 1);
       if (number == INT32_MAX) throw FileInputError(path, "", "has more than 2^31 lines");
       if (blank(line)) continue;
       read_counts_line_or_throw(path, number, line, &fields);

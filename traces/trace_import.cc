@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "solver/input_error.h"
 #include "traces/esft_import.h"
 #include "traces/int32_spill.h"
+#include "traces/read_progress.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
 #include "traces/trace_writer.h"
@@ -191,10 +193,18 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
                          const std::string& out) {
   require_at_least(num_layers, 1, "num_layers");
   check_import_options(&shape, &packing, num_experts, top_k);
-  SpilledLayers spilled(out);
+  std::vector<std::string> files;
   for (int layer = 1; layer <= num_layers; ++layer) {
-    spilled.begin_layer(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
-    read_esft_layer(spilled.files().back(), num_experts, top_k, spilled.sequences());
+    files.push_back(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
+  }
+  SpilledLayers spilled(out);
+  {
+    ReadProgress progress(files);  // ends its line before the records' bar starts
+    for (const std::string& file : files) {
+      spilled.begin_layer(file);
+      read_esft_layer(file, num_experts, top_k, spilled.sequences());
+      progress.file_read(file);
+    }
   }
   return write_token_trace("esft", "ESFT expert scores: " + dir,
                            spilled.layers(run_ids(packing, top_k)), spilled.files(), num_experts,
@@ -213,6 +223,8 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
       files_in_natural_order(dir, format == "topk-npy" ? ".npy" : ".csv");
   if (files.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
   SpilledLayers spilled(out);
+  std::optional<ReadProgress> progress(std::in_place,
+                                       files);  // reset before the records' bar starts
   if (flame) {
     // FLAME's dumps name the layer in the file name ("..._layer7_..."); their layer_id column
     // may be 0 throughout. The name wins when it has one. A layer split into shards (decoder
@@ -232,6 +244,7 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
                                              : shards.front() + " (and its other shards)");
       for (const std::string& shard : shards) {
         read_flame_csv(shard, num_experts, top_k, spilled.ids());
+        progress->file_read(shard);
       }
     }
   } else {
@@ -242,8 +255,10 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
       } else {
         read_topk_npy(file, num_experts, top_k, spilled.ids());
       }
+      progress->file_read(file);
     }
   }
+  progress.reset();
   return write_token_trace(format, format + " files: " + dir,
                            spilled.layers(run_ids(packing, top_k, 1)), spilled.files(), num_experts,
                            top_k, shape, packing, "token", out);

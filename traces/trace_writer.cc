@@ -58,6 +58,7 @@ TraceWriter::TraceWriter(std::string path, TraceMetadata metadata)
                   static_cast<double>(space.available) / 1e9);
     throw FileInputError(path_, "", why);
   }
+  progress_.emplace("records", m.num_records());
 }
 
 TraceWriter::~TraceWriter() {
@@ -121,6 +122,7 @@ void TraceWriter::add(const RoutingCounts& counts) {
   chunk_ids_.push_back(static_cast<std::int32_t>(index % per_step / m.num_layers));
   chunk_ids_.push_back(static_cast<std::int32_t>(index % m.num_layers));
   ++records_added_;
+  progress_->update(records_added_);
   if (++chunk_records_ == m.records_per_chunk) flush_chunk();
 }
 

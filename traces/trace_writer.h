@@ -1,11 +1,14 @@
 #pragma once
 // Writes a trace (traces/trace_format.h) record by record with bounded memory: one chunk is
 // buffered at a time. Atomic: everything goes to a temporary directory beside the target, which
-// finish() renames into place; a writer destroyed unfinished leaves nothing behind.
+// finish() renames into place; a writer destroyed unfinished leaves nothing behind. On a
+// terminal it draws the records written as a progress bar on stderr (common/progress.h).
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "traces/trace_format.h"
 
 namespace topoep {
@@ -41,6 +44,7 @@ class TraceWriter {
   int chunk_records_ = 0;
   nlohmann::json chunks_ = nlohmann::json::array();
   bool finished_ = false;
+  std::optional<ProgressBar> progress_;  // set once the metadata is checked
 };
 
 }  // namespace topoep
