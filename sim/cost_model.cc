@@ -59,6 +59,17 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
   flop_per_token_ = model.expert_flops_per_token();
+  // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
+  // interpolates between equal values (or returns the last), so gives that value bit for bit.
+  const GemmEfficiencyCurve& curve = topology_.gemm_efficiency;
+  if (curve.efficiency.empty() || curve.efficiency.size() != curve.tokens_per_expert.size()) {
+    throw InputError("grouped_gemm_efficiency",
+                     "needs as many efficiencies as points, at least one");
+  }
+  std::size_t flat = curve.efficiency.size() - 1;
+  while (flat > 0 && curve.efficiency[flat - 1] == curve.efficiency.back()) --flat;
+  saturated_tokens_ = curve.tokens_per_expert[flat];
+  saturated_flop_per_ps_ = topology_.gpu.peak_tflops_bf16 * curve.efficiency.back();
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
 }
@@ -67,6 +78,7 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
   if (tokens <= 0) return 0;
   const double t = static_cast<double>(tokens);
   // 1 TFLOP/s is 1 FLOP per picosecond.
+  if (t >= saturated_tokens_) return round_ps(flop_per_token_ * t / saturated_flop_per_ps_);
   return round_ps(
       flop_per_token_ * t /
       (topology_.gpu.peak_tflops_bf16 * gemm_efficiency_at(topology_.gemm_efficiency, t)));

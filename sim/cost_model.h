@@ -123,6 +123,11 @@ class CostModel {
   SimOptions options_;
   CostParams solver_params_;
   double flop_per_token_ = 0;  // forward FFN FLOP of one token at one expert
+  // From `saturated_tokens_` tokens on, the curve's efficiency is its last value exactly, and
+  // peak x efficiency is `saturated_flop_per_ps_` (the replay prices every instance: most of
+  // them past the knee need no search of the curve).
+  double saturated_tokens_ = 0;
+  double saturated_flop_per_ps_ = 0;
   Bytes grad_bytes_per_token_ = 0;
 };
 
