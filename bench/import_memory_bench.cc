@@ -2,7 +2,7 @@
 // (bench/heap_peak.h) and the input it reads per second, for inputs of growing length.
 // - `--format jsonl` (traces/jsonl_import.cc) on a recorder's lines, in record order and
 //   shuffled. A long training run's recording outgrows memory, so the peak should follow the
-//   trace writer's chunk (about 16 MiB) and the 32 bytes a line of the line index, not the input.
+//   trace writer's chunk (about 16 MiB), not the input.
 // - `--format topk-npy` (per-token ids, traces/int32_spill.h): the peak should follow the chunk and
 //   the packing's unit order (4 bytes a unit: a token here), not the ids.
 

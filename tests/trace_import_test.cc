@@ -504,6 +504,7 @@ TEST(TraceImport, StreamingImportsLeaveNothingButTheTraceBesideIt) {
   for (const std::string& name : names_in(::testing::TempDir())) {  // where those scratches went
     EXPECT_EQ(name.find(".ids-"), std::string::npos) << name;
     EXPECT_EQ(name.find(".counts-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".order-"), std::string::npos) << name;
   }
 }
 
@@ -517,6 +518,31 @@ std::string import_error(const std::string& text) {
     return error.field().empty() ? error.what() : error.field();
   }
   return "<no error>";
+}
+
+// A key given twice is named with where it was first given, in another file of a directory
+// too, whether or not the lines are as many as the keys' ranges hold (the repeat is found in the
+// table of record slots, or by sorting the lines when some key is missing as well).
+TEST(TraceImport, JsonLinesRepeatNamesWhereTheKeyWasFirstGiven) {
+  const std::string dir = fresh("repeat-dir");
+  fs::create_directories(dir);
+  const std::string key0 = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, "counts": [1]})";
+  const std::string key2 = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 2, "counts": [1]})";
+  std::ofstream(dir + "/rank0.jsonl") << key0 << "\n" << key2 << "\n";
+  std::ofstream(dir + "/rank1.jsonl") << "\n" << key2 << "\n";
+  const std::string repeat = "repeats step 0, microbatch 0, layer 0, rank 2 (first given in " +
+                             dir + "/rank0.jsonl on line 2)";
+  for (const bool missing_too : {false, true}) {
+    if (missing_too) std::ofstream(dir + "/rank1.jsonl", std::ios::app) << key2 << "\n";
+    try {
+      import_jsonl(dir, 1, 1, fresh("repeat.trace"));
+      ADD_FAILURE() << "a repeated key imported";
+    } catch (const FileInputError& error) {
+      EXPECT_EQ(error.file(), dir + "/rank1.jsonl");
+      EXPECT_EQ(error.field(), "line 2");
+      EXPECT_NE(std::string(error.what()).find(repeat), std::string::npos) << error.what();
+    }
+  }
 }
 
 TEST(TraceImport, JsonLinesErrorsNameTheLine) {
@@ -550,6 +576,11 @@ TEST(TraceImport, JsonLinesErrorsNameTheLine) {
   const std::string b = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 1, "counts": [1]})";
   const std::string a = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, "counts": [1]})";
   EXPECT_EQ(import_error(b + "\n" + a + "\n" + b + "\n" + a + "\n"), "line 3");
+  // As many lines as the keys' ranges hold, one key twice and one missing: the repeat is named.
+  const std::string c = R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 2, "counts": [1]})";
+  EXPECT_EQ(import_error(a + "\n" + c + "\n" + c + "\n"), "line 3");
+  EXPECT_EQ(import_error(c + "\n" + a + "\n" + b + "\n" + a + "\n" + b + "\n" + c + "\n"),
+            "line 4");
   for (const char* counts :
        {"[[1]]", "[1.5]", "[18446744073709551615]", "[\"1\"]", "{}", "7", "[]", "[2147483648]"}) {
     EXPECT_EQ(import_error(std::string(R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, )") +

@@ -2,11 +2,13 @@
 //
 // A recorder that writes one line per (step, microbatch, layer, rank) produces files far larger
 // than memory over a long run (64 ranks x 256 experts x 58 layers is 1 MB of text a microbatch),
-// so the importer never holds the counts. One pass parses (jsonl_line.h) and checks every
-// line, keeps its key (32 bytes a line) and spills its counts as 32-bit integers, in the order
-// read, to a scratch file beside the output (int32_spill.h); the trace is then written from
-// the spill's memory map in record order, one record at a time. Parsing the text is most of
-// the time, so it is parsed once.
+// so the importer holds neither the counts nor an index of the lines. One pass parses
+// (jsonl_line.h) and checks every line and spills its key, where it was read and its counts as
+// 32-bit integers, in the order read, to a scratch file beside the output (int32_spill.h). A
+// second pass, over the spill, puts each line's number in a table of the records' (step,
+// microbatch, layer, rank) slots, in another scratch file (scratch_table.h), and finds a
+// repeated key there. The trace is then written in record order, from the table and the spill.
+// Parsing the text is most of the time, so it is parsed once.
 
 #include <algorithm>
 #include <cstddef>
@@ -24,6 +26,7 @@
 #include "traces/int32_spill.h"
 #include "traces/jsonl_line.h"
 #include "traces/read_progress.h"
+#include "traces/scratch_table.h"
 #include "traces/token_files.h"
 #include "traces/trace_import.h"
 #include "traces/trace_writer.h"
@@ -32,13 +35,17 @@ namespace topoep {
 
 namespace {
 
-// Where one line's counts are: its (step, microbatch, layer, rank), its row in the spill and
-// the line itself. 32 bytes.
+// What the spill holds for each line, before its counts: its (step, microbatch, layer, rank),
+// then where it was read (the file's index in the input's list, the 1-based line number).
+constexpr int kLineHeader = 6;
+
+// A line's key and its place in the spill, for the sort that names an error of a recording
+// whose keys do not fill their ranges (only then: a valid recording needs no sort).
 struct LineAt {
   int key[4];
-  std::int64_t row;   // rows of the spill before this line's
-  std::int32_t file;  // in the input's list of files
-  std::int32_t line;  // 1-based, for errors
+  std::int64_t row;  // lines of the spill before this one
+  std::int32_t file;
+  std::int32_t line;
 
   // By key, then in reading order.
   bool operator<(const LineAt& other) const {
@@ -56,16 +63,22 @@ std::string where_line(std::int64_t line) { return "line " + std::to_string(line
 // Whether `line` holds nothing but blanks (skipped, as a trailing newline's empty line is).
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
-// Parses and checks every line of `files`, in order, appends its counts to `spill`
-// ([lines][experts], in the order read) and returns where each is, sorted by record then rank.
-// `experts` is every line's number of counts. `input` names the whole input in errors that
-// are no one file's.
-std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std::string>& files,
-                                Int32Spill* spill, int* experts) {
-  std::vector<LineAt> lines;
+// What the first pass found: how many lines, how many counts each, and one past each largest
+// key (steps, microbatches, layers, ranks).
+struct SpilledLines {
+  std::int64_t lines = 0;
+  int experts = -1;
+  int shape[4] = {0, 0, 0, 0};
+};
+
+// Parses and checks every line of `files`, in order, and appends each to `spill`: its key,
+// where it was read (kLineHeader integers), then its counts. `input` names the whole input in
+// errors that are no one file's.
+SpilledLines spill_lines(const std::string& input, const std::vector<std::string>& files,
+                         Int32Spill* spill) {
+  SpilledLines read;
   std::vector<std::int32_t> row;
-  *experts = -1;
-  std::string first_file;  // the file that set `experts`
+  std::string first_file;  // the file that set read.experts
   std::string line;
   CountsLine fields;
   ReadProgress progress(files);
@@ -79,17 +92,19 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
       if (blank(line)) continue;
       read_counts_line_or_throw(path, number, line, &fields);
       const int size = static_cast<int>(fields.counts.size());
-      if (*experts < 0) {
-        *experts = size;
+      if (read.experts < 0) {
+        read.experts = size;
         first_file = path;
       }
-      if (size != *experts) {
+      if (size != read.experts) {
         throw FileInputError(path, where_line(number) + " counts",
                              "has " + std::to_string(size) + " experts, earlier lines " +
-                                 std::to_string(*experts) +
+                                 std::to_string(read.experts) +
                                  (first_file == path ? "" : " (from " + first_file + ")"));
       }
-      row.clear();
+      row.assign(fields.keys, fields.keys + 4);
+      row.push_back(static_cast<std::int32_t>(file));
+      row.push_back(number);
       for (const TokenCount count : fields.counts) {
         // The trace stores these counts as I32 (no tokens_per_rank bounds them).
         if (count > INT32_MAX) {
@@ -100,14 +115,43 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
         row.push_back(static_cast<std::int32_t>(count));
       }
       spill->add(row.data(), row.size());
-      const std::int64_t index = static_cast<std::int64_t>(lines.size());
-      lines.push_back(LineAt{{fields.keys[0], fields.keys[1], fields.keys[2], fields.keys[3]},
-                             index,
-                             static_cast<std::int32_t>(file),
-                             number});
+      for (int i = 0; i < 4; ++i) read.shape[i] = std::max(read.shape[i], fields.keys[i] + 1);
+      ++read.lines;
     }
   }
-  if (lines.empty()) throw FileInputError(input, "", "holds no records");
+  if (read.lines == 0) throw FileInputError(input, "", "holds no records");
+  return read;
+}
+
+// The spilled line `row` of a spill of `stride` integers a line, as its key and place.
+LineAt line_at(const std::int32_t* rows, std::size_t stride, std::int64_t row) {
+  const std::int32_t* const header = rows + static_cast<std::size_t>(row) * stride;
+  return LineAt{{header[0], header[1], header[2], header[3]}, row, header[4], header[5]};
+}
+
+// Throws naming `repeat`, a line that repeats the key of `first`, read before it.
+[[noreturn]] void throw_repeat(const std::vector<std::string>& files, const LineAt& repeat,
+                               const LineAt& first) {
+  throw FileInputError(files[repeat.file], where_line(repeat.line),
+                       "repeats step " + std::to_string(repeat.key[0]) + ", microbatch " +
+                           std::to_string(repeat.key[1]) + ", layer " +
+                           std::to_string(repeat.key[2]) + ", rank " +
+                           std::to_string(repeat.key[3]) + " (first given " +
+                           (first.file == repeat.file ? "" : "in " + files[first.file] + " ") +
+                           "on " + where_line(first.line) + ")");
+}
+
+// For a recording whose lines are not as many as their keys' ranges hold: throws naming the
+// first line read that repeats a key, else the first (step, microbatch, layer, rank) of the
+// ranges that no line gives. Sorts an index of the lines (32 bytes each): only an input in
+// error pays for it.
+[[noreturn]] void throw_repeat_or_missing(const std::string& input,
+                                          const std::vector<std::string>& files,
+                                          const std::int32_t* rows, std::size_t stride,
+                                          const SpilledLines& read) {
+  std::vector<LineAt> lines;
+  lines.reserve(static_cast<std::size_t>(read.lines));
+  for (std::int64_t row = 0; row < read.lines; ++row) lines.push_back(line_at(rows, stride, row));
   std::sort(lines.begin(), lines.end());
   // Of the lines that repeat a key, the first read that does (sorting puts each key's lines in
   // reading order), named with where the key was first given.
@@ -121,33 +165,19 @@ std::vector<LineAt> spill_lines(const std::string& input, const std::vector<std:
       while (first != lines.data() && first[-1].same_key(*repeat)) --first;
     }
   }
-  if (repeat != nullptr) {
-    const std::string& first_path = files[first->file];
-    throw FileInputError(files[repeat->file], where_line(repeat->line),
-                         "repeats step " + std::to_string(repeat->key[0]) + ", microbatch " +
-                             std::to_string(repeat->key[1]) + ", layer " +
-                             std::to_string(repeat->key[2]) + ", rank " +
-                             std::to_string(repeat->key[3]) + " (first given " +
-                             (first->file == repeat->file ? "" : "in " + first_path + " ") + "on " +
-                             where_line(first->line) + ")");
-  }
-  return lines;
-}
-
-// Throws naming the first (step, microbatch, layer, rank) of the ranges `shape` that no line
-// gives. `lines` holds distinct keys within those ranges, sorted, and fewer than the ranges.
-void throw_first_missing(const std::string& path, const std::vector<LineAt>& lines,
-                         const int shape[4]) {
+  if (repeat != nullptr) throw_repeat(files, *repeat, *first);
+  // Distinct keys within the ranges, fewer than the ranges hold: the first key in record order
+  // that no line has.
   std::size_t next = 0;
   int key[4] = {0, 0, 0, 0};
   while (next < lines.size() && std::equal(key, key + 4, lines[next].key)) {
     ++next;
     for (int i = 3; i >= 0; --i) {  // the next key in record order
-      if (++key[i] < shape[i]) break;
+      if (++key[i] < read.shape[i]) break;
       key[i] = 0;
     }
   }
-  throw FileInputError(path, "",
+  throw FileInputError(input, "",
                        "has no line for step " + std::to_string(key[0]) + ", microbatch " +
                            std::to_string(key[1]) + ", layer " + std::to_string(key[2]) +
                            ", rank " + std::to_string(key[3]));
@@ -166,19 +196,33 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   if (files.empty()) throw FileInputError(path, "", "holds no .jsonl files");
   const TempPath scratch = temp_path_beside(out, ".counts");
   Int32Spill spill(scratch.path());
-  int experts = -1;
-  const std::vector<LineAt> lines = spill_lines(path, files, &spill, &experts);
-  int shape[4] = {0, 0, 0, 0};  // steps, microbatches, layers, ranks: one past each largest key
-  for (const LineAt& at : lines) {
-    for (int i = 0; i < 4; ++i) shape[i] = std::max(shape[i], at.key[i] + 1);
-  }
-  // The lines are distinct keys within the ranges: as many as the ranges hold, or some missing.
-  // (Multiplied with a stop, since four keys up to 2^30 overflow 64 bits.)
+  const SpilledLines read = spill_lines(path, files, &spill);
+  const int experts = read.experts;
+  const std::int32_t* const rows = spill.map();
+  const std::size_t stride = static_cast<std::size_t>(kLineHeader + experts);
+  // The keys' ranges hold as many slots as there are lines, or some key is repeated or
+  // missing. (Multiplied with a stop, since four keys up to 2^30 overflow 64 bits.)
   std::int64_t expected = 1;
-  for (int i = 0; i < 4 && expected <= static_cast<std::int64_t>(lines.size()); ++i) {
-    expected *= shape[i];
+  for (int i = 0; i < 4 && expected <= read.lines; ++i) expected *= read.shape[i];
+  if (expected != read.lines) throw_repeat_or_missing(path, files, rows, stride, read);
+
+  // Each record slot's line number plus one (0: no line yet), filled in reading order: the
+  // first line to find its slot taken is the first read that repeats a key. As many lines as
+  // slots and none repeated: every slot has its line.
+  const int* const shape = read.shape;
+  const TempPath order_path = temp_path_beside(out, ".order");
+  ScratchTable order(order_path.path(), static_cast<std::size_t>(read.lines));
+  std::int64_t* const slot_line = order.data();
+  for (std::int64_t row = 0; row < read.lines; ++row) {
+    const std::int32_t* const key = rows + static_cast<std::size_t>(row) * stride;
+    const std::int64_t slot =
+        ((static_cast<std::int64_t>(key[0]) * shape[1] + key[1]) * shape[2] + key[2]) * shape[3] +
+        key[3];
+    if (slot_line[slot] != 0) {
+      throw_repeat(files, line_at(rows, stride, row), line_at(rows, stride, slot_line[slot] - 1));
+    }
+    slot_line[slot] = row + 1;
   }
-  if (expected != static_cast<std::int64_t>(lines.size())) throw_first_missing(path, lines, shape);
 
   TraceMetadata m;
   m.model = "jsonl";
@@ -194,14 +238,15 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   m.packing = {{"method", "recorded per rank"}};
   TraceWriter writer(out, m);
 
-  // The sorted keys are the record order, rank after rank.
-  const std::int32_t* const rows = spill.map();
+  // Slots run in record order, rank after rank.
   std::vector<TokenCount> values(static_cast<std::size_t>(m.num_ranks) * experts);
-  for (const LineAt& at : lines) {
-    const std::int32_t* const row = rows + at.row * experts;
-    std::copy(row, row + experts,
-              values.begin() + static_cast<std::ptrdiff_t>(at.key[3]) * experts);
-    if (at.key[3] + 1 == m.num_ranks) writer.add(RoutingCounts(m.num_ranks, experts, values));
+  for (std::int64_t slot = 0; slot < read.lines; ++slot) {
+    const std::int32_t* const counts =
+        rows + static_cast<std::size_t>(slot_line[slot] - 1) * stride + kLineHeader;
+    const int rank = static_cast<int>(slot % m.num_ranks);
+    std::copy(counts, counts + experts,
+              values.begin() + static_cast<std::ptrdiff_t>(rank) * experts);
+    if (rank + 1 == m.num_ranks) writer.add(RoutingCounts(m.num_ranks, experts, values));
   }
   writer.finish();
   return m.num_records();

@@ -59,9 +59,10 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
 // the file `path` or in every *.jsonl file of the directory `path` (natural name order: one
 // file a rank, as each rank records its own routing, imports as it is); every
 // (step, microbatch, layer, rank) of the implied ranges must appear exactly once, and every
-// count fit the trace's 32-bit counts. Streams: holds 32 bytes a line and one trace chunk,
-// parsing the text once and keeping the counts meanwhile in a scratch file beside `out` (about
-// 4 bytes a count; removed however the import ends). Errors name the file and line.
+// count fit the trace's 32-bit counts. Streams: holds one trace chunk, parsing the text once
+// and keeping the counts meanwhile in scratch files beside `out` (about 4 bytes a count and 32
+// a line; removed however the import ends). Errors name the file and line (an input whose keys
+// repeat or leave a gap is sorted to name the first: 32 bytes a line of heap, then).
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out);
 
