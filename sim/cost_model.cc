@@ -50,6 +50,13 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                      std::int64_t tokens_per_rank)
     : topology_(topology), model_(model), options_(options) {
   check_sim_options(options);
+  // Every price below reads the curve (derive_solver_cost() too): a topology built in code
+  // may have skipped the checks of topology_json.h.
+  const GemmEfficiencyCurve& curve = topology.gemm_efficiency;
+  if (curve.efficiency.empty() || curve.efficiency.size() != curve.tokens_per_expert.size()) {
+    throw InputError("grouped_gemm_efficiency",
+                     "needs as many efficiencies as points, at least one");
+  }
   if (tokens_per_rank < 1 || tokens_per_rank > std::numeric_limits<int>::max()) {
     throw InputError("tokens_per_rank",
                      "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");
@@ -61,11 +68,6 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   flop_per_token_ = model.expert_flops_per_token();
   // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
   // interpolates between equal values (or returns the last), so gives that value bit for bit.
-  const GemmEfficiencyCurve& curve = topology_.gemm_efficiency;
-  if (curve.efficiency.empty() || curve.efficiency.size() != curve.tokens_per_expert.size()) {
-    throw InputError("grouped_gemm_efficiency",
-                     "needs as many efficiencies as points, at least one");
-  }
   std::size_t flat = curve.efficiency.size() - 1;
   while (flat > 0 && curve.efficiency[flat - 1] == curve.efficiency.back()) --flat;
   saturated_tokens_ = curve.tokens_per_expert[flat];

@@ -6,8 +6,10 @@
 
 #include "sim/cost_model.h"
 #include "sim/gradient_reduction.h"
+#include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
+#include "tests/input_error_field.h"
 #include "tests/sim_fixtures.h"
 
 namespace topoep {
@@ -108,6 +110,45 @@ TEST(SimCostModel, SmallInstancesPayForTheirWeightReadsOnTheEfficiencyCurve) {
   EXPECT_EQ(model.instance_compute_ps(100), std::llround(flop * 100 / 1000));
   EXPECT_EQ(model.instance_compute_ps(1), std::llround(flop / (1000 * 0.01)));
   EXPECT_EQ(model.instance_compute_ps(0), 0);
+}
+
+// An instance at or past the first point of the curve's flat tail is priced at the tail's rate
+// without searching the curve (CostModel's shortcut): the same picoseconds as the formula on
+// gemm_efficiency_at(), for tails of every length, a curve with no tail but its last point, an
+// equal value before a dip (not part of the tail) and a one-point curve.
+TEST(SimCostModel, InstanceComputeIsTheCurveFormulaOnItsFlatTailToo) {
+  const ModelSpec model = round_model(2, 1);
+  const double flop = model.expert_flops_per_token();
+  const std::vector<std::pair<std::vector<double>, std::vector<double>>> curves = {
+      {{1, 2, 4, 512, 1024, 16384}, {0.0022, 0.0044, 0.0088, 0.65, 0.65, 0.65}},
+      {{1, 100, 1000}, {0.01, 0.5, 0.6}},
+      {{1, 10, 100, 1000}, {0.6, 0.5, 0.55, 0.6}},
+      {{1, 1000}, {0.5, 0.5}},
+      {{300}, {0.7}},
+      {{0.5, 3.5, 7000}, {0.1, 0.3, 0.3}},
+  };
+  for (const auto& [tokens, efficiency] : curves) {
+    Topology topology = round_topology(1, 2);
+    topology.gemm_efficiency.tokens_per_expert = tokens;
+    topology.gemm_efficiency.efficiency = efficiency;
+    const CostModel cost(topology, model, SimOptions{}, 100);
+    for (TokenCount t = 1; t <= 20000; t += t < 1100 ? 1 : 37) {
+      const double formula = flop * static_cast<double>(t) /
+                             (topology.gpu.peak_tflops_bf16 *
+                              gemm_efficiency_at(topology.gemm_efficiency, static_cast<double>(t)));
+      ASSERT_EQ(cost.instance_compute_ps(t), std::llround(formula))
+          << t << " tokens on the curve ending at " << tokens.back();
+    }
+  }
+}
+
+TEST(SimCostModel, ACurveWithoutPointsIsAnInputError) {
+  Topology topology = round_topology(1, 2);
+  topology.gemm_efficiency.tokens_per_expert.clear();
+  topology.gemm_efficiency.efficiency.clear();
+  EXPECT_EQ(testing::input_error_field(
+                [&] { CostModel(topology, round_model(2, 1), SimOptions{}, 100); }),
+            "grouped_gemm_efficiency");
 }
 
 void expect_same_cost(const LayerCost& a, const LayerCost& b) {
