@@ -35,4 +35,10 @@ std::string quoted_with_origin(const std::string& name, const std::string& origi
   return "'" + name + "'" + (file ? " (" + origin + ")" : "");
 }
 
+std::string show_command(const std::string& kind, const std::string& name,
+                         const std::string& origin) {
+  const bool file = !origin.empty() && origin.rfind("preset:", 0) != 0;
+  return "topoep " + kind + " show " + (file ? origin : name) + " --json";
+}
+
 }  // namespace topoep

@@ -25,4 +25,9 @@ PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
 // (a copied preset keeps the preset's name, so the name alone can mislead): "'small' (m.json)".
 std::string quoted_with_origin(const std::string& name, const std::string& origin);
 
+// The command that prints a `kind` ("model", "topology") as a file to edit, from the one named
+// `name` read from `origin` (its file, or the preset): "topoep model show deepseek-v3 --json".
+std::string show_command(const std::string& kind, const std::string& name,
+                         const std::string& origin);
+
 }  // namespace topoep

@@ -22,9 +22,12 @@ inline std::string spoken_list(const std::vector<std::string>& names) {
 }
 
 // What to pass instead of a preset that does not fit: "; presets with WHAT: a, b", or, where
-// none fits, "; no preset has WHAT: pass a file".
-inline std::string preset_hint(const std::vector<std::string>& presets, const std::string& what) {
-  if (presets.empty()) return "; no preset has " + what + ": pass a file";
+// none fits, "; no preset has WHAT: pass a file (SHOW gives one to edit)", SHOW being the
+// command that prints the one that did not fit (show_command(), common/preset_source.h).
+inline std::string preset_hint(const std::vector<std::string>& presets, const std::string& what,
+                               const std::string& show) {
+  if (presets.empty())
+    return "; no preset has " + what + ": pass a file (" + show + " gives one to edit)";
   return "; presets with " + what + ": " + join_names(presets);
 }
 

@@ -89,11 +89,14 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
     config.topology = topoep::load_topology(topology);
     if (config.topology.num_gpus() != comm.size()) {
       throw topoep::InputError(
-          "--topology", topoep::quoted_with_origin(config.topology.name, config.topology.origin) +
-                            " has " + std::to_string(config.topology.num_gpus()) +
-                            " GPUs but mpirun started " + std::to_string(comm.size()) + " ranks" +
-                            topoep::preset_hint(topoep::topology_presets_with_gpus(comm.size()),
-                                                std::to_string(comm.size()) + " GPUs"));
+          "--topology",
+          topoep::quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
+              std::to_string(config.topology.num_gpus()) + " GPUs but mpirun started " +
+              std::to_string(comm.size()) + " ranks" +
+              topoep::preset_hint(
+                  topoep::topology_presets_with_gpus(comm.size()),
+                  std::to_string(comm.size()) + " GPUs",
+                  topoep::show_command("topology", config.topology.name, config.topology.origin)));
     }
     if (replay->parsed()) {
       if (!(config.tolerance >= 0 && config.tolerance <= 1)) {

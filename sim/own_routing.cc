@@ -40,16 +40,17 @@ TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
                      names.routing + " has " + experts + ", model " +
                          quoted_with_origin(model.name, model.origin) + " has " +
                          std::to_string(model.num_experts) +
-                         preset_hint(model_presets_fitting(first.num_experts(), 0), experts));
+                         preset_hint(model_presets_fitting(first.num_experts(), 0), experts,
+                                     show_command("model", model.name, model.origin)));
   }
   if (first.num_ranks() != topology.num_gpus()) {
     const std::string ranks = std::to_string(first.num_ranks());
-    throw InputError(
-        names.topology,
-        names.routing + " has " + ranks + " source ranks (rows), topology " +
-            quoted_with_origin(topology.name, topology.origin) + " has " +
-            std::to_string(topology.num_gpus()) + " GPUs" +
-            preset_hint(topology_presets_with_gpus(first.num_ranks()), ranks + " GPUs"));
+    throw InputError(names.topology,
+                     names.routing + " has " + ranks + " source ranks (rows), topology " +
+                         quoted_with_origin(topology.name, topology.origin) + " has " +
+                         std::to_string(topology.num_gpus()) + " GPUs" +
+                         preset_hint(topology_presets_with_gpus(first.num_ranks()), ranks + " GPUs",
+                                     show_command("topology", topology.name, topology.origin)));
   }
   // Tokens per rank as the counts imply, for the dense window that new replicas' weights hide
   // behind.

@@ -7,11 +7,11 @@
 #include "common/file_input_error.h"
 #include "common/parallel_tasks.h"
 #include "common/preset_source.h"
+#include "common/progress.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
-#include "common/progress.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
 #include "topologies/topology_presets.h"
@@ -262,9 +262,10 @@ class Replay {
 void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata) {
   const std::string named = quoted_with_origin(model.name, model.origin);
   const auto hint = [&] {
-    return preset_hint(model_presets_fitting(metadata.num_experts, metadata.top_k),
-                       std::to_string(metadata.num_experts) + " experts and top-" +
-                           std::to_string(metadata.top_k));
+    return preset_hint(
+        model_presets_fitting(metadata.num_experts, metadata.top_k),
+        std::to_string(metadata.num_experts) + " experts and top-" + std::to_string(metadata.top_k),
+        show_command("model", model.name, model.origin));
   };
   if (metadata.num_experts != model.num_experts) {
     throw InputError("model.num_experts", named + " has " + std::to_string(model.num_experts) +
@@ -331,7 +332,9 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                      " has " + std::to_string(gpus) + " GPUs but the trace has " +
                                      std::to_string(metadata.num_ranks) + " ranks" +
                                      preset_hint(topology_presets_with_gpus(metadata.num_ranks),
-                                                 std::to_string(metadata.num_ranks) + " GPUs"));
+                                                 std::to_string(metadata.num_ranks) + " GPUs",
+                                                 show_command("topology", config.topology.name,
+                                                              config.topology.origin)));
   }
   check_model_fits_trace(config.model, metadata);
   if (metadata.num_experts % gpus != 0) {

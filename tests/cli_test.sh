@@ -327,7 +327,7 @@ expect "a refused import leaves no trace directory" 0 $?
 expect "trace synth for simulate exits 0" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology h800-4x8 --model deepseek-v3 >"$work/out" 2>&1
 expect "simulate rejects a topology with another GPU count" 2 $?
-expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks; no preset has 16 GPUs: pass a file"
+expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks; no preset has 16 GPUs: pass a file (topoep topology show h800-4x8 --json gives one to edit)"
 cat >"$work/model16.json" <<'JSON'
 {"name": "small", "source": "test", "num_experts": 64, "top_k": 8, "hidden_size": 1024,
  "expert_ffn_size": 512, "moe_layers": 2, "dispatch_bytes": 1, "dispatch_scale_block": 128,
@@ -342,7 +342,7 @@ json.dump(t, open(sys.argv[1], "w"))
 PY
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "simulate rejects a model with another expert count" 2 $?
-expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64; no preset has 64 experts and top-8: pass a file"
+expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64; no preset has 64 experts and top-8: pass a file (topoep model show mixtral-8x7b --json gives one to edit)"
 sed 's/"top_k": 8/"top_k": 6/' "$work/model16.json" >"$work/model16-top6.json"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16-top6.json" >"$work/out" 2>&1
 expect "simulate rejects a model with another top-k" 2 $?
