@@ -30,15 +30,22 @@ PresetSource resolve_preset_or_file(const std::vector<EmbeddedFile>& presets,
                            " preset (presets: " + join_names(preset_names(presets)) + ")");
 }
 
+namespace {
+
+// Whether `origin` (PresetSource::origin) is a file's path rather than "preset:NAME".
+bool is_file_origin(const std::string& origin) {
+  return !origin.empty() && origin.rfind("preset:", 0) != 0;
+}
+
+}  // namespace
+
 std::string quoted_with_origin(const std::string& name, const std::string& origin) {
-  const bool file = !origin.empty() && origin.rfind("preset:", 0) != 0;
-  return "'" + name + "'" + (file ? " (" + origin + ")" : "");
+  return "'" + name + "'" + (is_file_origin(origin) ? " (" + origin + ")" : "");
 }
 
 std::string show_command(const std::string& kind, const std::string& name,
                          const std::string& origin) {
-  const bool file = !origin.empty() && origin.rfind("preset:", 0) != 0;
-  return "topoep " + kind + " show " + (file ? origin : name) + " --json";
+  return "topoep " + kind + " show " + (is_file_origin(origin) ? origin : name) + " --json";
 }
 
 }  // namespace topoep
