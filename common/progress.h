@@ -10,6 +10,11 @@
 
 namespace topoep {
 
+// Whether a long job draws its progress: the commands that run one job at a time on the
+// terminal ask for kTerminal; a job run beside others (a sweep's points) passes kNone, so that
+// the bars do not overwrite each other.
+enum class ProgressDisplay { kNone, kTerminal };
+
 class ProgressBar {
  public:
   // Counts `total` things, shown in `unit`s of `unit_size` things each (bytes as "MB":

@@ -236,7 +236,7 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   m.tokens_per_rank = 0;  // not declared: rows are taken as recorded
   m.source = "JSON lines: " + path;
   m.packing = {{"method", "recorded per rank"}};
-  TraceWriter writer(out, m);
+  TraceWriter writer(out, m, ProgressDisplay::kTerminal);
 
   // Slots run in record order, rank after rank.
   std::vector<TokenCount> values(static_cast<std::size_t>(m.num_ranks) * experts);

@@ -234,7 +234,7 @@ void generate_records(const SyntheticTraceSpec& spec, const std::vector<double>&
 }  // namespace synthetic_trace_detail
 
 std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out,
-                                   int threads) {
+                                   int threads, ProgressDisplay progress) {
   check_synthetic_trace_spec(spec);
   const int E = spec.num_experts, R = spec.num_ranks;
   SplitMix64 random(spec.seed);
@@ -251,7 +251,7 @@ std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::st
     swap_fraction(order[l], 1.0 - spec.layer_correlation, random);
   }
 
-  TraceWriter writer(out, synthetic_trace_metadata(spec));
+  TraceWriter writer(out, synthetic_trace_metadata(spec), progress);
   // Records are generated a batch at a time, at most 64 and 16 MiB of counts (4 MiB at R = 32,
   // E = 256), so that memory stays bounded however long the trace and large the cluster.
   const std::size_t record_values = static_cast<std::size_t>(R) * E;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "solver/types.h"
 #include "traces/splitmix64.h"
 #include "traces/trace_format.h"
@@ -48,9 +49,11 @@ void check_synthetic_trace_spec(const SyntheticTraceSpec& spec);
 double zipf_exponent_for(int num_experts, double hot_ratio);
 
 // Writes the trace to `out` (atomically, see TraceWriter); the spec goes into the metadata.
-// The draws are spread over `threads` threads; the trace is the same for any count.
+// The draws are spread over `threads` threads; the trace is the same for any count. `progress`
+// draws the records written (TraceWriter).
 std::int64_t write_synthetic_trace(const SyntheticTraceSpec& spec, const std::string& out,
-                                   int threads = 1);
+                                   int threads = 1,
+                                   ProgressDisplay progress = ProgressDisplay::kNone);
 
 namespace synthetic_trace_detail {
 // write_synthetic_trace()'s draws, exposed for their test. The counts of `count` consecutive

@@ -174,7 +174,7 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
                {"bootstrap_units", packing.bootstrap_units},
                {"seed", packing.seed},
                {"partial_microbatch", "dropped"}};
-  TraceWriter writer(out, m);
+  TraceWriter writer(out, m, ProgressDisplay::kTerminal);
   for (int step = 0; step < m.steps; ++step) {
     for (int mb = 0; mb < m.microbatches; ++mb) {
       for (const TokenUnits& layer : layers) {
@@ -298,7 +298,7 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
       {"record_seed", "seed + record index"},
       {"dense_layers", "skipped"},
       {"concentration", concentration}};
-  TraceWriter writer(out, m);
+  TraceWriter writer(out, m, ProgressDisplay::kTerminal);
   for (std::int64_t record = 0; record < m.num_records(); ++record) {
     const std::uint64_t record_seed = seed + static_cast<std::uint64_t>(record);
     const std::vector<std::int64_t>& layer = layers[record % m.num_layers];

@@ -51,7 +51,7 @@ std::int64_t slice_trace(const std::string& in, const TraceSlice& slice, const s
              std::to_string(end) + ")";
   m.packing["slice"] = {
       {"from", in}, {"first_step", slice.first_step}, {"end_step", end}, {"layers", layers}};
-  TraceWriter writer(out, m);
+  TraceWriter writer(out, m, ProgressDisplay::kTerminal);
   TraceRecord record;
   while (reader.next(record)) {
     if (record.step < slice.first_step || record.step >= end || new_index[record.layer] < 0)

@@ -27,7 +27,7 @@ std::string chunk_name(std::size_t index) {
 
 }  // namespace
 
-TraceWriter::TraceWriter(std::string path, TraceMetadata metadata)
+TraceWriter::TraceWriter(std::string path, TraceMetadata metadata, ProgressDisplay progress)
     : path_(std::move(path)), metadata_(std::move(metadata)) {
   TraceMetadata& m = metadata_;
   check_trace_metadata(m);
@@ -58,7 +58,7 @@ TraceWriter::TraceWriter(std::string path, TraceMetadata metadata)
                   static_cast<double>(space.available) / 1e9);
     throw FileInputError(path_, "", why);
   }
-  progress_.emplace("records", m.num_records());
+  if (progress == ProgressDisplay::kTerminal) progress_.emplace("records", m.num_records());
 }
 
 TraceWriter::~TraceWriter() {
@@ -122,7 +122,7 @@ void TraceWriter::add(const RoutingCounts& counts) {
   chunk_ids_.push_back(static_cast<std::int32_t>(index % per_step / m.num_layers));
   chunk_ids_.push_back(static_cast<std::int32_t>(index % m.num_layers));
   ++records_added_;
-  progress_->update(records_added_);
+  if (progress_) progress_->update(records_added_);
   if (++chunk_records_ == m.records_per_chunk) flush_chunk();
 }
 

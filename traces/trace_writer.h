@@ -1,8 +1,9 @@
 #pragma once
 // Writes a trace (traces/trace_format.h) record by record with bounded memory: one chunk is
 // buffered at a time. Atomic: everything goes to a temporary directory beside the target, which
-// finish() renames into place; a writer destroyed unfinished leaves nothing behind. On a
-// terminal it draws the records written as a progress bar on stderr (common/progress.h).
+// finish() renames into place; a writer destroyed unfinished leaves nothing behind. Asked to,
+// it draws the records written as a progress bar on stderr when that is a terminal
+// (common/progress.h).
 
 #include <optional>
 #include <string>
@@ -18,7 +19,8 @@ class TraceWriter {
   // Throws InputError for inconsistent metadata, FileInputError if `path` exists, and a
   // filesystem error if the temporary directory cannot be made. Picks dtype and
   // records_per_chunk when unset.
-  TraceWriter(std::string path, TraceMetadata metadata);
+  TraceWriter(std::string path, TraceMetadata metadata,
+              ProgressDisplay progress = ProgressDisplay::kNone);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -44,7 +46,7 @@ class TraceWriter {
   int chunk_records_ = 0;
   nlohmann::json chunks_ = nlohmann::json::array();
   bool finished_ = false;
-  std::optional<ProgressBar> progress_;  // set once the metadata is checked
+  std::optional<ProgressBar> progress_;  // set once the metadata is checked, when asked for
 };
 
 }  // namespace topoep

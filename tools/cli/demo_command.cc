@@ -42,7 +42,7 @@ void run_demo(const DemoOptions& options) {
   SyntheticTraceSpec spec = demo_trace_spec();
   spec.steps = options.steps;
   const TempPath trace("topoep-demo-trace");
-  write_synthetic_trace(spec, trace.path(), options.threads);
+  write_synthetic_trace(spec, trace.path(), options.threads, ProgressDisplay::kTerminal);
 
   SimulationRequest request;
   request.trace = trace.path();

@@ -76,7 +76,8 @@ void run_synth(SynthOptions options) {
       options.popularity == "lognormal" ? Popularity::kLogNormal : Popularity::kZipf;
   // The trace is the same for any thread count.
   const int threads = hardware_threads();
-  const std::int64_t records = write_synthetic_trace(options.spec, options.out, threads);
+  const std::int64_t records =
+      write_synthetic_trace(options.spec, options.out, threads, ProgressDisplay::kTerminal);
   std::cout << options.out << ": " << records << " records written\n";
 }
 
