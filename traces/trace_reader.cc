@@ -173,11 +173,13 @@ bool TraceReader::next(TraceRecord& record) {
   return true;
 }
 
-std::int64_t validate_trace(const std::string& path) {
+std::int64_t validate_trace(const std::string& path, ProgressDisplay progress) {
   TraceReader reader(path);
+  ProgressBar bar("records",
+                  progress == ProgressDisplay::kTerminal ? reader.metadata().num_records() : 0);
   TraceRecord record;
   std::int64_t records = 0;
-  while (reader.next(record)) ++records;
+  while (reader.next(record)) bar.update(++records);
   return records;
 }
 

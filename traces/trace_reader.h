@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "traces/safetensors.h"
 #include "traces/trace_format.h"
 
@@ -41,7 +42,9 @@ class TraceReader {
   std::vector<std::int32_t> ids_;
 };
 
-// Reads the whole trace, checking every record; returns the record count.
-std::int64_t validate_trace(const std::string& path);
+// Reads the whole trace, checking every record; returns the record count. `progress` draws the
+// records read (common/progress.h).
+std::int64_t validate_trace(const std::string& path,
+                            ProgressDisplay progress = ProgressDisplay::kNone);
 
 }  // namespace topoep

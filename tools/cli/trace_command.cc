@@ -5,9 +5,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "common/parallel_tasks.h"
+#include "common/progress.h"
 #include "common/text_list.h"
 #include "solver/input_error.h"
 #include "tools/cli/flag_errors.h"
@@ -99,13 +101,15 @@ void run_info(const std::string& path, bool json) {
                                                 std::vector<double>(m.num_experts, 0.0));
   TraceRecord record;
   std::int64_t records = 0, assignments = 0;
+  std::optional<ProgressBar> progress(std::in_place, "records", m.num_records());
   while (reader.next(record)) {
     const auto totals = record.counts.expert_totals();
     for (int e = 0; e < m.num_experts; ++e)
       expert_loads[record.layer][e] += static_cast<double>(totals[e]);
     assignments += record.counts.total();
-    ++records;
+    progress->update(++records);
   }
+  progress.reset();  // its line ends before the summary
   nlohmann::json layers = nlohmann::json::array();
   TextTable table({"layer", "max/mean expert load", "Gini"});
   for (int layer = 0; layer < m.num_layers; ++layer) {
@@ -328,7 +332,8 @@ void add_trace_command(CLI::App& app) {
   auto validate_path = std::make_shared<std::string>();
   validate->add_option("trace", *validate_path, "Trace directory")->required();
   validate->callback([validate_path] {
-    const std::int64_t records = validate_trace(*validate_path);  // before printing: it may throw
+    // Before printing: it may throw.
+    const std::int64_t records = validate_trace(*validate_path, ProgressDisplay::kTerminal);
     std::cout << *validate_path << ": valid, " << records << " records\n";
   });
 }
