@@ -399,7 +399,8 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
   }
   observer.on_start(metadata, cost);
 
-  ProgressBar progress("records", metadata.num_records());
+  ProgressBar progress("records",
+                       config.progress == ProgressDisplay::kTerminal ? metadata.num_records() : 0);
   std::int64_t done = 0;
   // One microbatch of counts in memory at a time (its layers), besides the reader's chunk. The
   // records are swapped in, not moved: the reader refills the last microbatch's buffers.

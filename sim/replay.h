@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "sim/cost_model.h"
 #include "solver/topoep_solver.h"
 #include "traces/trace_format.h"
@@ -49,6 +50,9 @@ struct SimConfig {
   // The record whose TopoEP moves the replay keeps (StepResult::explained; `topoep simulate
   // --explain`); step -1: none.
   RecordKey explain{-1, 0, 0};
+  // Whether the replay draws the records done on a terminal: `topoep simulate` and the demo
+  // ask; a sweep's points, replayed side by side under the sweep's own bar, do not.
+  ProgressDisplay progress = ProgressDisplay::kNone;
 };
 
 // One record, one LayerCost per planner in SimConfig order (the ideal included).

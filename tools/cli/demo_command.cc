@@ -51,6 +51,7 @@ void run_demo(const DemoOptions& options) {
   request.config.planners = {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
   request.config.slots_per_rank = 1;
   request.config.threads = options.threads;
+  request.config.progress = ProgressDisplay::kTerminal;
   // The default trace is 16 steps long: EPLB replans every 4 steps from the last 4 so that it
   // adapts within it (the toolkit's default is every 10 steps, SGLang's every 1000).
   request.config.planner_options.eplb_period_steps = 4;

@@ -68,6 +68,7 @@ void run_simulate(const SimulateOptions& options) {
   request.config.slots_per_rank = options.slots;
   request.config.threads = options.threads;
   request.config.check_plans = options.check;
+  request.config.progress = ProgressDisplay::kTerminal;
   request.out_dir = options.out;
   request.timeline = options.timeline;
   request.rank_loads = options.rank_loads;
