@@ -49,12 +49,7 @@ expect "model show --json exits 0" 0 $?
 "$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1
 expect "model validate accepts show's output" 0 $?
 expect_text "model validate names the model" "$work/out" "valid model 'mixtral-8x7b' (8 experts, top-2, 32 MoE layers)"
-python3 - "$work/mixtral.json" "$work/bad-model.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["top_k"] = 9
-json.dump(d, open(sys.argv[2], "w"))
-PY
+edit_json "$work/mixtral.json" "$work/bad-model.json" 'd["top_k"] = 9'
 "$topoep" model validate "$work/bad-model.json" >"$work/out" 2>&1
 expect "model validate rejects top-k beyond the experts with exit 2" 2 $?
 expect_text "the model error names file and field" "$work/out" "$work/bad-model.json: field 'top_k'"
@@ -70,12 +65,7 @@ expect "show --json prints valid JSON" 0 $?
 expect "validate accepts show's output" 0 $?
 expect_text "validate names the topology" "$work/out" "valid topology 'h800-4x8'"
 
-python3 - "$work/h800.json" "$work/bad.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["scale_out"]["bandwidth_gb_per_s"] = 0
-json.dump(d, open(sys.argv[2], "w"))
-PY
+edit_json "$work/h800.json" "$work/bad.json" 'd["scale_out"]["bandwidth_gb_per_s"] = 0'
 "$topoep" topology validate "$work/bad.json" >"$work/out" 2>&1
 expect "validate rejects zero bandwidth with exit 2" 2 $?
 expect_text "error names file and field" "$work/out" "$work/bad.json: field 'scale_out.bandwidth_gb_per_s'"
@@ -273,12 +263,7 @@ expect "trace slice rejects steps outside the trace" 2 $?
 expect "a failed slice prints nothing on stdout (no half line before the error)" 0 $?
 cat "$work/err" >>"$work/out"
 expect_text "the bad range is named" "$work/out" "steps"
-python3 - "$work/t.trace/index.json" <<'PY'
-import json, sys
-index = json.load(open(sys.argv[1]))
-index["metadata"]["num_experts"] = 31
-json.dump(index, open(sys.argv[1], "w"))
-PY
+edit_json "$work/t.trace/index.json" "$work/t.trace/index.json" 'd["metadata"]["num_experts"] = 31'
 "$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
 expect "trace validate rejects a shape mismatch with exit 2" 2 $?
 expect_text "the chunk and tensor are named" "$work/out" "chunk-000000.safetensors: field 'counts'"
@@ -334,12 +319,7 @@ cat >"$work/model16.json" <<'JSON'
  "combine_bytes": 2, "weight_bytes": 2, "dense_params_per_layer": 1000000, "tokens_per_rank": 256}
 JSON
 "$topoep" topology show h800-4x8 --json >"$work/topo.json" 2>/dev/null
-python3 - "$work/topo.json" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["name"], t["nodes"] = "h800-2x8", 2
-json.dump(t, open(sys.argv[1], "w"))
-PY
+edit_json "$work/topo.json" "$work/topo.json" 'd["name"], d["nodes"] = "h800-2x8", 2'
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "simulate rejects a model with another expert count" 2 $?
 expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64; no preset has 64 experts and top-8: pass a file (topoep model show mixtral-8x7b --json gives one to edit)"
