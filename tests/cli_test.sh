@@ -281,6 +281,18 @@ PY
   --top-k 8 --gpus-per-node 4 >"$work/out" 2>&1
 expect "trace import jsonl exits 0" 0 $?
 expect_text "trace import prints the shape it wrote" "$work/out" "2 records imported from $work/rec.jsonl: 8 ranks (4 per node) x 16 experts, top-8; 2 steps x 1 microbatches x 1 layers"
+"$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec-k.trace" \
+  --gpus-per-node 4 >"$work/out" 2>&1
+expect "trace import without --top-k, of counts no preset's shape fits, exits 2" 2 $?
+expect_text "it asks for --top-k" "$work/out" "error: --top-k: not given, and the input's counts cannot say how many experts a token picks; no model preset has 16 experts"
+[[ ! -e "$work/rec-k.trace" ]]
+expect "nothing is written without a top-k" 0 $?
+python3 -c 'import json; print(json.dumps({"logical_count": [[0] * 64, list(range(1, 65))]}))' \
+  >"$work/stats64.json"
+"$topoep" trace import --format sglang-stats --input "$work/stats64.json" --out "$work/stats64.trace" \
+  --steps 1 --ranks 8 >"$work/out" 2>&1
+expect "trace import sglang-stats without --top-k exits 0" 0 $?
+expect_text "top-k is the preset's with as many experts, and said so" "$work/out" "top-6: the deepseek-v2-lite preset's, the model preset with 64 experts (the counts cannot say it; --top-k sets it)"
 "$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec0.trace" \
   --top-k 0 >"$work/out" 2>&1
 expect "trace import refuses top-k 0 (exit 2)" 2 $?

@@ -165,6 +165,117 @@ TEST(TraceImport, LayersThatDoNotHoldTheSameTokensAreNamedByFileAndLine) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(TraceImport, EsftTakesEveryLayerFileUnlessToldAndNamesTheFirstMissing) {
+  const std::string dir = fresh("esft_layers");
+  fs::create_directories(dir);
+  for (int layer = 1; layer <= 3; ++layer) {
+    std::ofstream(dir + "/expert_weights_" + std::to_string(layer) + ".txt")
+        << "0\t1\t\t0.5\t0.5\n2\t3\t\t1\t1\n";
+  }
+  std::ofstream(dir + "/expert_weights_01.txt") << "not a layer file: a leading zero\n";
+  std::ofstream(dir + "/summary.json") << "{}";
+  const ImportShape shape{1, 1, 1, 1};
+  const std::string all = fresh("esft_all.trace");
+  // Two lines of two top-1 tokens: four microbatches of one token on one rank, a record a layer.
+  EXPECT_EQ(import_esft(dir, 0, 4, 1, shape, PackingOptions{}, all), 4 * 3);
+  EXPECT_EQ(TraceReader(all).metadata().num_layers, 3);
+  const std::string first = fresh("esft_first.trace");
+  EXPECT_EQ(import_esft(dir, 2, 4, 1, shape, PackingOptions{}, first), 4 * 2);
+
+  const std::string out = fresh("esft_missing.trace");
+  EXPECT_EQ(file_error([&] { import_esft(dir, 4, 4, 1, shape, PackingOptions{}, out); }),
+            dir +
+                "/expert_weights_4.txt: is missing (4 layers were asked for; the last layer "
+                "file is expert_weights_3.txt)");
+  std::ofstream(dir + "/expert_weights_5.txt") << "0\t1\t\t0.5\t0.5\n2\t3\t\t1\t1\n";
+  EXPECT_EQ(file_error([&] { import_esft(dir, 0, 4, 1, shape, PackingOptions{}, out); }),
+            dir +
+                "/expert_weights_4.txt: is missing, yet the directory holds "
+                "expert_weights_5.txt: every layer from 1 to the last must be there (a gap "
+                "would shift the later layers' ids)");
+  EXPECT_FALSE(fs::exists(out));
+  const std::string empty = fresh("esft_empty");
+  fs::create_directories(empty);
+  EXPECT_EQ(file_error([&] { import_esft(empty, 0, 4, 1, shape, PackingOptions{}, out); }),
+            empty + ": holds no ESFT layer files (expert_weights_<L>.txt, L from 1)");
+}
+
+TEST(TraceImport, PerTokenFilesSayTheirTopKAndFlameItsExperts) {
+  // FLAME: 5 experts in the header, top-2 in the first row; every row is held to both.
+  const std::string flame = fresh("flame_shape");
+  fs::create_directories(flame);
+  std::ofstream(flame + "/run_layer3.csv")
+      << "layer_id,token_id,expert_0,expert_1,expert_2,expert_3,expert_4\n"
+      << "3,0,0,0.4,0,0.6,0\n3,1,0.5,0,0,0,0.5\n";
+  const ImportShape shape{1, 1, 1, 1};
+  const std::string flame_out = fresh("flame_shape.trace");
+  EXPECT_EQ(import_token_files("flame-csv", flame, 0, 0, shape, PackingOptions{}, flame_out), 2);
+  const TraceMetadata m = TraceReader(flame_out).metadata();
+  EXPECT_EQ(m.num_experts, 5);
+  EXPECT_EQ(m.top_k, 2);
+  std::ofstream(flame + "/run_layer4.csv")
+      << "layer_id,token_id,expert_0,expert_1,expert_2,expert_3,expert_4\n"
+      << "4,0,0,0.4,0.1,0.5,0\n4,1,0.5,0,0,0,0.5\n";
+  const std::string out = fresh("flame_three.trace");
+  EXPECT_EQ(file_error([&] {
+              import_token_files("flame-csv", flame, 0, 0, shape, PackingOptions{}, out);
+            }),
+            flame + "/run_layer4.csv: field 'line 2': 3 experts selected, top-k is 2");
+  EXPECT_FALSE(fs::exists(out));
+
+  // Top-k CSV: its rows' width (after a header); the experts must be given.
+  const std::string csv = fresh("topk_shape");
+  fs::create_directories(csv);
+  std::ofstream(csv + "/layer0.csv") << "a,b,c\n0,1,2\n3,2,1\n";
+  const std::string csv_out = fresh("topk_shape.trace");
+  EXPECT_EQ(import_token_files("topk-csv", csv, 4, 0, shape, PackingOptions{}, csv_out), 2);
+  EXPECT_EQ(TraceReader(csv_out).metadata().top_k, 3);
+  EXPECT_EQ(testing::input_error_field(
+                [&] { import_token_files("topk-csv", csv, 0, 0, shape, PackingOptions{}, out); }),
+            "num_experts");
+  // A first file with no token cannot say it.
+  const std::string blank = fresh("topk_blank");
+  fs::create_directories(blank);
+  std::ofstream(blank + "/layer0.csv") << "a,b\n";
+  EXPECT_EQ(testing::input_error_field(
+                [&] { import_token_files("topk-csv", blank, 4, 0, shape, PackingOptions{}, out); }),
+            "top_k");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(TraceImport, CountsWithoutTopKAskTheCallerWithTheirExpertCount) {
+  const std::string path = ::testing::TempDir() + "/ask_top_k.jsonl";
+  {
+    std::ofstream lines(path);
+    for (int rank = 0; rank < 2; ++rank) {
+      lines << R"({"step": 0, "microbatch": 0, "layer": 0, "rank": )" << rank
+            << R"(, "counts": [4, 0, 2, 2, 0, 0]})"
+            << "\n";
+    }
+  }
+  int asked = 0;
+  const TopKForExperts two = [&](int num_experts) {
+    asked = num_experts;
+    return 2;
+  };
+  const std::string out = fresh("ask_top_k.trace");
+  EXPECT_EQ(import_jsonl(path, 0, 1, out, two), 1);
+  EXPECT_EQ(asked, 6);
+  EXPECT_EQ(TraceReader(out).metadata().top_k, 2);
+  // Given, it is not asked; not given and no one to ask, or an answer above the experts: named.
+  asked = 0;
+  const std::string given = fresh("given_top_k.trace");
+  EXPECT_EQ(import_jsonl(path, 3, 1, given, two), 1);
+  EXPECT_EQ(asked, 0);
+  EXPECT_EQ(TraceReader(given).metadata().top_k, 3);
+  const std::string refused = fresh("refused_top_k.trace");
+  EXPECT_EQ(testing::input_error_field([&] { import_jsonl(path, 0, 1, refused); }), "top_k");
+  EXPECT_EQ(
+      testing::input_error_field([&] { import_jsonl(path, 0, 1, refused, [](int) { return 7; }); }),
+      "top_k");
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 // One unit per inner vector, over `storage` (which must outlive the units).
 TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units,
                     std::vector<ExpertId>* storage) {
@@ -192,7 +303,7 @@ TEST(TraceImport, OptionsOutOfRangeAreNamedBeforeAnyFileIsRead) {
   using Packing = PackingOptions;
   EXPECT_EQ(esft_field([](Shape& s, Packing&, int&, int&, int&) { s.microbatches_per_step = 0; }),
             "microbatches_per_step");
-  EXPECT_EQ(esft_field([](Shape&, Packing&, int& layers, int&, int&) { layers = 0; }),
+  EXPECT_EQ(esft_field([](Shape&, Packing&, int& layers, int&, int&) { layers = -1; }),
             "num_layers");
   EXPECT_EQ(esft_field([](Shape& s, Packing&, int&, int&, int&) { s.tokens_per_rank = 0; }),
             "tokens_per_rank");
@@ -215,7 +326,7 @@ TEST(TraceImport, OptionsOutOfRangeAreNamedBeforeAnyFileIsRead) {
   EXPECT_EQ(sglang_field(0, 0, 64), "steps");
   EXPECT_EQ(sglang_field(2, -1, 64), "concentration");
   EXPECT_EQ(sglang_field(2, 0, 0), "tokens_per_rank");  // once 58 records of no tokens
-  EXPECT_EQ(testing::input_error_field([&] { import_jsonl(none, 0, 8, none); }), "top_k");
+  EXPECT_EQ(testing::input_error_field([&] { import_jsonl(none, -1, 8, none); }), "top_k");
 }
 
 TEST(UnitPacking, RoundRobinDealsUnitsToRanksAndRandomIsSeeded) {

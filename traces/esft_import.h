@@ -12,6 +12,11 @@
 
 namespace topoep {
 
+// ESFT published expert scores of one model, ESFT-vanilla-lite (DeepSeek-V2-Lite's
+// architecture: 64 routed experts, top-6): what its dumps hold unless told otherwise.
+constexpr int kEsftExperts = 64;
+constexpr int kEsftTopK = 6;
+
 struct EsftLayer {
   int top_k = 0;
   // [sequence][token * top_k + choice]: the experts each token was routed to.

@@ -186,8 +186,8 @@ LineAt line_at(const std::int32_t* rows, std::size_t stride, std::int64_t row) {
 }  // namespace
 
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
-                          const std::string& out) {
-  require_at_least(top_k, 1, "top_k");
+                          const std::string& out, const TopKForExperts& top_k_for) {
+  require_at_least(top_k, 0, "top_k");
   require_at_least(gpus_per_node, 1, "gpus_per_node");
   // A directory: its *.jsonl files, in natural name order (one a rank, say), as one input.
   const std::vector<std::string> files = std::filesystem::is_directory(path)
@@ -227,7 +227,7 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   TraceMetadata m;
   m.model = "jsonl";
   m.num_experts = experts;
-  m.top_k = top_k;
+  m.top_k = resolve_top_k(top_k, experts, top_k_for, "a JSON lines recording");
   m.num_ranks = shape[3];
   m.gpus_per_node = gpus_per_node;
   m.num_layers = shape[2];

@@ -29,17 +29,21 @@ std::ifstream open_or_throw(const std::string& path) {
   return in;
 }
 
-// Checks a FLAME CSV's header; returns its number of fields.
+// Checks a FLAME CSV's header (for `num_experts` experts; 0: any number); returns its number of
+// fields.
 std::size_t read_flame_header(std::ifstream& in, const std::string& path, int num_experts) {
   std::string line;
   if (!std::getline(in, line)) throw FileInputError(path, "line 1", "the header is missing");
   std::vector<std::string_view> header;
   split_fields(line, ',', true, &header);
-  if (header.size() != static_cast<std::size_t>(num_experts) + 2 || header[0] != "layer_id" ||
-      header[1] != "token_id" || header[2] != "expert_0") {
-    throw FileInputError(
-        path, "line 1",
-        "header must be layer_id,token_id,expert_0..expert_" + std::to_string(num_experts - 1));
+  const bool sized = num_experts == 0 || header.size() == static_cast<std::size_t>(num_experts) + 2;
+  if (!sized || header.size() < 3 || header[0] != "layer_id" || header[1] != "token_id" ||
+      header[2] != "expert_0") {
+    throw FileInputError(path, "line 1",
+                         num_experts == 0
+                             ? std::string("header must be layer_id,token_id,expert_0,...")
+                             : "header must be layer_id,token_id,expert_0..expert_" +
+                                   std::to_string(num_experts - 1));
   }
   return header.size();
 }
@@ -52,7 +56,7 @@ struct FlameRowScratch {
 };
 
 // One FLAME CSV row: the token's selected experts into `scratch->token` (exactly top_k of
-// them); returns its layer_id.
+// them; any number where top_k is 0); returns its layer_id.
 int read_flame_row(const std::string& path, int number, const std::string& line,
                    std::size_t header_size, int num_experts, int top_k, FlameRowScratch* scratch) {
   const std::string where = "line " + std::to_string(number);
@@ -81,7 +85,7 @@ int read_flame_row(const std::string& path, int number, const std::string& line,
     }
     if (probability != 0.0) token->push_back(static_cast<ExpertId>(e));
   }
-  if (static_cast<int>(token->size()) != top_k) {
+  if (top_k != 0 && static_cast<int>(token->size()) != top_k) {
     throw FileInputError(
         path, where,
         std::to_string(token->size()) + " experts selected, top-k is " + std::to_string(top_k));
@@ -192,8 +196,18 @@ TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k
   return result;
 }
 
-void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
-  std::ifstream in = open_or_throw(path);
+namespace {
+
+// A .npy file's header, read and checked up to its data: [rows, columns] of `width`-byte
+// little-endian integers.
+struct NpyHeader {
+  long long rows = 0;
+  long long columns = 0;
+  int width = 0;
+  bool is_signed = false;
+};
+
+NpyHeader read_npy_header(std::ifstream& in, const std::string& path) {
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     throw FileInputError(path, "", "is not a .npy file (bad magic)");
@@ -230,22 +244,34 @@ void read_topk_npy(const std::string& path, int num_experts, int top_k, const Id
     throw FileInputError(path, "fortran_order", "must be False (C order)");
   }
   const std::string shape_text = value_of("shape");
-  long long tokens = 0, columns = 0;
-  if (std::sscanf(shape_text.c_str(), " (%lld, %lld)", &tokens, &columns) != 2 || tokens < 0) {
+  NpyHeader npy;
+  if (std::sscanf(shape_text.c_str(), " (%lld, %lld)", &npy.rows, &npy.columns) != 2 ||
+      npy.rows < 0) {
     throw FileInputError(path, "shape", "must be two-dimensional [tokens, top_k]");
   }
-  if (columns < 1) throw FileInputError(path, "shape", "must have at least one column");
+  if (npy.columns < 1) throw FileInputError(path, "shape", "must have at least one column");
+  if (type.size() < 3 || (type[0] != '<' && type[0] != '|') || (type[1] != 'i' && type[1] != 'u')) {
+    throw FileInputError(path, "descr", "'" + type + "' is not a little-endian integer type");
+  }
+  npy.width = type[2] - '0';
+  if (npy.width != 1 && npy.width != 2 && npy.width != 4 && npy.width != 8)
+    throw FileInputError(path, "descr", "unsupported width");
+  npy.is_signed = type[1] == 'i';
+  return npy;
+}
+
+}  // namespace
+
+void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
+  std::ifstream in = open_or_throw(path);
+  const NpyHeader npy = read_npy_header(in, path);
+  const long long tokens = npy.rows, columns = npy.columns;
+  const int width = npy.width;
   if (columns != top_k) {
     throw FileInputError(
         path, "shape",
         "has " + std::to_string(columns) + " columns, top-k is " + std::to_string(top_k));
   }
-  if (type.size() < 3 || (type[0] != '<' && type[0] != '|') || (type[1] != 'i' && type[1] != 'u')) {
-    throw FileInputError(path, "descr", "'" + type + "' is not a little-endian integer type");
-  }
-  const int width = type[2] - '0';
-  if (width != 1 && width != 2 && width != 4 && width != 8)
-    throw FileInputError(path, "descr", "unsupported width");
   // The shape is the file's word: held to the bytes the file has before anything is allocated
   // (columns >= 1, so the division is safe and the product below cannot overflow).
   const std::streampos data_start = in.tellg();
@@ -271,11 +297,11 @@ void read_topk_npy(const std::string& path, int num_experts, int top_k, const Id
       throw FileInputError(path, "", "the data is truncated");
     }
     // The common int32 case on a little-endian host: the bytes are the ids.
-    const bool int32 = kLittleEndianHost && width == 4 && type[1] == 'i';
+    const bool int32 = kLittleEndianHost && width == 4 && npy.is_signed;
     if (int32) std::memcpy(ids.data(), data.data(), data.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const long long value =
-          int32 ? ids[i] : decode_npy_integer(&data[i * width], width, type[1] == 'i');
+          int32 ? ids[i] : decode_npy_integer(&data[i * width], width, npy.is_signed);
       if (value < 0 || value >= num_experts) {
         checked_expert(value, num_experts, path,
                        "row " + std::to_string(first_row + static_cast<long long>(i) / columns));
@@ -290,6 +316,38 @@ TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k
   TokenLayerFile result;
   read_topk_npy(path, num_experts, top_k, append_to(&result.experts));
   return result;
+}
+
+TokenFileShape read_token_file_shape(const std::string& format, const std::string& path) {
+  std::ifstream in = open_or_throw(path);
+  TokenFileShape shape;
+  std::string line;
+  if (format == "topk-npy") {
+    shape.top_k = static_cast<int>(std::min<long long>(read_npy_header(in, path).columns, 1 << 16));
+    return shape;
+  }
+  if (format == "flame-csv") {
+    const std::size_t header_size = read_flame_header(in, path, 0);
+    shape.num_experts = static_cast<int>(header_size - 2);
+    FlameRowScratch row;
+    for (int number = 2; std::getline(in, line); ++number) {
+      if (blank(line)) continue;
+      read_flame_row(path, number, line, header_size, shape.num_experts, 0, &row);
+      shape.top_k = static_cast<int>(row.token.size());
+      break;
+    }
+    return shape;
+  }
+  std::vector<std::string_view> fields;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (blank(line)) continue;
+    split_fields(line, ',', true, &fields);
+    long long value = 0;
+    if (number == 1 && !read_trimmed_integer(fields[0], &value)) continue;  // a header
+    shape.top_k = static_cast<int>(std::min<std::size_t>(fields.size(), 1 << 16));
+    break;
+  }
+  return shape;
 }
 
 std::vector<std::string> files_in_natural_order(const std::string& dir, const std::string& suffix) {

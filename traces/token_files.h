@@ -40,6 +40,17 @@ void read_topk_csv(const std::string& path, int num_experts, int top_k, const Id
 TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k);
 void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink);
 
+// What a per-token file says of its routing's shape before it is read whole: the experts (a
+// FLAME header's columns; 0 for the top-k formats, which list the experts chosen, not how many
+// the model has) and the experts a token picks (its first token's; a .npy's columns; 0 where
+// the file holds no token). `format` is "flame-csv", "topk-csv" or "topk-npy"; the header and
+// the first row are checked as the readers check them.
+struct TokenFileShape {
+  int num_experts = 0;
+  int top_k = 0;
+};
+TokenFileShape read_token_file_shape(const std::string& format, const std::string& path);
+
 // The regular files in `dir` whose names end in `suffix`, in natural order (digit runs compare
 // as numbers: layer2 < layer10).
 std::vector<std::string> files_in_natural_order(const std::string& dir, const std::string& suffix);

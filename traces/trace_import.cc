@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -186,17 +187,76 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
   return m.num_records();
 }
 
+// ESFT's layer files: DIR/expert_weights_<L>.txt for L = 1..num_layers, or, where num_layers is
+// 0, up to the last such file in DIR. Throws FileInputError naming the first one missing: a
+// layer left out would shift every later layer's id.
+std::vector<std::string> esft_layer_files(const std::string& dir, int num_layers) {
+  const std::string prefix = "expert_weights_", suffix = ".txt";
+  std::set<int> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 6 || digits[0] == '0' ||
+        !std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      continue;
+    }
+    found.insert(std::stoi(digits));
+  }
+  if (error) throw FileInputError(dir, "", "cannot read the directory: " + error.message());
+  if (found.empty()) {
+    throw FileInputError(dir, "", "holds no ESFT layer files (expert_weights_<L>.txt, L from 1)");
+  }
+  const int last = *found.rbegin();
+  const int layers = num_layers > 0 ? num_layers : last;
+  std::vector<std::string> files;
+  for (int layer = 1; layer <= layers; ++layer) {
+    const std::string file = dir + "/" + prefix + std::to_string(layer) + suffix;
+    if (found.count(layer) == 0) {
+      const std::string last_file = prefix + std::to_string(last) + suffix;
+      throw FileInputError(
+          file, "",
+          num_layers > 0 ? "is missing (" + std::to_string(num_layers) +
+                               " layers were asked for; the last layer file is " + last_file + ")"
+                         : "is missing, yet the directory holds " + last_file +
+                               ": every layer from 1 to the last must be there (a gap "
+                               "would shift the later layers' ids)");
+    }
+    files.push_back(file);
+  }
+  return files;
+}
+
 }  // namespace
+
+int resolve_top_k(int top_k, int num_experts, const TopKForExperts& top_k_for,
+                  const std::string& what) {
+  if (top_k == 0) {
+    if (!top_k_for) {
+      throw InputError("top_k", what + " does not say how many experts a token picks: give it");
+    }
+    top_k = top_k_for(num_experts);
+  }
+  check_import_options(nullptr, nullptr, num_experts, top_k);
+  return top_k;
+}
 
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out) {
-  require_at_least(num_layers, 1, "num_layers");
+  require_at_least(num_layers, 0, "num_layers");
+  require_at_least(num_experts, 0, "num_experts");
+  require_at_least(top_k, 0, "top_k");
+  if (num_experts == 0) num_experts = kEsftExperts;
+  if (top_k == 0) top_k = kEsftTopK;
   check_import_options(&shape, &packing, num_experts, top_k);
-  std::vector<std::string> files;
-  for (int layer = 1; layer <= num_layers; ++layer) {
-    files.push_back(dir + "/expert_weights_" + std::to_string(layer) + ".txt");
-  }
+  const std::vector<std::string> files = esft_layer_files(dir, num_layers);
   SpilledLayers spilled(out);
   {
     ReadProgress progress(files);  // ends its line before the records' bar starts
@@ -214,14 +274,33 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out) {
-  check_import_options(&shape, &packing, num_experts, top_k);
   if (format != "flame-csv" && format != "topk-csv" && format != "topk-npy") {
     throw InputError("format", "unknown per-token format '" + format + "'");
   }
   const bool flame = format == "flame-csv";
+  require_at_least(num_experts, 0, "num_experts");
+  if (!flame && num_experts == 0) {
+    throw InputError("num_experts", "not given, and " + format +
+                                        " files list the experts each token picks, not how many "
+                                        "the model has: give it");
+  }
+  require_at_least(top_k, 0, "top_k");
+  // Checked with a stand-in for what the first file will say, before any file is read.
+  check_import_options(&shape, &packing, num_experts > 0 ? num_experts : -1, top_k > 0 ? top_k : 1);
   const std::vector<std::string> files =
       files_in_natural_order(dir, format == "topk-npy" ? ".npy" : ".csv");
   if (files.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
+  if (num_experts == 0 || top_k == 0) {
+    // What the data says: FLAME's header counts the experts, every format's first token the
+    // experts it picks; each later row is held to them as to given values.
+    const TokenFileShape first = read_token_file_shape(format, files.front());
+    if (num_experts == 0) num_experts = first.num_experts;
+    if (top_k == 0) top_k = first.top_k;
+    if (top_k == 0) {
+      throw InputError("top_k", files.front() + " holds no token to learn it from: give it");
+    }
+    check_import_options(nullptr, nullptr, num_experts, top_k);
+  }
   SpilledLayers spilled(out);
   std::optional<ReadProgress> progress(std::in_place,
                                        files);  // reset before the records' bar starts
@@ -266,8 +345,10 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
-                                 const std::string& out, double concentration) {
-  check_import_options(&shape, nullptr, -1, top_k);
+                                 const std::string& out, double concentration,
+                                 const TopKForExperts& top_k_for) {
+  require_at_least(top_k, 0, "top_k");
+  check_import_options(&shape, nullptr, -1, top_k > 0 ? top_k : 1);
   require_at_least(steps, 1, "steps");
   if (!(concentration >= 0 && concentration <= 1e12)) {
     throw InputError("concentration", "must be 0 (plain multinomial) or positive and finite (got " +
@@ -283,7 +364,7 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
   TraceMetadata m;
   m.model = "sglang-stats";
   m.num_experts = static_cast<int>(layers[0].size());
-  m.top_k = top_k;
+  m.top_k = resolve_top_k(top_k, m.num_experts, top_k_for, "an SGLang statistics file");
   m.num_ranks = shape.num_ranks;
   m.gpus_per_node = shape.gpus_per_node;
   m.num_layers = static_cast<int>(layers.size());
@@ -306,7 +387,7 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
     writer.add(sample_counts_from_shares(
         concentration > 0 ? dirichlet_shares(layer, concentration, record_seed ^ 0x5bd1e995ull)
                           : layer,
-        shape.num_ranks, shape.tokens_per_rank, top_k, record_seed));
+        shape.num_ranks, shape.tokens_per_rank, m.top_k, record_seed));
   }
   writer.finish();
   return m.num_records();

@@ -6,6 +6,7 @@
 // "Memory").
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "traces/unit_packing.h"
@@ -30,9 +31,23 @@ struct PackingOptions {
   std::uint64_t seed = 1;
 };
 
-// ESFT expert-score dumps: DIR/expert_weights_<L>.txt for L = 1..num_layers, the same sequences
-// on the same lines of every file. Whole microbatches only; steps group microbatches_per_step
-// of them. Returns the number of records written.
+// Where routing counts cannot say how many experts a token picks (per-rank counts, totals) and
+// the caller gave no top-k: asked with the data's expert count, it returns top-k or throws
+// InputError (the CLI answers from the model presets with that many experts).
+using TopKForExperts = std::function<int(int num_experts)>;
+
+// `top_k`, or where it is 0, what `top_k_for` says for `num_experts` (an InputError naming
+// "top_k" and `what`, the input, where there is no `top_k_for`); held to 1..num_experts.
+int resolve_top_k(int top_k, int num_experts, const TopKForExperts& top_k_for,
+                  const std::string& what);
+
+// A 0 below (experts, top-k, layers) is "what the data says", or where it cannot say, the
+// default each importer names.
+
+// ESFT expert-score dumps: DIR/expert_weights_<L>.txt for L = 1..num_layers (0: every layer
+// file in DIR, from 1 up with none missing), the same sequences on the same lines of every
+// file. num_experts and top_k 0: ESFT's model's, 64 and 6 (esft_import.h). Whole microbatches
+// only; steps group microbatches_per_step of them. Returns the number of records written.
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out);
@@ -41,6 +56,8 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
 // grouped by the layer in their name ("layerN"), else their layer_id column, and concatenated in
 // natural name order, e.g. decoder positions),
 // "topk-csv" (*.csv) or "topk-npy" (*.npy), one file per layer in natural name order.
+// num_experts 0: the FLAME header's columns (the top-k formats need it given); top_k 0: the
+// first file's first token's (a .npy's columns). Every row is then held to them.
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out);
@@ -51,9 +68,11 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 // with seed + record index).
 // With concentration > 0, each record's shares are first drawn from a Dirichlet around the
 // layer's shares (traces/sglang_stats.h): a Dirichlet-multinomial with that overdispersion.
+// top_k 0: top_k_for's answer for the file's expert count.
 std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const ImportShape& shape, std::uint64_t seed,
-                                 const std::string& out, double concentration = 0);
+                                 const std::string& out, double concentration = 0,
+                                 const TopKForExperts& top_k_for = {});
 
 // JSON lines {"step", "microbatch", "layer", "rank", "counts": [...E...]}, in any order, in
 // the file `path` or in every *.jsonl file of the directory `path` (natural name order: one
@@ -63,7 +82,8 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
 // and keeping the counts meanwhile in scratch files beside `out` (about 4 bytes a count and 32
 // a line; removed however the import ends). Errors name the file and line (an input whose keys
 // repeat or leave a gap is sorted to name the first: 32 bytes a line of heap, then).
+// top_k 0: top_k_for's answer for the lines' expert count.
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
-                          const std::string& out);
+                          const std::string& out, const TopKForExperts& top_k_for = {});
 
 }  // namespace topoep

@@ -36,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   guarded([&] { topoep::read_flame_csv(path, 64, 6); });
   guarded([&] { topoep::read_topk_csv(path, 64, 6); });
   guarded([&] { topoep::read_topk_npy(path, 64, 6); });
+  for (const char* format : {"flame-csv", "topk-csv", "topk-npy"}) {
+    guarded([&] { topoep::read_token_file_shape(format, path); });
+  }
   std::filesystem::remove_all(dir);
   guarded([&] { topoep::import_jsonl(path, 6, 4, dir); });
   // The per-token import end to end (scratch file, packing, writer) on the bytes as one layer's
@@ -51,6 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                  topoep::PackingOptions{method, 0, 0, 1}, dir);
     });
   }
+  // Top-k taken from the bytes' first row.
+  std::filesystem::remove_all(dir);
+  guarded([&] {
+    topoep::import_token_files("topk-csv", layers, 64, 0, topoep::ImportShape{2, 1, 1, 1},
+                               topoep::PackingOptions{}, dir);
+  });
   std::filesystem::remove_all(layers);
   return 0;
 }

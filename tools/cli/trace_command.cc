@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/parallel_tasks.h"
 #include "common/progress.h"
 #include "common/text_list.h"
+#include "models/model_json.h"
 #include "solver/input_error.h"
 #include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
@@ -28,9 +30,11 @@ struct ImportOptions {
   std::string input;
   std::string out;
   ImportShape shape;
-  int layers = 26;
-  int experts = 64;
-  int top_k = 6;
+  // 0: not given, so what the data says, or where it cannot say, the format's default
+  // (traces/trace_import.h).
+  int layers = 0;
+  int experts = 0;
+  int top_k = 0;
   int steps = 4;
   std::uint64_t seed = 1;
   std::string packing = "contiguous";
@@ -48,23 +52,53 @@ std::string trace_shape(const TraceMetadata& m) {
          " layers";
 }
 
+// Top-k for counts that cannot say it, when --top-k was not given: the model preset with that
+// many experts, if the presets that have it agree (a trace priced with another model's top-k is
+// refused, so a wrong guess would not pass unnoticed). `chosen_by` gets the preset's name.
+TopKForExperts top_k_from_presets(std::string* chosen_by) {
+  return [chosen_by](int num_experts) {
+    const std::vector<std::string> presets = model_presets_fitting(num_experts, 0);
+    std::set<int> top_ks;
+    for (const std::string& name : presets) top_ks.insert(load_model(name).top_k);
+    if (top_ks.size() != 1) {
+      throw InputError(
+          "top_k",
+          "not given, and the input's counts cannot say how many experts a "
+          "token picks; " +
+              (presets.empty() ? "no model preset has " + std::to_string(num_experts) + " experts"
+                               : "the presets with " + std::to_string(num_experts) +
+                                     " experts differ: " + join_names(presets)));
+    }
+    *chosen_by = presets.front();
+    return *top_ks.begin();
+  };
+}
+
 void run_import(const ImportOptions& o) {
   std::int64_t records = 0;
   const PackingOptions packing{parse_packing_method(o.packing), o.unit_tokens, o.bootstrap, o.seed};
+  std::string top_k_preset;  // where top-k came from a preset's
   if (o.format == "esft") {
     records = import_esft(o.input, o.layers, o.experts, o.top_k, o.shape, packing, o.out);
   } else if (o.format == "flame-csv" || o.format == "topk-csv" || o.format == "topk-npy") {
     records = import_token_files(o.format, o.input, o.experts, o.top_k, o.shape, packing, o.out);
   } else if (o.format == "sglang-stats") {
-    records =
-        import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out, o.concentration);
+    records = import_sglang_stats(o.input, o.top_k, o.steps, o.shape, o.seed, o.out,
+                                  o.concentration, top_k_from_presets(&top_k_preset));
   } else {
-    records = import_jsonl(o.input, o.top_k, o.shape.gpus_per_node, o.out);
+    records = import_jsonl(o.input, o.top_k, o.shape.gpus_per_node, o.out,
+                           top_k_from_presets(&top_k_preset));
   }
-  // The shape as written, top-k included: where the input cannot say it (per-rank counts), it is
-  // --top-k's value, and a simulation with another model's top-k is refused.
+  // The shape as written, top-k included, and where top-k came from when the input cannot say
+  // it: a simulation with another model's top-k is refused.
+  const TraceMetadata written = TraceReader(o.out).metadata();
   std::cout << o.out << ": " << records << " records imported from " << o.input << ": "
-            << trace_shape(TraceReader(o.out).metadata()) << "\n";
+            << trace_shape(written) << "\n";
+  if (!top_k_preset.empty()) {
+    std::cout << "top-" << written.top_k << ": the " << top_k_preset << " preset's, the model "
+              << "preset with " << written.num_experts
+              << " experts (the counts cannot say it; --top-k sets it)\n";
+  }
 }
 
 struct SynthOptions {
@@ -250,14 +284,21 @@ void add_trace_command(CLI::App& app) {
                                       "All formats but jsonl"),
            onto_ranks)
       ->capture_default_str();
-  only_for(import_command->add_option("--layers", io.layers, "MoE layers (esft)"), {"esft"})
-      ->capture_default_str();
-  only_for(import_command->add_option("--experts", io.experts, "Experts (per-token formats)"),
+  only_for(import_command->add_option(
+               "--layers", io.layers,
+               "MoE layers (esft; default: every expert_weights_<L>.txt, L from 1)"),
+           {"esft"})
+      ->check(CLI::Range(1, 1 << 20));
+  only_for(import_command->add_option("--experts", io.experts,
+                                      "Experts (per-token formats; default: flame-csv's header, "
+                                      "esft's model's 64; topk-csv and topk-npy need it)"),
            per_token)
-      ->capture_default_str();
-  import_command->add_option("--top-k", io.top_k)
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20));
+  import_command
+      ->add_option("--top-k", io.top_k,
+                   "Experts a token picks (default: per-token files' first token, esft's model's "
+                   "6; sglang-stats and jsonl: the model preset with the data's expert count)")
+      ->check(CLI::Range(1, 1 << 16));
   only_for(import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)"),
            {"sglang-stats"})
       ->capture_default_str();
