@@ -194,6 +194,18 @@ TEST(TraceImport, EsftTakesEveryLayerFileUnlessToldAndNamesTheFirstMissing) {
                 "expert_weights_5.txt: every layer from 1 to the last must be there (a gap "
                 "would shift the later layers' ids)");
   EXPECT_FALSE(fs::exists(out));
+  // Too few tokens for one microbatch: how many there are, and what would fill one.
+  try {
+    import_esft(dir, 3, 4, 1, ImportShape{2, 1, 3, 1}, PackingOptions{}, out);
+    ADD_FAILURE() << "four tokens filled a microbatch of six";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "tokens_per_rank");
+    EXPECT_NE(std::string(error.what())
+                  .find("the data (4 tokens a layer) fills 0 microbatches of "
+                        "2 x 3 tokens, fewer than one step of 1"),
+              std::string::npos)
+        << error.what();
+  }
   const std::string empty = fresh("esft_empty");
   fs::create_directories(empty);
   EXPECT_EQ(file_error([&] { import_esft(empty, 0, 4, 1, shape, PackingOptions{}, out); }),

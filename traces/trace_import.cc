@@ -152,10 +152,18 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
       packing.method, top_k, shape.num_ranks, shape.tokens_per_rank);
   const int microbatches = packer.microbatches();
   if (microbatches < shape.microbatches_per_step) {
-    throw InputError("tokens_per_rank", "the data fills " + std::to_string(microbatches) +
-                                            " microbatches of " + std::to_string(shape.num_ranks) +
-                                            " x " + std::to_string(shape.tokens_per_rank) +
-                                            " tokens, fewer than one step");
+    // What to change is the user's choice; the figures say by how much.
+    const std::size_t tokens = layers.front().num_ids / static_cast<std::size_t>(top_k);
+    throw InputError(
+        "tokens_per_rank",
+        "the data (" + std::to_string(tokens) + " tokens a layer" +
+            (packing.bootstrap_units > 0
+                 ? ", resampled as " + std::to_string(packing.bootstrap_units) + " units"
+                 : std::string()) +
+            ") fills " + std::to_string(microbatches) + " microbatches of " +
+            std::to_string(shape.num_ranks) + " x " + std::to_string(shape.tokens_per_rank) +
+            " tokens, fewer than one step of " + std::to_string(shape.microbatches_per_step) +
+            ": fewer ranks, fewer tokens per rank or more bootstrapped units would fill one");
   }
   TraceMetadata m;
   m.model = model;
