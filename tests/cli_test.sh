@@ -293,6 +293,8 @@ python3 -c 'import json; print(json.dumps({"logical_count": [[0] * 64, list(rang
   --steps 1 --ranks 8 >"$work/out" 2>&1
 expect "trace import sglang-stats without --top-k exits 0" 0 $?
 expect_text "top-k is the preset's with as many experts, and said so" "$work/out" "top-6: the deepseek-v2-lite preset's, the model preset with 64 experts (the counts cannot say it; --top-k sets it)"
+"$topoep" trace info "$work/stats64.trace" --json >"$work/out" 2>&1
+expect_text "statistics are sampled at 4096 tokens a rank unless told" "$work/out" '"tokens_per_rank":4096'
 "$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec0.trace" \
   --top-k 0 >"$work/out" 2>&1
 expect "trace import refuses top-k 0 (exit 2)" 2 $?

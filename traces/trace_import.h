@@ -62,6 +62,11 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
                                 int top_k, const ImportShape& shape, const PackingOptions& packing,
                                 const std::string& out);
 
+// Tokens per rank and microbatch that `topoep trace import` samples from statistics unless told:
+// the demo's microbatch. Recorded samples (ImportShape's default) fill few tokens; statistics
+// can be sampled at any size, and at 64 tokens a GPU no replica of a large expert pays.
+constexpr int kSampledTokensPerRank = 4096;
+
 // SGLang expert-load statistics ({"logical_count": [layers][experts]}): layers with no tokens
 // (dense layers) are skipped; every (step, microbatch, layer) record samples each rank's
 // tokens_per_rank x top_k assignments from the layer's shares (multinomial; SplitMix64 seeded

@@ -276,10 +276,13 @@ void add_trace_command(CLI::App& app) {
            onto_ranks)
       ->capture_default_str();
   import_command->add_option("--gpus-per-node", io.shape.gpus_per_node)->capture_default_str();
-  only_for(import_command->add_option("--tokens-per-rank", io.shape.tokens_per_rank,
-                                      "Per microbatch (all formats but jsonl)"),
-           onto_ranks)
-      ->capture_default_str();
+  CLI::Option* const tokens_per_rank =
+      only_for(import_command->add_option(
+                   "--tokens-per-rank", io.shape.tokens_per_rank,
+                   "Per microbatch (all formats but jsonl; default: 64, what the small recorded "
+                   "samples fill; sglang-stats, which samples any number: " +
+                       std::to_string(kSampledTokensPerRank) + ")"),
+               onto_ranks);
   only_for(import_command->add_option("--microbatches-per-step", io.shape.microbatches_per_step,
                                       "All formats but jsonl"),
            onto_ranks)
@@ -312,7 +315,7 @@ void add_trace_command(CLI::App& app) {
                                       "variation (0: plain multinomial)"),
            {"sglang-stats"})
       ->capture_default_str();
-  import_command->callback([import_options, applicable] {
+  import_command->callback([import_options, applicable, tokens_per_rank] {
     for (const auto& [option, formats] : *applicable) {
       if (option->count() == 0 ||
           std::find(formats.begin(), formats.end(), import_options->format) != formats.end()) {
@@ -320,6 +323,9 @@ void add_trace_command(CLI::App& app) {
       }
       throw InputError(option->get_name(), "does not apply to --format " + import_options->format +
                                                " (only to " + join_names(formats) + ")");
+    }
+    if (tokens_per_rank->count() == 0 && import_options->format == "sglang-stats") {
+      import_options->shape.tokens_per_rank = kSampledTokensPerRank;
     }
     naming_flags({{"num_ranks", "--ranks"},
                   {"gpus_per_node", "--gpus-per-node"},
