@@ -194,6 +194,15 @@ TEST(TraceImport, EsftTakesEveryLayerFileUnlessToldAndNamesTheFirstMissing) {
                 "expert_weights_5.txt: every layer from 1 to the last must be there (a gap "
                 "would shift the later layers' ids)");
   EXPECT_FALSE(fs::exists(out));
+  // A dump numbered from 0 starts there: layers 0 to 2.
+  const std::string zero = fresh("esft_from_zero");
+  fs::create_directories(zero);
+  for (int layer = 0; layer <= 2; ++layer) {
+    std::ofstream(zero + "/expert_weights_" + std::to_string(layer) + ".txt")
+        << "0\t1\t\t0.5\t0.5\n2\t3\t\t1\t1\n";
+  }
+  const std::string from_zero = fresh("esft_from_zero.trace");
+  EXPECT_EQ(import_esft(zero, 0, 4, 1, shape, PackingOptions{}, from_zero), 4 * 3);
   // Too few tokens for one microbatch: how many there are, and what would fill one.
   try {
     import_esft(dir, 3, 4, 1, ImportShape{2, 1, 3, 1}, PackingOptions{}, out);

@@ -195,9 +195,10 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
   return m.num_records();
 }
 
-// ESFT's layer files: DIR/expert_weights_<L>.txt for L = 1..num_layers, or, where num_layers is
-// 0, up to the last such file in DIR. Throws FileInputError naming the first one missing: a
-// layer left out would shift every later layer's id.
+// ESFT's layer files: DIR/expert_weights_<L>.txt for num_layers layers from the lowest L, 1 as
+// ESFT numbers them (or 0, for a dump numbered from 0), or, where num_layers is 0, up to the
+// last such file in DIR. Throws FileInputError naming the first one missing: a layer left out
+// would shift every later layer's id.
 std::vector<std::string> esft_layer_files(const std::string& dir, int num_layers) {
   const std::string prefix = "expert_weights_", suffix = ".txt";
   std::set<int> found;
@@ -210,31 +211,31 @@ std::vector<std::string> esft_layer_files(const std::string& dir, int num_layers
     }
     const std::string digits =
         name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (digits.size() > 6 || digits[0] == '0' ||
-        !std::all_of(digits.begin(), digits.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      continue;
-    }
-    found.insert(std::stoi(digits));
+    const bool number = digits.size() <= 6 && (digits[0] != '0' || digits == "0") &&
+                        std::all_of(digits.begin(), digits.end(), [](char c) {
+                          return std::isdigit(static_cast<unsigned char>(c));
+                        });
+    if (number) found.insert(std::stoi(digits));
   }
   if (error) throw FileInputError(dir, "", "cannot read the directory: " + error.message());
   if (found.empty()) {
     throw FileInputError(dir, "", "holds no ESFT layer files (expert_weights_<L>.txt, L from 1)");
   }
-  const int last = *found.rbegin();
-  const int layers = num_layers > 0 ? num_layers : last;
+  const int first = std::min(*found.begin(), 1), last = *found.rbegin();
+  const int end = num_layers > 0 ? first + num_layers : last + 1;
+  const std::string last_file = prefix + std::to_string(last) + suffix;
   std::vector<std::string> files;
-  for (int layer = 1; layer <= layers; ++layer) {
+  for (int layer = first; layer < end; ++layer) {
     const std::string file = dir + "/" + prefix + std::to_string(layer) + suffix;
     if (found.count(layer) == 0) {
-      const std::string last_file = prefix + std::to_string(last) + suffix;
       throw FileInputError(
           file, "",
           num_layers > 0 ? "is missing (" + std::to_string(num_layers) +
                                " layers were asked for; the last layer file is " + last_file + ")"
                          : "is missing, yet the directory holds " + last_file +
-                               ": every layer from 1 to the last must be there (a gap "
-                               "would shift the later layers' ids)");
+                               ": every layer from " + std::to_string(first) +
+                               " to the last must be there (a gap would shift the later layers' "
+                               "ids)");
     }
     files.push_back(file);
   }

@@ -44,10 +44,11 @@ int resolve_top_k(int top_k, int num_experts, const TopKForExperts& top_k_for,
 // A 0 below (experts, top-k, layers) is "what the data says", or where it cannot say, the
 // default each importer names.
 
-// ESFT expert-score dumps: DIR/expert_weights_<L>.txt for L = 1..num_layers (0: every layer
-// file in DIR, from 1 up with none missing), the same sequences on the same lines of every
-// file. num_experts and top_k 0: ESFT's model's, 64 and 6 (esft_import.h). Whole microbatches
-// only; steps group microbatches_per_step of them. Returns the number of records written.
+// ESFT expert-score dumps: DIR/expert_weights_<L>.txt for num_layers layers from L = 1 (or 0,
+// where DIR holds expert_weights_0.txt; num_layers 0: every layer file, none missing), the same
+// sequences on the same lines of every file. num_experts and top_k 0: ESFT's model's, 64 and 6
+// (esft_import.h). Whole microbatches only; steps group microbatches_per_step of them. Returns the
+// number of records written.
 std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts, int top_k,
                          const ImportShape& shape, const PackingOptions& packing,
                          const std::string& out);
