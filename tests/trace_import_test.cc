@@ -297,6 +297,45 @@ TEST(TraceImport, CountsWithoutTopKAskTheCallerWithTheirExpertCount) {
   EXPECT_FALSE(fs::exists(refused));
 }
 
+TEST(TraceImport, SglangPerPassCountsGiveMicrobatchIThePassIShares) {
+  // Three passes of a dense layer and two MoE layers of four experts; the second pass is an
+  // unfilled slot of SGLang's buffer. Pass 0 routes everything to expert 0 (layer 1) and 1
+  // (layer 2), pass 2 to experts 2 and 3.
+  const std::string path = ::testing::TempDir() + "/per_pass.json";
+  std::ofstream(path) << R"({"rank": 0, "logical_count": [
+      [[0, 0, 0, 0], [9, 0, 0, 0], [0, 9, 0, 0]],
+      [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+      [[0, 0, 0, 0], [0, 0, 9, 0], [0, 0, 0, 9]]]})";
+  const ImportShape shape{2, 1, 3, 1};
+  const std::string out = fresh("per_pass.trace");
+  EXPECT_EQ(import_sglang_stats(path, 2, 0, shape, 1, out), 2 * 2);  // 2 steps x 2 layers
+  TraceReader reader(out);
+  EXPECT_EQ(reader.metadata().steps, 2);
+  EXPECT_EQ(reader.metadata().packing["passes"], 2);
+  const std::vector<int> expert = {0, 1, 2, 3};  // the record's one expert, in record order
+  TraceRecord record;
+  for (const int e : expert) {
+    ASSERT_TRUE(reader.next(record));
+    EXPECT_EQ(record.counts.expert_totals()[e], 2 * 3 * 2) << "expert " << e;
+  }
+  // More steps than passes, or a microbatch count no pass fills: named, nothing written.
+  const std::string refused = fresh("per_pass_refused.trace");
+  EXPECT_EQ(testing::input_error_field([&] { import_sglang_stats(path, 2, 3, shape, 1, refused); }),
+            "steps");
+  EXPECT_EQ(testing::input_error_field([&] {
+              import_sglang_stats(path, 2, 0, ImportShape{2, 1, 3, 3}, 1, refused);
+            }),
+            "microbatches_per_step");
+  // A pass with tokens in one MoE layer and none in another is not an unfilled slot.
+  const std::string torn = ::testing::TempDir() + "/per_pass_torn.json";
+  std::ofstream(torn) << R"({"logical_count": [[[1, 0], [1, 0]], [[1, 0], [0, 0]]]})";
+  EXPECT_EQ(file_error([&] { import_sglang_stats(torn, 1, 0, shape, 1, refused); }),
+            torn +
+                ": field 'logical_count[1][1]': has no tokens where the pass's other MoE "
+                "layers have some");
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 // One unit per inner vector, over `storage` (which must outlive the units).
 TokenUnits units_of(const std::vector<std::vector<ExpertId>>& units,
                     std::vector<ExpertId>* storage) {
@@ -344,7 +383,7 @@ TEST(TraceImport, OptionsOutOfRangeAreNamedBeforeAnyFileIsRead) {
     return testing::input_error_field(
         [&] { import_sglang_stats(none, 8, steps, shape, 1, none + "/out", concentration); });
   };
-  EXPECT_EQ(sglang_field(0, 0, 64), "steps");
+  EXPECT_EQ(sglang_field(-1, 0, 64), "steps");
   EXPECT_EQ(sglang_field(2, -1, 64), "concentration");
   EXPECT_EQ(sglang_field(2, 0, 0), "tokens_per_rank");  // once 58 records of no tokens
   EXPECT_EQ(testing::input_error_field([&] { import_jsonl(none, -1, 8, none); }), "top_k");

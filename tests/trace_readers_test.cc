@@ -9,6 +9,7 @@
 #include "common/file_input_error.h"
 #include "traces/counts_json.h"
 #include "traces/esft_import.h"
+#include "traces/logical_count_reader.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
 #include "traces/token_packing.h"
@@ -180,6 +181,55 @@ TEST(SglangStats, NamesTheBadField) {
   // Each count fits, their sum would not: the draws are below the layer's total.
   const std::string huge = write_temp("h.json", R"({"logical_count": [[5e18, 5e18]]})");
   EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(huge); }, huge), "logical_count[0]");
+}
+
+TEST(SglangStats, ReadsSglangsPerPassCountsAndSumsThemAsTotals) {
+  // Two passes of two layers of three experts, as SGLang's recorder keeps them ([pass][layer]
+  // [expert]), beside the keys it writes (skipped, nested or not).
+  const std::string path =
+      write_temp("passes.json", R"({"rank": 0, "meta": {"a": [[1]]}, "logical_count": [
+        [[0, 0, 0], [1, 2, 3]],
+        [[0, 0, 0], [4, 5, 6]]], "after": [7, [8]]})");
+  const SglangLogicalCount read = read_sglang_stats_file(path);
+  EXPECT_TRUE(read.per_pass);
+  EXPECT_EQ(read.passes, 2);
+  EXPECT_EQ(read.layers, 2);
+  EXPECT_EQ(read.experts, 3);
+  EXPECT_EQ(std::vector<std::int64_t>(read.row(1, 1), read.row(1, 1) + 3),
+            (std::vector<std::int64_t>{4, 5, 6}));
+  const auto totals = read_sglang_logical_count(path);
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals[1], (std::vector<std::int64_t>{5, 7, 9}));
+  // Run totals are one pass.
+  const SglangLogicalCount run =
+      read_sglang_stats_file(write_temp("run.json", R"({"logical_count": [[1, 2], [3, 4]]})"));
+  EXPECT_FALSE(run.per_pass);
+  EXPECT_EQ(run.passes, 1);
+  EXPECT_EQ(run.layers, 2);
+}
+
+TEST(SglangStats, NamesTheBadFieldOfPerPassCounts) {
+  const auto field = [](const std::string& name, const std::string& text) {
+    const std::string path = write_temp(name, text);
+    return file_error_field([&] { read_sglang_stats_file(path); }, path);
+  };
+  // Pass 1 has one layer where pass 0 has two.
+  EXPECT_EQ(field("p1.json", R"({"logical_count": [[[1], [2]], [[3]]]})"), "logical_count[1]");
+  // Layer 1 of pass 0 is one expert short.
+  EXPECT_EQ(field("p2.json", R"({"logical_count": [[[1, 2], [3]]]})"), "logical_count[0][1]");
+  // A count where pass 1's layer 0 should be an array, and an array where a count should be.
+  EXPECT_EQ(field("p3.json", R"({"logical_count": [[[1, 2]], [5]]})"), "logical_count[1][0]");
+  EXPECT_EQ(field("p4.json", R"({"logical_count": [[1, 2], [3, [4]]]})"), "logical_count[1][1]");
+  EXPECT_EQ(field("p5.json", R"({"logical_count": [[[[1]]]]})"), "logical_count[0][0][0]");
+  EXPECT_EQ(field("p6.json", R"({"logical_count": [[[1, "2"]]]})"), "logical_count[0][0][1]");
+  EXPECT_EQ(field("p7.json", R"({"logical_count": [[{"a": 1}]]})"), "logical_count[0][0]");
+  EXPECT_EQ(field("p8.json", R"({"logical_count": [[[1, 2.5]]]})"), "logical_count[0][0][1]");
+  EXPECT_EQ(field("p9.json", R"([[1, 2]])"), "logical_count");
+  EXPECT_EQ(field("p10.json", R"({"logical_count": [[[1, 2]]])"), "");  // torn: invalid JSON
+  // A row's counts past what the sampler draws below; passes summed past it too.
+  EXPECT_EQ(field("p11.json", R"({"logical_count": [[[5e18, 5e18]]]})"), "logical_count[0][0]");
+  const std::string twice = write_temp("p12.json", R"({"logical_count": [[[5e18]], [[5e18]]]})");
+  EXPECT_EQ(file_error_field([&] { read_sglang_logical_count(twice); }, twice), "logical_count");
 }
 
 }  // namespace

@@ -4,44 +4,31 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/json_fields.h"
+#include "common/file_input_error.h"
 #include "solver/input_error.h"
 #include "traces/cumulative_guide.h"
+#include "traces/logical_count_reader.h"
 #include "traces/splitmix64.h"
 
 namespace topoep {
 
 std::vector<std::vector<std::int64_t>> read_sglang_logical_count(const std::string& path) {
-  const nlohmann::json document = parse_json_text(read_text_file(path), path);
-  if (!document.is_object() || !document.contains("logical_count") ||
-      !document["logical_count"].is_array()) {
-    throw FileInputError(path, "logical_count", "must be an array of per-layer arrays");
-  }
-  std::vector<std::vector<std::int64_t>> layers;
-  const nlohmann::json& rows = document["logical_count"];
-  for (std::size_t layer = 0; layer < rows.size(); ++layer) {
-    const std::string field = "logical_count[" + std::to_string(layer) + "]";
-    if (!rows[layer].is_array() || (layer > 0 && rows[layer].size() != rows[0].size())) {
-      throw FileInputError(path, field, "must be an array as long as logical_count[0]");
-    }
-    std::vector<std::int64_t> counts;
-    std::uint64_t sum = 0;  // what sample_counts_from_shares() draws below
-    for (std::size_t expert = 0; expert < rows[layer].size(); ++expert) {
-      const nlohmann::json& value = rows[layer][expert];
-      const double number = value.is_number() ? value.get<double>() : -1;
-      if (!(number >= 0) || number != std::floor(number) || number > 9e18) {
-        throw FileInputError(path, field + "[" + std::to_string(expert) + "]",
-                             "must be a non-negative whole number, got " + value.dump());
+  const SglangLogicalCount read = read_sglang_stats_file(path);
+  std::vector<std::vector<std::int64_t>> layers(
+      read.layers, std::vector<std::int64_t>(static_cast<std::size_t>(read.experts), 0));
+  for (int layer = 0; layer < read.layers; ++layer) {
+    // Each row sums to at most 9e18 (the reader's check): the sum cannot wrap before it is checked.
+    std::uint64_t sum = 0;
+    for (int pass = 0; pass < read.passes; ++pass) {
+      const std::int64_t* const row = read.row(pass, layer);
+      for (int e = 0; e < read.experts; ++e) sum += static_cast<std::uint64_t>(row[e]);
+      if (sum > 9e18) {  // checked before any total could pass 64 bits
+        throw FileInputError(path, "logical_count",
+                             "layer " + std::to_string(layer) +
+                                 " sums past 9e18 tokens over the passes: too many to sample from");
       }
-      counts.push_back(static_cast<std::int64_t>(number));
-      sum += static_cast<std::uint64_t>(counts.back());
-      if (sum > 9e18) {
-        throw FileInputError(path, field,
-                             "sums past 9e18 tokens by expert " + std::to_string(expert) +
-                                 ": too many to sample from");
-      }
+      for (int e = 0; e < read.experts; ++e) layers[layer][e] += row[e];
     }
-    layers.push_back(std::move(counts));
   }
   return layers;
 }

@@ -11,8 +11,10 @@
 
 namespace topoep {
 
-// [layer][expert] token counts. Throws FileInputError naming the file and field for a missing
-// or ragged logical_count, or a negative or non-integral count.
+// [layer][expert] token counts: the file's run totals, or its passes' counts summed
+// (traces/logical_count_reader.h, which also reads the passes one by one). Throws
+// FileInputError naming the file and field for a missing or ragged logical_count, or a negative
+// or non-integral count.
 std::vector<std::vector<std::int64_t>> read_sglang_logical_count(const std::string& path);
 
 // Each of num_ranks source ranks draws tokens_per_rank x top_k assignments independently from

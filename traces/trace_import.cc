@@ -15,6 +15,7 @@
 #include "solver/input_error.h"
 #include "traces/esft_import.h"
 #include "traces/int32_spill.h"
+#include "traces/logical_count_reader.h"
 #include "traces/read_progress.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
@@ -358,40 +359,86 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
                                  const TopKForExperts& top_k_for) {
   require_at_least(top_k, 0, "top_k");
   check_import_options(&shape, nullptr, -1, top_k > 0 ? top_k : 1);
-  require_at_least(steps, 1, "steps");
+  require_at_least(steps, 0, "steps");
   if (!(concentration >= 0 && concentration <= 1e12)) {
     throw InputError("concentration", "must be 0 (plain multinomial) or positive and finite (got " +
                                           std::to_string(concentration) + ")");
   }
-  std::vector<std::vector<std::int64_t>> layers;
-  for (auto& layer : read_sglang_logical_count(path)) {
-    std::int64_t total = 0;
-    for (const std::int64_t count : layer) total += count;
-    if (total > 0) layers.push_back(std::move(layer));
+  const SglangLogicalCount read = read_sglang_stats_file(path);
+  auto tokens = [&](int pass, int layer) {
+    const std::int64_t* const row = read.row(pass, layer);
+    return std::any_of(row, row + read.experts, [](std::int64_t count) { return count > 0; });
+  };
+  // Dense layers have no tokens in any pass; a pass with none in any layer is a slot of
+  // SGLang's buffer that no forward pass filled.
+  std::vector<int> layers, passes;
+  for (int layer = 0; layer < read.layers; ++layer) {
+    for (int pass = 0; pass < read.passes; ++pass) {
+      if (!tokens(pass, layer)) continue;
+      layers.push_back(layer);
+      break;
+    }
   }
   if (layers.empty()) throw FileInputError(path, "logical_count", "has no layer with tokens");
+  for (int pass = 0; pass < read.passes; ++pass) {
+    const auto empty =
+        std::find_if(layers.begin(), layers.end(), [&](int layer) { return !tokens(pass, layer); });
+    if (empty == layers.begin()) continue;
+    if (empty != layers.end()) {
+      throw FileInputError(
+          path, "logical_count[" + std::to_string(pass) + "][" + std::to_string(*empty) + "]",
+          "has no tokens where the pass's other MoE layers have some");
+    }
+    passes.push_back(pass);
+  }
+  const int microbatches = shape.microbatches_per_step;
+  if (read.per_pass) {
+    // A microbatch a pass, in the file's order.
+    const int whole_steps = static_cast<int>(passes.size()) / microbatches;
+    if (whole_steps == 0 || steps > whole_steps) {
+      const std::string held =
+          path + "'s " + std::to_string(passes.size()) + " forward passes with tokens fill ";
+      const std::string of = " of " + std::to_string(microbatches) + " microbatches (one a pass)";
+      throw InputError(whole_steps == 0 ? "microbatches_per_step" : "steps",
+                       whole_steps == 0
+                           ? held + "no step" + of
+                           : held + std::to_string(whole_steps) + " steps" + of +
+                                 ", fewer than the " + std::to_string(steps) + " asked for");
+    }
+    if (steps == 0) steps = whole_steps;
+  } else if (steps == 0) {
+    steps = kSampledSteps;
+  }
   TraceMetadata m;
   m.model = "sglang-stats";
-  m.num_experts = static_cast<int>(layers[0].size());
+  m.num_experts = read.experts;
   m.top_k = resolve_top_k(top_k, m.num_experts, top_k_for, "an SGLang statistics file");
   m.num_ranks = shape.num_ranks;
   m.gpus_per_node = shape.gpus_per_node;
   m.num_layers = static_cast<int>(layers.size());
-  m.microbatches = shape.microbatches_per_step;
+  m.microbatches = microbatches;
   m.steps = steps;
   m.tokens_per_rank = shape.tokens_per_rank;
   m.source = "SGLang expert-load statistics: " + path;
-  m.packing = {
-      {"method", concentration > 0 ? "Dirichlet-multinomial around each layer's expert shares"
-                                   : "multinomial sampling from each layer's expert shares"},
-      {"seed", seed},
-      {"record_seed", "seed + record index"},
-      {"dense_layers", "skipped"},
-      {"concentration", concentration}};
+  const std::string shares = read.per_pass ? "each forward pass's expert shares, microbatch i "
+                                             "from the i-th pass with tokens"
+                                           : "each layer's expert shares";
+  m.packing = {{"method", concentration > 0 ? "Dirichlet-multinomial around " + shares
+                                            : "multinomial sampling from " + shares},
+               {"seed", seed},
+               {"record_seed", "seed + record index"},
+               {"dense_layers", "skipped"},
+               {"concentration", concentration}};
+  if (read.per_pass) {
+    m.packing["passes"] = passes.size();
+    m.packing["empty_passes"] = "dropped";
+  }
   TraceWriter writer(out, m, ProgressDisplay::kTerminal);
   for (std::int64_t record = 0; record < m.num_records(); ++record) {
     const std::uint64_t record_seed = seed + static_cast<std::uint64_t>(record);
-    const std::vector<std::int64_t>& layer = layers[record % m.num_layers];
+    const int pass = read.per_pass ? passes[record / m.num_layers] : 0;
+    const std::int64_t* const row = read.row(pass, layers[record % m.num_layers]);
+    const std::vector<std::int64_t> layer(row, row + read.experts);
     // NOTE: the Dirichlet draw and the multinomial use different streams of the record's seed.
     writer.add(sample_counts_from_shares(
         concentration > 0 ? dirichlet_shares(layer, concentration, record_seed ^ 0x5bd1e995ull)

@@ -68,10 +68,17 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
 // can be sampled at any size, and at 64 tokens a GPU no replica of a large expert pays.
 constexpr int kSampledTokensPerRank = 4096;
 
-// SGLang expert-load statistics ({"logical_count": [layers][experts]}): layers with no tokens
-// (dense layers) are skipped; every (step, microbatch, layer) record samples each rank's
-// tokens_per_rank x top_k assignments from the layer's shares (multinomial; SplitMix64 seeded
-// with seed + record index).
+// Steps sampled from run totals unless told.
+constexpr int kSampledSteps = 4;
+
+// SGLang expert-load statistics (traces/logical_count_reader.h): layers with no tokens (dense
+// layers) are skipped; every (step, microbatch, layer) record samples each rank's
+// tokens_per_rank x top_k assignments (multinomial; SplitMix64 seeded with seed + record index)
+// from the layer's shares: in run totals ({"logical_count": [layers][experts]}), the same for
+// every record, `steps` of them (0: kSampledSteps); in SGLang's per-pass counts
+// ([passes][layers][experts]), microbatch i's from the i-th pass with tokens (passes with none,
+// the unfilled slots of SGLang's buffer, are dropped), `steps` of them (0: every whole step of
+// the passes; more than they fill is an InputError).
 // With concentration > 0, each record's shares are first drawn from a Dirichlet around the
 // layer's shares (traces/sglang_stats.h): a Dirichlet-multinomial with that overdispersion.
 // top_k 0: top_k_for's answer for the file's expert count.

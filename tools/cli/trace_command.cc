@@ -35,7 +35,7 @@ struct ImportOptions {
   int layers = 0;
   int experts = 0;
   int top_k = 0;
-  int steps = 4;
+  int steps = 0;
   std::uint64_t seed = 1;
   std::string packing = "contiguous";
   double concentration = 0;
@@ -302,9 +302,12 @@ void add_trace_command(CLI::App& app) {
                    "Experts a token picks (default: per-token files' first token, esft's model's "
                    "6; sglang-stats and jsonl: the model preset with the data's expert count)")
       ->check(CLI::Range(1, 1 << 16));
-  only_for(import_command->add_option("--steps", io.steps, "Steps to sample (sglang-stats)"),
+  only_for(import_command->add_option(
+               "--steps", io.steps,
+               "Steps to sample (sglang-stats; default: " + std::to_string(kSampledSteps) +
+                   " from run totals, every pass from per-pass counts)"),
            {"sglang-stats"})
-      ->capture_default_str();
+      ->check(CLI::Range(1, 1 << 30));
   only_for(import_command->add_option("--seed", io.seed,
                                       "Seed of sampling, shuffling and bootstrapping (all formats "
                                       "but jsonl)"),
