@@ -337,6 +337,20 @@ edit_json "$work/topo.json" "$work/topo.json" 'd["name"], d["nodes"] = "h800-2x8
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "simulate rejects a model with another expert count" 2 $?
 expect_text "a preset model is named" "$work/out" "model.num_experts: 'mixtral-8x7b' has 8 experts but the trace has 64; no preset has 64 experts and top-8: pass a file (topoep model show mixtral-8x7b --json gives one to edit)"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" >"$work/out" 2>&1
+expect "simulate without --model, when no preset fits, exits 2" 2 $?
+expect_text "it asks for --model" "$work/out" "error: --model: not given, and no preset has 64 experts and top-8: pass a file (topoep model show deepseek-v3 --json gives one to edit)"
+"$topoep" trace synth --out "$work/lite.trace" --ranks 16 --experts 64 --top-k 6 --layers 1 --steps 1 \
+  >/dev/null 2>&1
+"$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+  >"$work/out" 2>&1
+expect "simulate without --model takes the one preset that fits" 0 $?
+expect_text "and says which" "$work/out" "with deepseek-v2-lite, S = 1"
+python3 -c 'import json; print(json.dumps({"counts": [[(r + e) % 5 for e in range(64)] for r in range(32)]}))' \
+  >"$work/counts64.json"
+"$topoep" solve --counts "$work/counts64.json" >"$work/out" 2>&1
+expect "solve without --model takes the preset with the counts' experts" 0 $?
+expect_text "and says which" "$work/out" "topoep on h800-4x8 (4 x 8), deepseek-v2-lite, S = 1"
 sed 's/"top_k": 8/"top_k": 6/' "$work/model16.json" >"$work/model16-top6.json"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16-top6.json" >"$work/out" 2>&1
 expect "simulate rejects a model with another top-k" 2 $?

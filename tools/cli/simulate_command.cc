@@ -13,9 +13,11 @@
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
 #include "tools/cli/flag_errors.h"
+#include "tools/cli/implied_model.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
+#include "traces/trace_reader.h"
 
 namespace topoep {
 namespace {
@@ -23,7 +25,7 @@ namespace {
 struct SimulateOptions {
   std::string trace;
   std::string topology = "h800-4x8";
-  std::string model = "deepseek-v3";
+  std::string model;  // empty: the preset the trace's experts and top-k imply
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
   int threads = hardware_threads();
@@ -61,7 +63,12 @@ void run_simulate(const SimulateOptions& options) {
   SimulationRequest request;
   request.trace = options.trace;
   request.config.topology = load_topology(options.topology);
-  request.config.model = load_model(options.model);
+  if (options.model.empty()) {
+    const TraceMetadata m = TraceReader(options.trace).metadata();
+    request.config.model = load_model(implied_model(m.num_experts, m.top_k));
+  } else {
+    request.config.model = load_model(options.model);
+  }
   request.config.options = options.sim;
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);
@@ -124,7 +131,9 @@ void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   simulate->add_option("--trace", o->trace, "Trace directory (topoep trace format)")->required();
   simulate->add_option("--topology", o->topology, "Preset or JSON file")->capture_default_str();
-  simulate->add_option("--model", o->model, "Model preset or JSON file")->capture_default_str();
+  simulate->add_option("--model", o->model,
+                       "Model preset or JSON file (default: the preset with the trace's experts "
+                       "and top-k)");
   simulate
       ->add_option("--planners", o->planners,
                    "Comma-separated: topoep, eplb, eplb-microbatch, shadowing, static, ideal")

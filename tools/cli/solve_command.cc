@@ -18,6 +18,7 @@
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tools/cli/flag_errors.h"
+#include "tools/cli/implied_model.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
@@ -32,7 +33,7 @@ namespace {
 struct SolveOptions {
   std::string counts_path;
   std::string topology = "h800-4x8";
-  std::string model = "deepseek-v3";
+  std::string model;  // empty: the preset the counts' experts imply
   int slots = 1;
   bool no_weight_cost = false;
   bool linear_compute = false;
@@ -129,7 +130,8 @@ void run_solve(const SolveOptions& options) {
   const std::vector<RoutingCounts> layers =
       read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
   const Topology topology = load_topology(options.topology);
-  const ModelSpec model = load_model(options.model);
+  const ModelSpec model = load_model(
+      options.model.empty() ? implied_model(layers.front().num_experts(), 0) : options.model);
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
       {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost);
@@ -245,7 +247,8 @@ void add_solve_command(CLI::App& app) {
                    "trace directory (its first 64 records, each solved as its own layer)")
       ->required();
   solve->add_option("--topology", options->topology, "Preset or JSON file")->capture_default_str();
-  solve->add_option("--model", options->model, "Model preset or JSON file")->capture_default_str();
+  solve->add_option("--model", options->model,
+                    "Model preset or JSON file (default: the preset with the counts' experts)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
