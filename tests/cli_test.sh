@@ -346,6 +346,9 @@ expect_text "it asks for --model" "$work/out" "error: --model: not given, and no
   >"$work/out" 2>&1
 expect "simulate without --model takes the one preset that fits" 0 $?
 expect_text "and says which" "$work/out" "with deepseek-v2-lite, S = 1"
+"$topoep" simulate --trace "$work/lite.trace" >"$work/out" 2>&1
+expect "simulate without --topology, when no preset has the trace's ranks, exits 2" 2 $?
+expect_text "it asks for --topology" "$work/out" "error: --topology: not given, and no preset has 16 GPUs: pass a file (topoep topology show h800-4x8 --json gives one to edit)"
 python3 -c 'import json; print(json.dumps({"counts": [[(r + e) % 5 for e in range(64)] for r in range(32)]}))' \
   >"$work/counts64.json"
 "$topoep" solve --counts "$work/counts64.json" >"$work/out" 2>&1

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "common/parallel_tasks.h"
@@ -13,7 +14,7 @@
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
 #include "tools/cli/flag_errors.h"
-#include "tools/cli/implied_model.h"
+#include "tools/cli/implied_presets.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
 #include "topologies/topology_presets.h"
@@ -24,8 +25,8 @@ namespace {
 
 struct SimulateOptions {
   std::string trace;
-  std::string topology = "h800-4x8";
-  std::string model;  // empty: the preset the trace's experts and top-k imply
+  std::string topology;  // empty: the preset with the trace's ranks as GPUs
+  std::string model;     // empty: the preset the trace's experts and top-k imply
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
   int threads = hardware_threads();
@@ -62,13 +63,15 @@ RecordKey parse_record_key(const std::string& text) {
 void run_simulate(const SimulateOptions& options) {
   SimulationRequest request;
   request.trace = options.trace;
-  request.config.topology = load_topology(options.topology);
-  if (options.model.empty()) {
-    const TraceMetadata m = TraceReader(options.trace).metadata();
-    request.config.model = load_model(implied_model(m.num_experts, m.top_k));
-  } else {
-    request.config.model = load_model(options.model);
+  // What is not given is the one preset the trace's shape implies.
+  std::optional<TraceMetadata> shape;
+  if (options.model.empty() || options.topology.empty()) {
+    shape = TraceReader(options.trace).metadata();
   }
+  request.config.topology = load_topology(
+      options.topology.empty() ? implied_topology(shape->num_ranks) : options.topology);
+  request.config.model = load_model(
+      options.model.empty() ? implied_model(shape->num_experts, shape->top_k) : options.model);
   request.config.options = options.sim;
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);
@@ -130,7 +133,8 @@ void add_simulate_command(CLI::App& app) {
       app.add_subcommand("simulate", "Replay a trace through planners and the cluster model");
   auto o = std::make_shared<SimulateOptions>();
   simulate->add_option("--trace", o->trace, "Trace directory (topoep trace format)")->required();
-  simulate->add_option("--topology", o->topology, "Preset or JSON file")->capture_default_str();
+  simulate->add_option("--topology", o->topology,
+                       "Preset or JSON file (default: the preset with the trace's ranks as GPUs)");
   simulate->add_option("--model", o->model,
                        "Model preset or JSON file (default: the preset with the trace's experts "
                        "and top-k)");

@@ -18,7 +18,7 @@
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tools/cli/flag_errors.h"
-#include "tools/cli/implied_model.h"
+#include "tools/cli/implied_presets.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
@@ -32,8 +32,8 @@ namespace {
 
 struct SolveOptions {
   std::string counts_path;
-  std::string topology = "h800-4x8";
-  std::string model;  // empty: the preset the counts' experts imply
+  std::string topology;  // empty: the preset with the counts' source ranks as GPUs
+  std::string model;     // empty: the preset the counts' experts imply
   int slots = 1;
   bool no_weight_cost = false;
   bool linear_compute = false;
@@ -129,7 +129,8 @@ void run_solve(const SolveOptions& options) {
   std::int64_t trace_records = 0;  // 0: a counts file
   const std::vector<RoutingCounts> layers =
       read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
-  const Topology topology = load_topology(options.topology);
+  const Topology topology = load_topology(
+      options.topology.empty() ? implied_topology(layers.front().num_ranks()) : options.topology);
   const ModelSpec model = load_model(
       options.model.empty() ? implied_model(layers.front().num_experts(), 0) : options.model);
   TopoepProblem problem = problem_for_routing(
@@ -246,7 +247,9 @@ void add_solve_command(CLI::App& app) {
                    "JSON: {\"counts\": [[...E...], ...R rows]} or {\"layers\": [...]}, or a "
                    "trace directory (its first 64 records, each solved as its own layer)")
       ->required();
-  solve->add_option("--topology", options->topology, "Preset or JSON file")->capture_default_str();
+  solve->add_option("--topology", options->topology,
+                    "Preset or JSON file (default: the preset with the counts' source ranks as "
+                    "GPUs)");
   solve->add_option("--model", options->model,
                     "Model preset or JSON file (default: the preset with the counts' experts)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")

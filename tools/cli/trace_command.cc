@@ -67,7 +67,7 @@ TopKForExperts top_k_from_presets(std::string* chosen_by) {
           "token picks; " +
               (presets.empty() ? "no model preset has " + std::to_string(num_experts) + " experts"
                                : "the presets with " + std::to_string(num_experts) +
-                                     " experts differ: " + join_names(presets)));
+                                     " experts differ: " + spoken_list(presets)));
     }
     *chosen_by = presets.front();
     return *top_ks.begin();
