@@ -289,7 +289,7 @@ void add_trace_command(CLI::App& app) {
       ->capture_default_str();
   only_for(import_command->add_option(
                "--layers", io.layers,
-               "MoE layers (esft; default: every expert_weights_<L>.txt, L from 1)"),
+               "MoE layers (esft; default: every expert_weights_<L>.txt, L from 1, or 0)"),
            {"esft"})
       ->check(CLI::Range(1, 1 << 20));
   only_for(import_command->add_option("--experts", io.experts,
