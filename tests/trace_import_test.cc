@@ -87,6 +87,29 @@ TEST(TraceImport, FlameEncoderAndDecoderFilesBecomeEightLayers) {
   EXPECT_EQ(validate_trace(decoder), 8);
 }
 
+// The message of the FileInputError `action` throws, or "<no error>".
+std::string file_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const FileInputError& error) {
+    return error.what();
+  }
+  return "<no error>";
+}
+
+// A .npy v1 file of little-endian int32 `ids` whose header declares `shape` ("(4, 2)").
+void write_npy(const std::string& path, const std::string& shape, const std::vector<int>& ids) {
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(128 - 10 - header.size() - 1, ' ');  // 128-byte aligned preamble
+  header += "\n";
+  std::ofstream npy(path, std::ios::binary);
+  npy.write("\x93NUMPY\x01\x00", 8);
+  const char length[2] = {static_cast<char>(header.size()), 0};
+  npy.write(length, 2);
+  npy << header;
+  for (const int id : ids) npy.write(reinterpret_cast<const char*>(&id), 4);
+}
+
 TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
   const std::string csv_dir = fresh("topk_csv"), npy_dir = fresh("topk_npy");
   fs::create_directories(csv_dir);
@@ -98,16 +121,18 @@ TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
     std::ofstream csv(csv_dir + "/" + names[l] + ".csv");
     csv << "expert_a,expert_b\n";
     for (int t = 0; t < 4; ++t) csv << layers[l][2 * t] << "," << layers[l][2 * t + 1] << "\n";
-    std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }";
-    header.append(128 - 10 - header.size() - 1, ' ');  // 128-byte aligned preamble
-    header += "\n";
-    std::ofstream npy(npy_dir + "/" + names[l] + ".npy", std::ios::binary);
-    npy.write("\x93NUMPY\x01\x00", 8);
-    const char length[2] = {static_cast<char>(header.size()), 0};
-    npy.write(length, 2);
-    npy << header;
-    for (const int id : layers[l]) npy.write(reinterpret_cast<const char*>(&id), 4);
+    write_npy(npy_dir + "/" + names[l] + ".npy", "(4, 2)", layers[l]);
   }
+  // The same two layers as one [layers, tokens, top_k] array.
+  const std::string stacked_dir = fresh("topk_npy_stacked");
+  fs::create_directories(stacked_dir);
+  std::vector<int> both = layers[0];
+  both.insert(both.end(), layers[1].begin(), layers[1].end());
+  write_npy(stacked_dir + "/routing.npy", "(2, 4, 2)", both);
+  const std::string stacked = fresh("stacked.trace");
+  EXPECT_EQ(import_token_files("topk-npy", stacked_dir, 4, 0, ImportShape{2, 1, 2, 1},
+                               PackingOptions{}, stacked),
+            2);
   const std::string a = fresh("a.trace"), b = fresh("b.trace");
   EXPECT_EQ(
       import_token_files("topk-csv", csv_dir, 4, 2, ImportShape{2, 1, 2, 1}, PackingOptions{}, a),
@@ -125,16 +150,36 @@ TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
   ASSERT_TRUE(ra.next(x));
   ASSERT_TRUE(rb.next(y));
   EXPECT_EQ(x.counts.values(), y.counts.values());
-}
-
-// The message of the FileInputError `action` throws, or "<no error>".
-std::string file_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const FileInputError& error) {
-    return error.what();
+  TraceReader rs(stacked);
+  EXPECT_EQ(rs.metadata().num_layers, 2);
+  EXPECT_EQ(rs.metadata().top_k, 2);
+  for (const std::string& each : {a, b}) {
+    TraceReader layered(stacked), single(each);
+    TraceRecord p, q;
+    while (single.next(q)) {
+      ASSERT_TRUE(layered.next(p));
+      EXPECT_EQ(p.counts.values(), q.counts.values());
+    }
+    EXPECT_FALSE(layered.next(p));
   }
-  return "<no error>";
+  // An id out of range is named by its layer and row; a shape of four dimensions is refused.
+  write_npy(stacked_dir + "/routing.npy", "(2, 4, 2)",
+            {0, 1, 2, 3, 1, 2, 3, 0, 3, 2, 1, 0, 0, 9, 2, 3});
+  const std::string refused = fresh("stacked_refused.trace");
+  EXPECT_EQ(file_error([&] {
+              import_token_files("topk-npy", stacked_dir, 4, 2, ImportShape{2, 1, 2, 1},
+                                 PackingOptions{}, refused);
+            }),
+            stacked_dir + "/routing.npy: field 'layer 1 row 2': expert id 9 is outside [0, 4)");
+  write_npy(stacked_dir + "/routing.npy", "(1, 2, 4, 2)", both);
+  EXPECT_EQ(file_error([&] {
+              import_token_files("topk-npy", stacked_dir, 4, 2, ImportShape{2, 1, 2, 1},
+                                 PackingOptions{}, refused);
+            }),
+            stacked_dir +
+                "/routing.npy: field 'shape': must be [tokens, top_k] or [layers, tokens, top_k] "
+                "(non-negative)");
+  EXPECT_FALSE(fs::exists(refused));
 }
 
 TEST(TraceImport, LayersThatDoNotHoldTheSameTokensAreNamedByFileAndLine) {

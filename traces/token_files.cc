@@ -198,14 +198,33 @@ TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k
 
 namespace {
 
-// A .npy file's header, read and checked up to its data: [rows, columns] of `width`-byte
-// little-endian integers.
+// A .npy file's header, read and checked up to its data: [layers, rows, columns] (or [rows,
+// columns], one layer) of `width`-byte little-endian integers.
 struct NpyHeader {
+  bool layered = false;  // three dimensions
+  long long layers = 1;
   long long rows = 0;
   long long columns = 0;
   int width = 0;
   bool is_signed = false;
 };
+
+// The dimensions of a .npy header's shape tuple, "(4, 2)" or "(3, 4, 2)" (a trailing comma
+// allowed); empty when it is not a tuple of non-negative integers.
+std::vector<long long> npy_dimensions(const std::string& text) {
+  const std::size_t open = text.find('('), close = text.find(')');
+  std::vector<long long> dims;
+  if (open == std::string::npos || close == std::string::npos || close < open) return dims;
+  std::vector<std::string_view> fields;
+  split_fields(std::string_view(text).substr(open + 1, close - open - 1), ',', true, &fields);
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    long long value = 0;
+    if (fields[i].empty() && i + 1 == fields.size() && i > 0) break;  // "(4,)"
+    if (!read_trimmed_integer(fields[i], &value) || value < 0) return {};
+    dims.push_back(value);
+  }
+  return dims;
+}
 
 NpyHeader read_npy_header(std::ifstream& in, const std::string& path) {
   char magic[8];
@@ -243,12 +262,16 @@ NpyHeader read_npy_header(std::ifstream& in, const std::string& path) {
   if (value_of("fortran_order").find("False") == std::string::npos) {
     throw FileInputError(path, "fortran_order", "must be False (C order)");
   }
-  const std::string shape_text = value_of("shape");
-  NpyHeader npy;
-  if (std::sscanf(shape_text.c_str(), " (%lld, %lld)", &npy.rows, &npy.columns) != 2 ||
-      npy.rows < 0) {
-    throw FileInputError(path, "shape", "must be two-dimensional [tokens, top_k]");
+  const std::vector<long long> dims = npy_dimensions(value_of("shape"));
+  if (dims.size() != 2 && dims.size() != 3) {
+    throw FileInputError(path, "shape",
+                         "must be [tokens, top_k] or [layers, tokens, top_k] (non-negative)");
   }
+  NpyHeader npy;
+  npy.layered = dims.size() == 3;
+  if (npy.layered) npy.layers = dims[0];
+  npy.rows = dims[dims.size() - 2];
+  npy.columns = dims.back();
   if (npy.columns < 1) throw FileInputError(path, "shape", "must have at least one column");
   if (type.size() < 3 || (type[0] != '<' && type[0] != '|') || (type[1] != 'i' && type[1] != 'u')) {
     throw FileInputError(path, "descr", "'" + type + "' is not a little-endian integer type");
@@ -262,7 +285,8 @@ NpyHeader read_npy_header(std::ifstream& in, const std::string& path) {
 
 }  // namespace
 
-void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink) {
+void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink,
+                   int layer) {
   std::ifstream in = open_or_throw(path);
   const NpyHeader npy = read_npy_header(in, path);
   const long long tokens = npy.rows, columns = npy.columns;
@@ -272,19 +296,27 @@ void read_topk_npy(const std::string& path, int num_experts, int top_k, const Id
         path, "shape",
         "has " + std::to_string(columns) + " columns, top-k is " + std::to_string(top_k));
   }
+  if (layer < 0 || layer >= npy.layers) {
+    throw FileInputError(
+        path, "shape",
+        "has " + std::to_string(npy.layers) + " layers, not a layer " + std::to_string(layer));
+  }
   // The shape is the file's word: held to the bytes the file has before anything is allocated
-  // (columns >= 1, so the division is safe and the product below cannot overflow).
+  // (in long double: the product of three declared sizes may pass 64 bits).
   const std::streampos data_start = in.tellg();
   in.seekg(0, std::ios::end);
   const long long available = static_cast<long long>(in.tellg() - data_start);
-  in.seekg(data_start);
-  if (tokens > available / (columns * width)) {
+  const long double declared = static_cast<long double>(npy.layers) * tokens * columns * width;
+  if (declared > static_cast<long double>(available)) {
     throw FileInputError(path, "shape",
-                         "declares " + std::to_string(tokens) + " rows of " +
-                             std::to_string(columns) + " x " + std::to_string(width) +
-                             " bytes, the file holds " + std::to_string(available) +
-                             " bytes of data");
+                         "declares " +
+                             (npy.layered ? std::to_string(npy.layers) + " layers of " : "") +
+                             std::to_string(tokens) + " rows of " + std::to_string(columns) +
+                             " x " + std::to_string(width) + " bytes, the file holds " +
+                             std::to_string(available) + " bytes of data");
   }
+  in.seekg(data_start + static_cast<std::streamoff>(layer * tokens * columns * width));
+  const std::string row_of = npy.layered ? "layer " + std::to_string(layer) + " row " : "row ";
   // A block of rows at a time: the file's data is never held whole.
   const long long rows_per_block = std::max(1LL, (1LL << 20) / (columns * width));
   std::vector<unsigned char> data;
@@ -304,12 +336,22 @@ void read_topk_npy(const std::string& path, int num_experts, int top_k, const Id
           int32 ? ids[i] : decode_npy_integer(&data[i * width], width, npy.is_signed);
       if (value < 0 || value >= num_experts) {
         checked_expert(value, num_experts, path,
-                       "row " + std::to_string(first_row + static_cast<long long>(i) / columns));
+                       row_of + std::to_string(first_row + static_cast<long long>(i) / columns));
       }
       ids[i] = static_cast<ExpertId>(value);
     }
     sink(ids.data(), ids.size());
   }
+}
+
+int topk_npy_layers(const std::string& path) {
+  std::ifstream in = open_or_throw(path);
+  const long long layers = read_npy_header(in, path).layers;
+  if (layers > (1 << 20)) {
+    throw FileInputError(path, "shape",
+                         "declares " + std::to_string(layers) + " layers (at most 2^20 are read)");
+  }
+  return static_cast<int>(layers);
 }
 
 TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k) {

@@ -36,9 +36,14 @@ int flame_csv_first_layer(const std::string& path, int num_experts, int top_k);
 TokenLayerFile read_topk_csv(const std::string& path, int num_experts, int top_k);
 void read_topk_csv(const std::string& path, int num_experts, int top_k, const IdSink& sink);
 
-// A C-order integer array of shape [tokens, top_k] (numpy .npy v1-3; i1/i2/i4/i8/u1/u2/u4).
+// A C-order integer array of shape [tokens, top_k], one layer, or [layers, tokens, top_k]
+// (numpy .npy v1-3; i1/i2/i4/i8/u1/u2/u4). The streaming form reads layer `layer` (0 for a
+// two-dimensional array); the whole-layer form, the first.
 TokenLayerFile read_topk_npy(const std::string& path, int num_experts, int top_k);
-void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink);
+void read_topk_npy(const std::string& path, int num_experts, int top_k, const IdSink& sink,
+                   int layer = 0);
+// The layers a .npy holds: its first dimension where it has three, else 1.
+int topk_npy_layers(const std::string& path);
 
 // What a per-token file says of its routing's shape before it is read whole: the experts (a
 // FLAME header's columns; 0 for the top-k formats, which list the experts chosen, not how many

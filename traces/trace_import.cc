@@ -338,16 +338,24 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
     }
   } else {
     for (const std::string& file : files) {
-      spilled.begin_layer(file);
       if (format == "topk-csv") {
+        spilled.begin_layer(file);
         read_topk_csv(file, num_experts, top_k, spilled.ids());
       } else {
-        read_topk_npy(file, num_experts, top_k, spilled.ids());
+        // A [layers, tokens, top_k] array is that many layers, in order.
+        const int layers = topk_npy_layers(file);
+        for (int layer = 0; layer < layers; ++layer) {
+          spilled.begin_layer(layers == 1 ? file : file + " (layer " + std::to_string(layer) + ")");
+          read_topk_npy(file, num_experts, top_k, spilled.ids(), layer);
+        }
       }
       progress->file_read(file);
     }
   }
   progress.reset();
+  if (spilled.files().empty()) {  // only .npy arrays of zero layers
+    throw FileInputError(dir, "", "holds no layer: its arrays declare 0 layers");
+  }
   return write_token_trace(format, format + " files: " + dir,
                            spilled.layers(run_ids(packing, top_k, 1)), spilled.files(), num_experts,
                            top_k, shape, packing, "token", out);

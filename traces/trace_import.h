@@ -56,7 +56,8 @@ std::int64_t import_esft(const std::string& dir, int num_layers, int num_experts
 // Per-token files, one layer each, in DIR: "flame-csv" (FLAME-MoE router probabilities; files
 // grouped by the layer in their name ("layerN"), else their layer_id column, and concatenated in
 // natural name order, e.g. decoder positions),
-// "topk-csv" (*.csv) or "topk-npy" (*.npy), one file per layer in natural name order.
+// "topk-csv" (*.csv) or "topk-npy" (*.npy), one file per layer in natural name order (a .npy
+// of [layers, tokens, top_k] is that many layers, in order).
 // num_experts 0: the FLAME header's columns (the top-k formats need it given); top_k 0: the
 // first file's first token's (a .npy's columns). Every row is then held to them.
 std::int64_t import_token_files(const std::string& format, const std::string& dir, int num_experts,

@@ -36,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   guarded([&] { topoep::read_flame_csv(path, 64, 6); });
   guarded([&] { topoep::read_topk_csv(path, 64, 6); });
   guarded([&] { topoep::read_topk_npy(path, 64, 6); });
+  guarded([&] {  // the last layer of a [layers, tokens, top_k] array
+    const int layers = topoep::topk_npy_layers(path);
+    topoep::read_topk_npy(
+        path, 64, 6, [](const topoep::ExpertId*, std::size_t) {}, layers - 1);
+  });
   for (const char* format : {"flame-csv", "topk-csv", "topk-npy"}) {
     guarded([&] { topoep::read_token_file_shape(format, path); });
   }
