@@ -35,6 +35,22 @@ expect "plot module" 0 $?
 [[ -s $work/plots/gain_vs_skew.png ]]
 expect "gain_vs_skew.png written" 0 $?
 
+# The rows follow the shared folder's contents: another ESFT task, another statistics file.
+other=$work/other-shared/traces
+mkdir -p "$other/esft-deepseek-v2-lite" "$other/flame-moe-290m" "$other/sglang-deepseek-v3-stats"
+ln -s "$TOPOEP_SHARED_DIR/traces/esft-deepseek-v2-lite/intent" "$other/esft-deepseek-v2-lite/chat"
+ln -s "$TOPOEP_SHARED_DIR/traces/sglang-deepseek-v3-stats/prefill_in512.json" \
+  "$other/sglang-deepseek-v3-stats/decode.json"
+TOPOEP_SHARED_DIR=$work/other-shared TOPOEP_BIN=$topoep "$reproduce" "$work/out" --quick \
+  >"$work/other.log" 2>&1
+expect "reproduce_paper --quick on other shared data" 0 $?
+expect_text "a row for the task there is" "$work/out/summary.md" "| ESFT chat (real) | DeepSeek-V2-Lite |"
+expect_text "a row for the statistics file there is" "$work/out/summary.md" "| SGLang decode shares (real) | DeepSeek-V3 |"
+if grep -q "ESFT law\|prefill_in4096\|FLAME" "$work/out/summary.md"; then
+  echo "FAIL: rows of data the folder does not hold (an earlier run's)"
+  failures=$((failures + 1))
+fi
+
 TOPOEP_SHARED_DIR=$work/nowhere TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --quick \
   >"$work/bad.log" 2>&1
 expect "missing shared data" 2 $?
