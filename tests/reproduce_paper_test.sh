@@ -55,6 +55,11 @@ TOPOEP_SHARED_DIR=$work/nowhere TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --qu
   >"$work/bad.log" 2>&1
 expect "missing shared data" 2 $?
 expect_text "names the missing folder" "$work/bad.log" "$work/nowhere/traces"
+mkdir -p "$work/empty-shared/traces/flame-moe-290m"
+TOPOEP_SHARED_DIR=$work/empty-shared TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --quick \
+  >"$work/bad.log" 2>&1
+expect "shared data with nothing to replay" 2 $?
+expect_text "says what it looked for" "$work/bad.log" "holds no ESFT task, FLAME encoder dump or SGLang statistics file"
 
 # A run that fails on the way leaves no summary, not even an earlier run's.
 mkdir -p "$work/stale/runs"
