@@ -29,14 +29,15 @@ class LogicalCountHandler {
   bool boolean(bool) { return other("a boolean"); }
   bool string(json::string_t&) { return other("a string"); }
   bool binary(json::binary_t&) { return other("binary data"); }
+  // The count's text is made only for an error: a buffer of passes holds millions of counts.
   bool number_integer(json::number_integer_t value) {
-    return number(static_cast<double>(value), value >= 0, std::to_string(value));
+    return number(static_cast<double>(value), value >= 0, [&] { return std::to_string(value); });
   }
   bool number_unsigned(json::number_unsigned_t value) {
-    return number(static_cast<double>(value), true, std::to_string(value));
+    return number(static_cast<double>(value), true, [&] { return std::to_string(value); });
   }
   bool number_float(json::number_float_t value, const json::string_t& text) {
-    return number(value, value >= 0 && value == std::floor(value), text);
+    return number(value, value >= 0 && value == std::floor(value), [&] { return text; });
   }
 
   bool start_object(std::size_t) {
@@ -120,27 +121,28 @@ class LogicalCountHandler {
     return true;
   }
 
-  bool number(double value, bool whole_non_negative, const std::string& text) {
+  template <typename Text>
+  bool number(double value, bool whole_non_negative, const Text& text) {
     if (!inside()) {
       return depth_ == 0 ? other("a number") : true;
     }
     const int at = level();
-    const std::string here = field(at) + "[" + std::to_string(index_[at - 1]) + "]";
+    const auto here = [&] { return field(at) + "[" + std::to_string(index_[at - 1]) + "]"; };
     if (dims_ == 0) {
       if (at < 2) {
-        throw FileInputError(path_, here,
+        throw FileInputError(path_, here(),
                              "must be an array: logical_count is [layer][expert] or "
                              "[pass][layer][expert]");
       }
       dims_ = at;
     }
     if (at != dims_) {
-      throw FileInputError(path_, here,
+      throw FileInputError(path_, here(),
                            "is a count where an array belongs: every count must be at the same "
                            "depth as logical_count's first");
     }
     if (!whole_non_negative || value > kMaxRowSum) {
-      throw FileInputError(path_, here, "must be a non-negative whole number, got " + text);
+      throw FileInputError(path_, here(), "must be a non-negative whole number, got " + text());
     }
     ++index_[at - 1];
     row_sum_ += value;
