@@ -280,6 +280,21 @@ PY
 "$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec.trace" \
   --top-k 8 --gpus-per-node 4 >"$work/out" 2>&1
 expect "trace import jsonl exits 0" 0 $?
+# trace info: each layer's static max/mean GPU load, the median over its records, as the
+# simulator measures it (every token at its expert's home, homes contiguous: 2 experts a rank).
+"$topoep" trace info "$work/rec.trace" --json >"$work/info.json" 2>&1
+python3 - "$work/info.json" <<'PY'
+import json, statistics, sys
+info = json.load(open(sys.argv[1]))
+ratios = []
+for step in range(2):  # the counts above: the same each step
+    totals = [sum((rank + e) % 5 * 8 for rank in range(8)) for e in range(16)]
+    loads = [totals[2 * r] + totals[2 * r + 1] for r in range(8)]
+    ratios.append(max(loads) * 8 / sum(loads))
+got = info["layers"][0]["static_max_mean_gpu_load_median"]
+sys.exit(0 if abs(got - statistics.median(ratios)) < 1e-9 else 1)
+PY
+expect "trace info's static max/mean GPU load is the median of the records' own" 0 $?
 expect_text "trace import prints the shape it wrote" "$work/out" "2 records imported from $work/rec.jsonl: 8 ranks (4 per node) x 16 experts, top-8; 2 steps x 1 microbatches x 1 layers"
 "$topoep" trace import --format jsonl --input "$work/rec.jsonl" --out "$work/rec-k.trace" \
   --gpus-per-node 4 >"$work/out" 2>&1

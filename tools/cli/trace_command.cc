@@ -128,11 +128,38 @@ double gini(std::vector<double> loads) {
   return weighted / (loads.size() * total);
 }
 
+// Max/mean of the ranks' loads when every token goes to its expert's home, homes contiguous
+// (expert e on rank e / (E/R), Placement::contiguous): the imbalance the planners start from,
+// as `topoep simulate` reports it for static.
+double static_gpu_imbalance(const std::vector<TokenCount>& expert_totals, int num_ranks) {
+  const std::size_t per_rank = expert_totals.size() / static_cast<std::size_t>(num_ranks);
+  TokenCount busiest = 0, total = 0;
+  for (int r = 0; r < num_ranks; ++r) {
+    const auto first = expert_totals.begin() + static_cast<std::ptrdiff_t>(r * per_rank);
+    const TokenCount load =
+        std::accumulate(first, first + static_cast<std::ptrdiff_t>(per_rank), TokenCount{0});
+    busiest = std::max(busiest, load);
+    total += load;
+  }
+  return total > 0 ? static_cast<double>(busiest) * num_ranks / static_cast<double>(total) : 1.0;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  if (values.size() % 2 == 1) return *middle;
+  return (*middle + *std::max_element(values.begin(), middle)) / 2;
+}
+
 void run_info(const std::string& path, bool json) {
   TraceReader reader(path);
   const TraceMetadata& m = reader.metadata();
   std::vector<std::vector<double>> expert_loads(m.num_layers,
                                                 std::vector<double>(m.num_experts, 0.0));
+  // Per record where the experts split evenly over the ranks (the toolkit's home placement).
+  const bool homes = m.num_ranks > 0 && m.num_experts % m.num_ranks == 0;
+  std::vector<std::vector<double>> gpu_imbalance(m.num_layers);
   TraceRecord record;
   std::int64_t records = 0, assignments = 0;
   std::optional<ProgressBar> progress(std::in_place, "records", m.num_records());
@@ -140,18 +167,27 @@ void run_info(const std::string& path, bool json) {
     const auto totals = record.counts.expert_totals();
     for (int e = 0; e < m.num_experts; ++e)
       expert_loads[record.layer][e] += static_cast<double>(totals[e]);
+    if (homes) gpu_imbalance[record.layer].push_back(static_gpu_imbalance(totals, m.num_ranks));
     assignments += record.counts.total();
     progress->update(++records);
   }
   progress.reset();  // its line ends before the summary
   nlohmann::json layers = nlohmann::json::array();
-  TextTable table({"layer", "max/mean expert load", "Gini"});
+  TextTable table({"layer", "max/mean expert load", "Gini", "static max/mean GPU load (median)"});
   for (int layer = 0; layer < m.num_layers; ++layer) {
     const auto& loads = expert_loads[layer];
     const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / loads.size();
     const double ratio = mean > 0 ? *std::max_element(loads.begin(), loads.end()) / mean : 1.0;
-    layers.push_back({{"layer", layer}, {"max_mean_expert_load", ratio}, {"gini", gini(loads)}});
-    table.add_row({std::to_string(layer), format_fixed(ratio, 3), format_fixed(gini(loads), 3)});
+    nlohmann::json row = {{"layer", layer}, {"max_mean_expert_load", ratio}, {"gini", gini(loads)}};
+    std::string gpu = "-";
+    if (homes) {
+      const double imbalance = median(gpu_imbalance[layer]);
+      row["static_max_mean_gpu_load_median"] = imbalance;
+      gpu = format_fixed(imbalance, 3);
+    }
+    layers.push_back(row);
+    table.add_row(
+        {std::to_string(layer), format_fixed(ratio, 3), format_fixed(gini(loads), 3), gpu});
   }
   if (json) {
     std::cout << nlohmann::json{{"metadata", trace_metadata_to_json(m)},
@@ -166,6 +202,10 @@ void run_info(const std::string& path, bool json) {
             << assignments << " assignments (" << m.dtype << ")\n"
             << "source: " << m.source << "\npacking: " << m.packing.dump() << "\n\n";
   table.print(std::cout);
+  if (!homes) {
+    std::cout << "\n(" << m.num_experts << " experts do not split evenly over " << m.num_ranks
+              << " ranks: no contiguous home placement to measure GPU loads on)\n";
+  }
 }
 
 }  // namespace
