@@ -203,6 +203,23 @@ class GridReader {
     return it->second;
   }
 
+  // Without a model axis: a recorded trace's one preset with its experts and top-k (as
+  // `topoep simulate` takes it), deepseek-v3 for a synthetic one (shaped by the model).
+  std::string default_model(const nlohmann::json& trace) {
+    if (!trace.is_string()) return "deepseek-v3";
+    const TraceMetadata& m = trace_metadata(trace.get<std::string>());
+    const std::vector<std::string> presets = model_presets_fitting(m.num_experts, m.top_k);
+    if (presets.size() != 1) {
+      throw InputError("model",
+                       "not given, and " +
+                           std::string(presets.empty() ? "no preset has" : "several presets have") +
+                           " trace " + trace.get<std::string>() + "'s " +
+                           std::to_string(m.num_experts) + " experts and top-" +
+                           std::to_string(m.top_k) + ": give a model axis");
+    }
+    return presets.front();
+  }
+
   const TraceMetadata& trace_metadata(const std::string& path) {
     auto it = traces_.find(path);
     if (it == traces_.end()) it = traces_.emplace(path, TraceReader(path).metadata()).first;
@@ -278,7 +295,10 @@ class GridReader {
           get("ib_gb_per_s", c.topology.scale_out.bandwidth_gb_per_s);
       c.topology.scale_up.latency_us = get("nvlink_latency_us", c.topology.scale_up.latency_us);
       c.topology.scale_out.latency_us = get("ib_latency_us", c.topology.scale_out.latency_us);
-      c.model = model(get("model", std::string("deepseek-v3")));
+      const nlohmann::json& trace = values.at("trace");
+      const std::string model_name =
+          values.contains("model") ? values["model"].get<std::string>() : default_model(trace);
+      c.model = model(model_name);
       c.slots_per_rank = get("slots", 1);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
@@ -299,7 +319,6 @@ class GridReader {
       o.topoep_max_moves = get("topoep_max_moves", o.topoep_max_moves);
       c.planners = planners;
       c.threads = 1;
-      const nlohmann::json& trace = values.at("trace");
       TraceMetadata metadata;
       if (trace.is_string()) {
         point.trace_path = trace.get<std::string>();
@@ -314,7 +333,7 @@ class GridReader {
       point.columns = {{"trace", trace.is_string() ? trace.get<std::string>()
                                                    : "synthetic:" + trace["synthetic"].dump()},
                        {"topology", get("topology", std::string("h800-4x8"))},
-                       {"model", get("model", std::string("deepseek-v3"))},
+                       {"model", model_name},
                        {"nodes", c.topology.nodes},
                        {"gpus_per_node", c.topology.gpus_per_node},
                        {"nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s},

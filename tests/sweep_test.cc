@@ -11,6 +11,7 @@
 #include "common/file_input_error.h"
 #include "solver/input_error.h"
 #include "tests/read_file.h"
+#include "traces/synthetic_trace.h"
 
 namespace topoep {
 namespace {
@@ -168,6 +169,31 @@ TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
   EXPECT_EQ(grid.points[0].config.planner_options.topoep_max_moves, 0);
   EXPECT_EQ(grid.points[1].config.planner_options.topoep_max_moves, 16);
   EXPECT_EQ(grid.points[1].columns["topoep_max_moves"], 16);
+}
+
+// Without a model axis a recorded trace is priced with the one preset of its experts and top-k,
+// as `topoep simulate` prices it; a trace no preset fits asks for the axis.
+TEST(SweepGrid, ARecordedTraceWithoutAModelAxisTakesThePresetItFits) {
+  SyntheticTraceSpec lite;
+  lite.num_experts = 64;
+  lite.top_k = 6;
+  lite.num_layers = 1;
+  lite.steps = 1;
+  lite.microbatches = 1;
+  lite.tokens_per_rank = 64;
+  const std::string lite_trace = temp_path("lite.trace");
+  write_synthetic_trace(lite, lite_trace, 1);
+  const SweepGrid grid = load_sweep_grid(
+      write_grid("implied_model.json", R"({"trace": [")" + lite_trace + R"("], "slots": [0, 1]})"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[0].config.model.name, "deepseek-v2-lite");
+  EXPECT_EQ(grid.points[1].columns["model"], "deepseek-v2-lite");
+
+  SyntheticTraceSpec odd = lite;
+  odd.num_experts = 96;
+  const std::string odd_trace = temp_path("odd.trace");
+  write_synthetic_trace(odd, odd_trace, 1);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [")" + odd_trace + R"("]})"), "trace");
 }
 
 TEST(Sweep, ResultsDoNotDependOnThreadsOrShards) {
