@@ -27,6 +27,7 @@ bool fast_agrees_with_sax(const std::string& line) {
     EXPECT_EQ(std::vector<int>(fast.keys, fast.keys + 4), std::vector<int>(sax.keys, sax.keys + 4))
         << line;
     EXPECT_EQ(fast.counts, sax.counts) << line;
+    EXPECT_EQ(fast.top_k, sax.top_k) << line;
   }
   return fast_took;
 }
@@ -77,14 +78,43 @@ TEST(JsonlLine, TheFastPathLeavesTheRestToSax) {
   }
 }
 
+// The recorder's optional top_k: read by both readers, anywhere in the line; 0 where absent; a
+// value outside [1, 2^16] or not an integer refused and named.
+TEST(JsonlLine, TopKIsOptionalAndReadByBoth) {
+  const std::string line =
+      R"({"step":0,"microbatch":0,"layer":0,"rank":2,"top_k":8,"counts":[1,0]})";
+  CountsLine read;
+  ASSERT_TRUE(fast_agrees_with_sax(line));
+  ASSERT_TRUE(read_counts_line_fast(line, &read));
+  EXPECT_EQ(read.top_k, 8);
+  ASSERT_TRUE(read_counts_line_fast(kLine, &read));
+  EXPECT_EQ(read.top_k, 0);  // a line without one leaves none from the line before
+  EXPECT_TRUE(fast_agrees_with_sax(R"({"top_k":65536,"counts":[1],"rank":0,"layer":0,)"
+                                   R"("microbatch":0,"step":0})"));
+  const std::string keys = R"("step": 0, "microbatch": 0, "layer": 0, "rank": 0, "counts": [1])";
+  for (const std::string bad : {"0", "65537", "1.5", "\"8\"", "[8]", "-1"}) {
+    const std::string refused = "{" + keys + ", \"top_k\": " + bad + "}";
+    EXPECT_FALSE(fast_agrees_with_sax(refused)) << refused;
+    EXPECT_FALSE(read_counts_line(refused, &read)) << refused;
+    try {
+      read_counts_line_or_throw("rec.jsonl", 4, refused, &read);
+      ADD_FAILURE() << "took " << refused;
+    } catch (const FileInputError& error) {
+      EXPECT_EQ(error.field(), "line 4 top_k") << refused;
+    }
+  }
+}
+
 // Random edits of a good line over the characters JSON turns on: the fast path never takes a
 // line SAX refuses or reads differently, and it still takes most of the lines SAX takes.
 TEST(JsonlLine, RandomEditsNeverMakeTheFastPathDisagree) {
-  const std::string alphabet = "0123456789 -.eE\"{}[],:\\\tcountsrepmlay";
+  const std::string alphabet = "0123456789 -.eE\"{}[],:\\\tcountsrepmlay_k";
+  const std::string with_top_k =
+      R"({"step": 3, "microbatch": 1, "layer": 12, "rank": 7, "top_k": 6, "counts": [0, 5, 12]})";
   std::mt19937_64 random(17);
   int fast = 0, sax = 0;
   for (int i = 0; i < 100000; ++i) {
-    std::string line = kLine;
+    std::string line = i % 2 == 0 ? kLine : with_top_k;
     const int edits = 1 + static_cast<int>(random() % 3);
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = random() % (line.size() + 1);

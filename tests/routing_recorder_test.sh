@@ -24,7 +24,8 @@ random = np.random.default_rng(7)
 # rank's lines written in its own order (layers last to first), rank 3 from counts.
 expected = {}
 for rank in range(4):
-    with module.RoutingRecorder(f"{directory}/rank{rank}.jsonl", 16, rank) as recorder:
+    top_k = 2 if rank == 3 else None
+    with module.RoutingRecorder(f"{directory}/rank{rank}.jsonl", 16, rank, top_k=top_k) as recorder:
         for step in range(2):
             for microbatch in range(2):
                 for layer in reversed(range(3)):
@@ -41,7 +42,10 @@ with module.RoutingRecorder(f"{directory}/../refused.jsonl", 16, 0) as recorder:
     for bad in (lambda: recorder.record(0, 0, 0, np.array([[1, 16]])),
                 lambda: recorder.record(0, 0, 0, np.array([[1.0, 2.0]])),
                 lambda: recorder.record(-1, 0, 0, np.array([[1, 2]])),
-                lambda: recorder.record_counts(0, 0, 0, np.zeros(15, dtype=int))):
+                lambda: recorder.record_counts(0, 0, 0, np.zeros(15, dtype=int)),
+                lambda: module.RoutingRecorder(f"{directory}/../refused.jsonl", 16, 0, top_k=17),
+                lambda: module.RoutingRecorder(f"{directory}/../k3.jsonl", 16, 0, top_k=3).record(
+                    0, 0, 0, np.array([[1, 2]]))):
         try:
             bad()
         except ValueError as error:
@@ -50,7 +54,9 @@ with module.RoutingRecorder(f"{directory}/../refused.jsonl", 16, 0) as recorder:
             raise AssertionError("accepted a bad record")
 PY
 test ! -s "$work/refused.jsonl" || { echo "FAIL: a refused record was written"; exit 1; }
-"$topoep" trace import --format jsonl --input "$work/routing" --out "$work/run.trace" --top-k 2 --gpus-per-node 2
+# No --top-k: the lines of record() carry their ids' top_k (rank 3's, from counts, carry the
+# recorder's top_k=).
+"$topoep" trace import --format jsonl --input "$work/routing" --out "$work/run.trace" --gpus-per-node 2
 "$python" - "$reader" "$work/run.trace" "$work/expected.npy" <<'PY'
 import importlib.util, sys
 import numpy as np
@@ -60,7 +66,7 @@ spec.loader.exec_module(module)
 metadata, records = module.read_trace(sys.argv[2])
 expected = np.load(sys.argv[3])
 assert (metadata["num_ranks"], metadata["num_experts"], metadata["num_layers"],
-        metadata["microbatches"], metadata["steps"]) == (4, 16, 3, 2, 2), metadata
+        metadata["microbatches"], metadata["steps"], metadata["top_k"]) == (4, 16, 3, 2, 2, 2), metadata
 got = np.array([counts for _, _, _, counts in records])
 assert got.shape == expected.shape, (got.shape, expected.shape)
 assert (got == expected).all()

@@ -309,6 +309,34 @@ TEST(TraceImport, PerTokenFilesSayTheirTopKAndFlameItsExperts) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(TraceImport, JsonLinesThatCarryTheirTopKNeedNoneGivenAndMustAgree) {
+  const std::string path = ::testing::TempDir() + "/lines_top_k.jsonl";
+  const auto write = [&](int second_top_k) {
+    std::ofstream lines(path);
+    lines << R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 0, "top_k": 2, "counts": [1, 1]})"
+          << "\n"
+          << R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 1, "counts": [2, 0]})"
+          << "\n"
+          << R"({"step": 0, "microbatch": 0, "layer": 0, "rank": 2, "top_k": )" << second_top_k
+          << R"(, "counts": [0, 2]})"
+          << "\n";
+  };
+  write(2);
+  int asked = 0;
+  const TopKForExperts never = [&](int) { return ++asked; };
+  const std::string out = fresh("lines_top_k.trace");
+  EXPECT_EQ(import_jsonl(path, 0, 1, out, never), 1);
+  EXPECT_EQ(asked, 0);
+  EXPECT_EQ(TraceReader(out).metadata().top_k, 2);
+  const std::string refused = fresh("lines_top_k_refused.trace");
+  EXPECT_EQ(testing::input_error_field([&] { import_jsonl(path, 1, 1, refused); }), "top_k");
+  write(1);
+  EXPECT_EQ(file_error([&] { import_jsonl(path, 0, 1, refused); }),
+            path + ": field 'line 3 top_k': is 1 where " + path +
+                " line 1's is 2: a recording has one top-k");
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 TEST(TraceImport, CountsWithoutTopKAskTheCallerWithTheirExpertCount) {
   const std::string path = ::testing::TempDir() + "/ask_top_k.jsonl";
   {

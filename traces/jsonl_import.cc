@@ -69,6 +69,8 @@ struct SpilledLines {
   std::int64_t lines = 0;
   int experts = -1;
   int shape[4] = {0, 0, 0, 0};
+  int top_k = 0;            // what the lines that give a top_k give, 0 where none does
+  std::string top_k_where;  // the first of them: "FILE line N"
 };
 
 // Parses and checks every line of `files`, in order, and appends each to `spill`: its key,
@@ -101,6 +103,15 @@ SpilledLines spill_lines(const std::string& input, const std::vector<std::string
                              "has " + std::to_string(size) + " experts, earlier lines " +
                                  std::to_string(read.experts) +
                                  (first_file == path ? "" : " (from " + first_file + ")"));
+      }
+      if (fields.top_k != 0 && read.top_k == 0) {
+        read.top_k = fields.top_k;
+        read.top_k_where = path + " " + where_line(number);
+      } else if (fields.top_k != 0 && fields.top_k != read.top_k) {
+        throw FileInputError(path, where_line(number) + " top_k",
+                             "is " + std::to_string(fields.top_k) + " where " + read.top_k_where +
+                                 "'s is " + std::to_string(read.top_k) +
+                                 ": a recording has one top-k");
       }
       row.assign(fields.keys, fields.keys + 4);
       row.push_back(static_cast<std::int32_t>(file));
@@ -227,7 +238,13 @@ std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
   TraceMetadata m;
   m.model = "jsonl";
   m.num_experts = experts;
-  m.top_k = resolve_top_k(top_k, experts, top_k_for, "a JSON lines recording");
+  // The lines' own top_k (the recorder writes it) wins over asking; a given one must agree.
+  if (top_k != 0 && read.top_k != 0 && top_k != read.top_k) {
+    throw InputError("top_k", "is " + std::to_string(top_k) + ", but " + read.top_k_where +
+                                  " records top_k " + std::to_string(read.top_k));
+  }
+  m.top_k =
+      resolve_top_k(top_k != 0 ? top_k : read.top_k, experts, top_k_for, "a JSON lines recording");
   m.num_ranks = shape[3];
   m.gpus_per_node = gpus_per_node;
   m.num_layers = shape[2];

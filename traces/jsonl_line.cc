@@ -12,6 +12,7 @@ namespace {
 std::string where_line(std::int64_t line) { return "line " + std::to_string(line); }
 
 const char* const kKeyNames[4] = {"step", "microbatch", "layer", "rank"};
+constexpr std::int64_t kMaxTopK = 1 << 16;
 
 // Parses one line with the JSON document model and throws the FileInputError naming the first
 // field that is wrong, in the order the fields are listed: what a line neither reader takes
@@ -42,6 +43,11 @@ const char* const kKeyNames[4] = {"step", "microbatch", "layer", "rank"};
                            "must hold non-negative integers, got " + count.dump());
     }
   }
+  if (value.contains("top_k") &&
+      (!value["top_k"].is_number_integer() || value["top_k"].get<long long>() < 1 ||
+       value["top_k"].get<long long>() > kMaxTopK)) {
+    throw FileInputError(path, where + " top_k", "must be an integer from 1 to 65536");
+  }
   // Not reached: LineFields takes every line this takes.
   throw FileInputError(path, where, "could not be read");
 }
@@ -55,13 +61,14 @@ class LineFields {
  public:
   using json = nlohmann::json;
 
-  explicit LineFields(CountsLine* out) : keys(out->keys), counts(out->counts) {}
+  explicit LineFields(CountsLine* out) : keys(out->keys), counts(out->counts), top_k(out->top_k) {}
 
   // Parses `line`; whether every field is there and right.
   bool read(const std::string& line) {
     counts.clear();  // keeps its capacity from line to line
+    top_k = 0;
     return json::sax_parse(line, this) && object_ && have_[0] && have_[1] && have_[2] && have_[3] &&
-           counts_ok_ && !counts.empty();
+           counts_ok_ && !counts.empty() && top_k_ok_;
   }
 
   bool null() { return scalar(false, 0); }
@@ -81,7 +88,7 @@ class LineFields {
   bool end_array() { return close(); }
   bool key(json::string_t& name) {
     if (depth_ != 1) return true;
-    field_ = name == "counts" ? kCounts : kOther;
+    field_ = name == "counts" ? kCounts : name == "top_k" ? kTopK : kOther;
     for (int i = 0; i < 4; ++i) {
       if (name == kKeyNames[i]) field_ = i;
     }
@@ -94,6 +101,7 @@ class LineFields {
  private:
   static constexpr int kCounts = 4;
   static constexpr int kOther = 5;
+  static constexpr int kTopK = 6;
 
   bool scalar(bool integer, std::int64_t value) {
     if (depth_ == 0) {
@@ -106,6 +114,9 @@ class LineFields {
     } else if (depth_ == 1 && field_ < kCounts) {
       have_[field_] = integer && value >= 0 && value <= (1 << 30);
       if (have_[field_]) keys[field_] = static_cast<int>(value);
+    } else if (depth_ == 1 && field_ == kTopK) {
+      top_k_ok_ = integer && value >= 1 && value <= kMaxTopK;
+      top_k = top_k_ok_ ? static_cast<int>(value) : 0;
     }
     return true;
   }
@@ -114,6 +125,8 @@ class LineFields {
       object_ = !array;
     } else if (depth_ == 1 && field_ < kCounts) {
       have_[field_] = false;
+    } else if (depth_ == 1 && field_ == kTopK) {
+      top_k_ok_ = false;
     } else if (depth_ == 1 && field_ == kCounts) {
       in_counts_ = array;
       counts_ok_ = array;
@@ -131,6 +144,8 @@ class LineFields {
 
   int* keys;
   std::vector<TokenCount>& counts;
+  int& top_k;
+  bool top_k_ok_ = true;  // absent, or its last value is right
   bool object_ = true;
   int depth_ = 0;
   int field_ = kOther;
@@ -158,7 +173,7 @@ class FastLine {
     skip_space();
     return at_ == end_;
   }
-  // A key: one of the five names, no escapes. Returns its index (4: counts), or -1.
+  // A key: one of the six names, no escapes. Returns its index (4: counts, 5: top_k), or -1.
   int key() {
     if (!take('"')) return -1;
     const char* const start = at_;
@@ -169,7 +184,7 @@ class FastLine {
     for (int i = 0; i < 4; ++i) {
       if (name == kKeyNames[i]) return i;
     }
-    return name == "counts" ? 4 : -1;
+    return name == "counts" ? 4 : name == "top_k" ? 5 : -1;
   }
   // A non-negative JSON integer of at most 18 digits (no sign, no leading zero, no fraction
   // or exponent after it): what every reader reads the same way.
@@ -196,17 +211,19 @@ class FastLine {
 bool read_counts_line_fast(std::string_view line, CountsLine* out) {
   FastLine in(line);
   if (!in.take('{')) return false;
-  bool seen[5] = {false, false, false, false, false};
+  bool seen[6] = {false, false, false, false, false, false};
   out->counts.clear();
-  for (int field = 0; field < 5; ++field) {
-    if (field > 0 && !in.take(',')) return false;
+  out->top_k = 0;
+  do {
     const int key = in.key();
     if (key < 0 || seen[key] || !in.take(':')) return false;
     seen[key] = true;
-    if (key < 4) {
+    if (key != 4) {
       std::int64_t value = 0;
-      if (!in.integer(&value) || value > (1 << 30)) return false;
-      out->keys[key] = static_cast<int>(value);
+      if (!in.integer(&value)) return false;
+      if (key < 4 && value > (1 << 30)) return false;
+      if (key == 5 && (value < 1 || value > kMaxTopK)) return false;
+      (key < 4 ? out->keys[key] : out->top_k) = static_cast<int>(value);
       continue;
     }
     if (!in.take('[')) return false;
@@ -216,8 +233,8 @@ bool read_counts_line_fast(std::string_view line, CountsLine* out) {
       out->counts.push_back(count);
     } while (in.take(','));
     if (!in.take(']')) return false;
-  }
-  return in.take('}') && in.at_end();
+  } while (in.take(','));
+  return seen[0] && seen[1] && seen[2] && seen[3] && seen[4] && in.take('}') && in.at_end();
 }
 
 bool read_counts_line(const std::string& line, CountsLine* out) {

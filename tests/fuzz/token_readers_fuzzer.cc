@@ -46,6 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   std::filesystem::remove_all(dir);
   guarded([&] { topoep::import_jsonl(path, 6, 4, dir); });
+  std::filesystem::remove_all(dir);
+  guarded([&] { topoep::import_jsonl(path, 0, 4, dir); });  // top-k from the lines' own
   // The per-token import end to end (scratch file, packing, writer) on the bytes as one layer's
   // top-k CSV, packed two ways.
   const std::string layers = dir + ".layers";
