@@ -34,7 +34,9 @@ for rank in range(4):
                     if rank == 3:
                         recorder.record_counts(step, microbatch, layer, counts)
                     else:
-                        recorder.record(step, microbatch, layer, ids.astype(np.int32))
+                        # rank 1 as [batch, sequence, top_k], as some routers give them
+                        shaped = ids.reshape(5, 10, 2) if rank == 1 else ids
+                        recorder.record(step, microbatch, layer, shaped.astype(np.int32))
                     expected[(step, microbatch, layer, rank)] = counts
 np.save(f"{directory}/../expected.npy", np.array(
     [[expected[(s, m, l, r)] for r in range(4)] for s in range(2) for m in range(2) for l in range(3)]))

@@ -69,13 +69,14 @@ class RoutingRecorder:
 
     def record(self, step, microbatch, layer, expert_ids):
         """Counts one (step, microbatch, layer) of this rank's tokens: `expert_ids` holds the
-        experts each token was routed to ([tokens, top_k], or flat), integers in [0, num_experts)."""
+        experts each token was routed to ([tokens, top_k], [batch, sequence, top_k], or flat),
+        integers in [0, num_experts)."""
         ids = _host_array(expert_ids)
         top_k = self.top_k
-        if ids.ndim == 2:
-            if top_k is not None and ids.shape[1] != top_k:
-                raise ValueError(f"expert ids have {ids.shape[1]} a token, the recorder's top_k is {top_k}")
-            top_k = int(ids.shape[1])
+        if ids.ndim >= 2:  # [tokens, top_k], or [batch, sequence, top_k]: a token's ids last
+            if top_k is not None and ids.shape[-1] != top_k:
+                raise ValueError(f"expert ids have {ids.shape[-1]} a token, the recorder's top_k is {top_k}")
+            top_k = int(ids.shape[-1])
         ids = ids.reshape(-1)
         if ids.size and not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"expert ids must be integers, got dtype {ids.dtype}")
