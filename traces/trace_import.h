@@ -96,7 +96,8 @@ std::int64_t import_sglang_stats(const std::string& path, int top_k, int steps,
 // and keeping the counts meanwhile in scratch files beside `out` (about 4 bytes a count and 32
 // a line; removed however the import ends). Errors name the file and line (an input whose keys
 // repeat or leave a gap is sorted to name the first: 32 bytes a line of heap, then).
-// top_k 0: top_k_for's answer for the lines' expert count.
+// top_k 0: the lines' own "top_k" where they give one (they must agree, and agree with a given
+// top_k), else top_k_for's answer for the lines' expert count.
 std::int64_t import_jsonl(const std::string& path, int top_k, int gpus_per_node,
                           const std::string& out, const TopKForExperts& top_k_for = {});
 

@@ -340,7 +340,7 @@ void add_trace_command(CLI::App& app) {
   import_command
       ->add_option("--top-k", io.top_k,
                    "Experts a token picks (default: per-token files' first token, esft's model's "
-                   "6; sglang-stats and jsonl: the model preset with the data's expert count)")
+                   "6, jsonl lines' top_k; else the model preset with the data's expert count)")
       ->check(CLI::Range(1, 1 << 16));
   only_for(import_command->add_option(
                "--steps", io.steps,
