@@ -10,6 +10,7 @@
 
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
+#include "common/median.h"
 #include "topologies/topology_json.h"
 
 namespace topoep {
@@ -76,12 +77,6 @@ double positive(const Csv& csv, std::size_t row, int column, const std::string& 
   if (!(value > 0))
     throw FileInputError(where, name, "must be above 0, got " + csv.rows[row][column]);
   return value;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace

@@ -5,16 +5,12 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/median.h"
 
 namespace topoep {
 namespace {
 
 constexpr int kRepeats = 5;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // One transfer from `from` to `to` (all other pairs empty), the slowest rank's time.
 double transfer_us(Comm& comm, int from, int to, std::size_t floats) {

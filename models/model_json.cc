@@ -2,6 +2,8 @@
 
 #include "common/json_fields.h"
 #include "common/preset_source.h"
+#include "common/text_list.h"
+#include "solver/input_error.h"
 #include "tools/build_defs/embedded_file.h"
 
 namespace topoep {
@@ -78,6 +80,19 @@ std::vector<std::string> model_presets_fitting(int num_experts, int top_k) {
     }
   }
   return fitting;
+}
+
+std::string implied_model_preset(int num_experts, int top_k, const std::string& field) {
+  const std::vector<std::string> presets = model_presets_fitting(num_experts, top_k);
+  if (presets.size() == 1) return presets.front();
+  const std::string shape = std::to_string(num_experts) + " experts" +
+                            (top_k > 0 ? " and top-" + std::to_string(top_k) : "");
+  throw InputError(
+      field, "not given, and " + (presets.empty() ? "no preset has " + shape +
+                                                        ": pass a file (topoep model show "
+                                                        "deepseek-v3 --json gives one to edit)"
+                                                  : "the presets with " + shape + " are " +
+                                                        spoken_list(presets) + ": name one"));
 }
 
 ModelSpec load_model_file(const std::string& path) {

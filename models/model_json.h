@@ -18,6 +18,10 @@ std::vector<std::string> model_preset_names();
 // The presets with `num_experts` experts routed top-`top_k` (any top-k where `top_k` is 0): what
 // routing of that shape can be priced with, for messages that suggest one. Alphabetical.
 std::vector<std::string> model_presets_fitting(int num_experts, int top_k);
+// The one preset with `num_experts` experts routed top-`top_k` (any top-k where `top_k` is 0:
+// counts that do not say it), for routing whose model is not given. Throws InputError naming
+// `field` where none or several fit.
+std::string implied_model_preset(int num_experts, int top_k, const std::string& field);
 // The model file at `path` (never a preset): FileInputError naming the file if it cannot be read.
 ModelSpec load_model_file(const std::string& path);
 // A preset when `preset_or_path` names one and no such file exists; otherwise the file.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/median.h"
+
 namespace topoep {
 
 double PlannerRunSummary::step_time_us() const {
@@ -14,11 +16,7 @@ double PlannerRunSummary::tokens_per_s() const {
 }
 
 double PlannerRunSummary::median_max_mean_load() const {
-  if (max_mean_loads.empty()) return 1.0;
-  std::vector<double> sorted = max_mean_loads;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  return max_mean_loads.empty() ? 1.0 : median(max_mean_loads);
 }
 
 RunSummary::RunSummary(std::vector<std::string> planners) {

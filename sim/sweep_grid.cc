@@ -208,16 +208,7 @@ class GridReader {
   std::string default_model(const nlohmann::json& trace) {
     if (!trace.is_string()) return "deepseek-v3";
     const TraceMetadata& m = trace_metadata(trace.get<std::string>());
-    const std::vector<std::string> presets = model_presets_fitting(m.num_experts, m.top_k);
-    if (presets.size() != 1) {
-      throw InputError("model",
-                       "not given, and " +
-                           std::string(presets.empty() ? "no preset has" : "several presets have") +
-                           " trace " + trace.get<std::string>() + "'s " +
-                           std::to_string(m.num_experts) + " experts and top-" +
-                           std::to_string(m.top_k) + ": give a model axis");
-    }
-    return presets.front();
+    return implied_model_preset(m.num_experts, m.top_k, "model");
   }
 
   const TraceMetadata& trace_metadata(const std::string& path) {

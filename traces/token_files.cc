@@ -106,6 +106,13 @@ long long decode_npy_integer(const unsigned char* at, int width, bool is_signed)
 
 bool blank(const std::string& line) { return line.empty() || line == "\r"; }
 
+// Whether a top-k CSV's line `number` (1-based), split into `fields`, is its header: a first
+// line whose first field is not an integer.
+bool topk_csv_header(int number, const std::vector<std::string_view>& fields) {
+  long long value = 0;
+  return number == 1 && !read_trimmed_integer(fields[0], &value);
+}
+
 IdSink append_to(std::vector<ExpertId>* ids) {
   return [ids](const ExpertId* first, std::size_t count) {
     ids->insert(ids->end(), first, first + count);
@@ -165,14 +172,14 @@ void read_topk_csv(const std::string& path, int num_experts, int top_k, const Id
   for (int number = 1; std::getline(in, line); ++number) {
     if (blank(line)) continue;
     split_fields(line, ',', true, &fields);
-    long long value = 0;
-    if (number == 1 && !read_trimmed_integer(fields[0], &value)) continue;  // a header
+    if (topk_csv_header(number, fields)) continue;
     if (fields.size() != static_cast<std::size_t>(top_k)) {
       throw FileInputError(path, "line " + std::to_string(number),
                            "has " + std::to_string(fields.size()) + " expert ids, top-k is " +
                                std::to_string(top_k));
     }
     for (const std::string_view field : fields) {
+      long long value = 0;
       if (!read_trimmed_integer(field, &value)) {
         throw FileInputError(path, "line " + std::to_string(number),
                              "'" + std::string(field) + "' is not an integer");
@@ -384,8 +391,7 @@ TokenFileShape read_token_file_shape(const std::string& format, const std::strin
   for (int number = 1; std::getline(in, line); ++number) {
     if (blank(line)) continue;
     split_fields(line, ',', true, &fields);
-    long long value = 0;
-    if (number == 1 && !read_trimmed_integer(fields[0], &value)) continue;  // a header
+    if (topk_csv_header(number, fields)) continue;
     shape.top_k = static_cast<int>(std::min<std::size_t>(fields.size(), 1 << 16));
     break;
   }

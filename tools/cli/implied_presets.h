@@ -1,32 +1,16 @@
 #pragma once
-// The presets that routing implies when --model or --topology is not given: the one model
-// preset with its experts and top-k, the one topology preset with its ranks as GPUs. Either is
-// chosen only where exactly one preset fits; otherwise the flag is asked for.
+// The topology preset that routing implies when --topology is not given: the one preset with
+// its ranks as GPUs, chosen only where exactly one fits; otherwise the flag is asked for. (The
+// model's twin, implied_model_preset(), is in models/model_json.h: sweeps use it too.)
 
 #include <string>
 #include <vector>
 
 #include "common/text_list.h"
-#include "models/model_json.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
 
 namespace topoep {
-
-// The preset with `num_experts` experts routed top-`top_k` (any top-k where `top_k` is 0: a
-// counts file does not say it). Throws InputError naming --model where none or several fit.
-inline std::string implied_model(int num_experts, int top_k) {
-  const std::vector<std::string> presets = model_presets_fitting(num_experts, top_k);
-  if (presets.size() == 1) return presets.front();
-  const std::string shape = std::to_string(num_experts) + " experts" +
-                            (top_k > 0 ? " and top-" + std::to_string(top_k) : "");
-  throw InputError(
-      "--model", "not given, and " + (presets.empty() ? "no preset has " + shape +
-                                                            ": pass a file (topoep model show "
-                                                            "deepseek-v3 --json gives one to edit)"
-                                                      : "the presets with " + shape + " are " +
-                                                            spoken_list(presets) + ": name one"));
-}
 
 // The topology preset with `num_gpus` GPUs. Throws InputError naming --topology where none or
 // several have them.

@@ -71,7 +71,8 @@ void run_simulate(const SimulateOptions& options) {
   request.config.topology = load_topology(
       options.topology.empty() ? implied_topology(shape->num_ranks) : options.topology);
   request.config.model = load_model(
-      options.model.empty() ? implied_model(shape->num_experts, shape->top_k) : options.model);
+      options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
+                            : options.model);
   request.config.options = options.sim;
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);

@@ -132,7 +132,8 @@ void run_solve(const SolveOptions& options) {
   const Topology topology = load_topology(
       options.topology.empty() ? implied_topology(layers.front().num_ranks()) : options.topology);
   const ModelSpec model = load_model(
-      options.model.empty() ? implied_model(layers.front().num_experts(), 0) : options.model);
+      options.model.empty() ? implied_model_preset(layers.front().num_experts(), 0, "--model")
+                            : options.model);
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
       {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost);

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "common/median.h"
 #include "common/parallel_tasks.h"
 #include "common/progress.h"
 #include "common/text_list.h"
@@ -142,14 +143,6 @@ double static_gpu_imbalance(const std::vector<TokenCount>& expert_totals, int nu
     total += load;
   }
   return total > 0 ? static_cast<double>(busiest) * num_ranks / static_cast<double>(total) : 1.0;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  if (values.size() % 2 == 1) return *middle;
-  return (*middle + *std::max_element(values.begin(), middle)) / 2;
 }
 
 void run_info(const std::string& path, bool json) {
