@@ -522,6 +522,60 @@ TEST(UnitPacking, MicrobatchesCutTheUnitsStreamAsOneStream) {
   }
 }
 
+// pack_all() reads the units in the layers' order, not the packing's, and must count what
+// pack() counts, layer by layer: orders long enough that each stream passes several of its
+// sparse prefix sums, with repeats (a bootstrap), empty units, runs whose last one is short,
+// and units cut across ranks and microbatches.
+TEST(UnitPacking, PackAllCountsEveryLayersMicrobatchesAsPackDoes) {
+  std::vector<ExpertId> storage;
+  const TokenUnits sequences = units_of(
+      {{0, 1, 2}, {}, {3, 0}, {1, 1, 1, 1, 2}, {3}, {2, 2}, {0, 3, 3, 1}, {}, {2}}, &storage);
+  const std::vector<ExpertId> ids = {0, 1, 2, 3, 3, 2, 1, 0, 0, 2, 2, 1, 3};
+  const TokenUnits runs = TokenUnits::runs(ids.data(), ids.size(), 3);  // the last holds one
+  // A second layer: the same units, other experts.
+  std::vector<ExpertId> mirrored(storage.size());
+  std::transform(storage.begin(), storage.end(), mirrored.begin(),
+                 [](ExpertId e) { return 3 - e; });
+  TokenUnits sequences_mirrored = sequences;
+  sequences_mirrored.experts = mirrored.data();
+  const TokenUnits runs_mirrored = TokenUnits::runs(mirrored.data(), ids.size(), 3);
+  for (const auto& layers : {std::vector<TokenUnits>{sequences, sequences_mirrored},
+                             std::vector<TokenUnits>{runs, runs_mirrored}}) {
+    const int num_units = layers.front().num_units();
+    const std::vector<std::vector<int>> orders = {
+        unit_order(num_units, PackingMethod::kRandom, 0, 3),
+        unit_order(num_units, PackingMethod::kRandom, 157, 5),
+        unit_order(num_units, PackingMethod::kContiguous, 211, 6),
+        {}};
+    for (const std::vector<int>& order : orders) {
+      for (const PackingMethod method : {PackingMethod::kContiguous, PackingMethod::kRoundRobin}) {
+        const int ranks = 3, tokens = 2, experts = 4;
+        const UnitPacker packer(layers.front(), order, method, 1, ranks, tokens);
+        const std::size_t matrix = static_cast<std::size_t>(ranks) * experts;
+        const std::size_t per_layer = packer.microbatches() * matrix;
+        std::vector<TokenCount> all(2 * per_layer, 0);
+        packer.pack_all(layers, experts, all.data());
+        for (std::size_t l = 0; l < 2; ++l) {
+          for (int m = 0; m < packer.microbatches(); ++m) {
+            const auto first = all.begin() + l * per_layer + m * matrix;
+            EXPECT_EQ(std::vector<TokenCount>(first, first + matrix),
+                      packer.pack(layers[l], m, experts).values())
+                << (layers.front().run_ids > 0 ? "runs, " : "sequences, ") << order.size()
+                << " positions, " << to_string(method) << ", layer " << l << ", microbatch " << m;
+          }
+        }
+        if (order.size() > 100) {
+          ASSERT_GT(packer.microbatches(), 16);
+        }
+      }
+    }
+  }
+  const UnitPacker packer(sequences, {}, PackingMethod::kContiguous, 1, 1, 3);
+  std::vector<TokenCount> counts(packer.microbatches() * 3, 0);
+  EXPECT_EQ(testing::input_error_field([&] { packer.pack_all({sequences}, 3, counts.data()); }),
+            "units");  // expert 3 of 3
+}
+
 // An empty order stands for every unit once, in the layer's order, with no vector to hold.
 TEST(UnitPacking, AnEmptyOrderPacksAsTheIdentityOrder) {
   std::vector<ExpertId> storage;

@@ -17,6 +17,7 @@
 #include "traces/int32_spill.h"
 #include "traces/logical_count_reader.h"
 #include "traces/read_progress.h"
+#include "traces/scratch_table.h"
 #include "traces/sglang_stats.h"
 #include "traces/token_files.h"
 #include "traces/trace_writer.h"
@@ -185,11 +186,28 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
                {"seed", packing.seed},
                {"partial_microbatch", "dropped"}};
   TraceWriter writer(out, m, ProgressDisplay::kTerminal);
-  for (int step = 0; step < m.steps; ++step) {
-    for (int mb = 0; mb < m.microbatches; ++mb) {
-      for (const TokenUnits& layer : layers) {
-        writer.add(packer.pack(layer, step * m.microbatches + mb, num_experts));
-      }
+  const int used = m.steps * m.microbatches;
+  if (!reordered) {
+    // The units in the layers' order: each layer's ids are read front to back.
+    for (int mb = 0; mb < used; ++mb) {
+      for (const TokenUnits& layer : layers) writer.add(packer.pack(layer, mb, num_experts));
+    }
+    writer.finish();
+    return m.num_records();
+  }
+  // A shuffled or resampled order would jump through the ids (UnitPacker::pack_all()): every
+  // layer is counted in one pass over its units into a scratch table of all its microbatches,
+  // beside `out` as the ids are, then the records are written from it.
+  const std::size_t matrix = static_cast<std::size_t>(shape.num_ranks) * num_experts;
+  const std::size_t layer_counts = static_cast<std::size_t>(microbatches) * matrix;
+  const TempPath table_path = temp_path_beside(out, ".counts");
+  ScratchTable table(table_path.path(), layers.size() * layer_counts);
+  packer.pack_all(layers, num_experts, table.data());
+  for (int mb = 0; mb < used; ++mb) {
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const TokenCount* const first = table.data() + l * layer_counts + mb * matrix;
+      writer.add(RoutingCounts(shape.num_ranks, num_experts,
+                               std::vector<TokenCount>(first, first + matrix)));
     }
   }
   writer.finish();

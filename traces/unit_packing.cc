@@ -113,16 +113,84 @@ RoutingCounts UnitPacker::pack(const TokenUnits& layer, int microbatch, int num_
   for (int rank = 0; rank < num_ranks_; ++rank) {
     if (round_robin_) cursor = starts_[static_cast<std::size_t>(microbatch) * num_ranks_ + rank];
     TokenCount* const row = &values[static_cast<std::size_t>(rank) * num_experts];
-    walk(layer, cursor, stride, ids_per_rank_, [&](const ExpertId* ids, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) {
-        if (ids[i] < 0 || ids[i] >= num_experts) {  // the readers check ids: a backstop
-          throw InputError("units", "expert id " + std::to_string(ids[i]) + " is out of range");
-        }
-        ++row[ids[i]];
-      }
-    });
+    walk(layer, cursor, stride, ids_per_rank_,
+         [&](const ExpertId* ids, std::size_t n) { count_ids(ids, n, num_experts, row); });
   }
   return RoutingCounts(num_ranks_, num_experts, std::move(values));
+}
+
+void UnitPacker::count_ids(const ExpertId* ids, std::size_t n, int num_experts, TokenCount* row) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= num_experts) {  // the readers check ids: a backstop
+      throw InputError("units", "expert id " + std::to_string(ids[i]) + " is out of range");
+    }
+    ++row[ids[i]];
+  }
+}
+
+void UnitPacker::pack_all(const std::vector<TokenUnits>& layers, int num_experts,
+                          TokenCount* counts) const {
+  if (layers.empty()) return;
+  const TokenUnits& units = layers.front();  // every layer's units have its sizes
+  // Position i of the order is the (i / stride)-th unit of stream i % stride: the one stream,
+  // or rank i % R's under round-robin. Whole microbatches take each stream's first `kept` ids.
+  const std::size_t stride = round_robin_ ? static_cast<std::size_t>(num_ranks_) : 1;
+  const std::size_t rows_a_stream = round_robin_ ? 1 : static_cast<std::size_t>(num_ranks_);
+  const std::size_t kept = static_cast<std::size_t>(microbatches_) * rows_a_stream * ids_per_rank_;
+  // Where each position starts in its stream, as sparse prefix sums: the offset of every
+  // kMark-th position of a stream, the rest summed from the last mark (a few sizes, not 8
+  // bytes a position).
+  constexpr std::size_t kMark = 16;
+  const std::size_t per_stream = (positions_ + stride - 1) / stride;
+  std::vector<std::size_t> marks(((per_stream + kMark - 1) / kMark) * stride);
+  std::vector<std::size_t> running(stride, 0);
+  for (std::size_t i = 0; i < positions_; ++i) {
+    const std::size_t stream = i % stride, q = i / stride;
+    if (q % kMark == 0) marks[q / kMark * stride + stream] = running[stream];
+    running[stream] += units.unit_size(unit_at(i));
+  }
+  const auto start_of = [&](std::size_t i) {
+    const std::size_t stream = i % stride, q = i / stride;
+    std::size_t offset = marks[q / kMark * stride + stream];
+    for (std::size_t t = q / kMark * kMark; t < q; ++t) {
+      offset += units.unit_size(unit_at(t * stride + stream));
+    }
+    return offset;
+  };
+  // The positions of each unit, ascending: a counting sort of the order.
+  const int num_units = units.num_units();
+  std::vector<int> first(static_cast<std::size_t>(num_units) + 1, 0);
+  for (std::size_t i = 0; i < positions_; ++i) ++first[unit_at(i) + 1];
+  for (int u = 0; u < num_units; ++u) first[u + 1] += first[u];
+  std::vector<int> by_unit(positions_);
+  {
+    std::vector<int> next(first.begin(), first.end() - 1);
+    for (std::size_t i = 0; i < positions_; ++i) by_unit[next[unit_at(i)]++] = static_cast<int>(i);
+  }
+  const std::size_t matrix = static_cast<std::size_t>(num_ranks_) * num_experts;
+  const std::size_t layer_counts = static_cast<std::size_t>(microbatches_) * matrix;
+  for (int u = 0; u < num_units; ++u) {
+    const std::size_t begin = units.unit_begin(u), size = units.unit_size(u);
+    for (int k = first[u]; k < first[u + 1]; ++k) {
+      const std::size_t i = static_cast<std::size_t>(by_unit[k]);
+      // The unit's ids from its start on, cut where its stream passes from one rank's T tokens
+      // of a microbatch to the next's; each piece counted in every layer.
+      std::size_t offset = start_of(i);
+      for (std::size_t done = 0; done < size && offset < kept;) {
+        const std::size_t row = offset / ids_per_rank_;  // of the stream
+        const std::size_t n = std::min(size - done, (row + 1) * ids_per_rank_ - offset);
+        const std::size_t microbatch = row / rows_a_stream;
+        const std::size_t rank = round_robin_ ? i % stride : row % rows_a_stream;
+        TokenCount* const at =
+            counts + microbatch * matrix + rank * static_cast<std::size_t>(num_experts);
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+          count_ids(layers[l].experts + begin + done, n, num_experts, at + l * layer_counts);
+        }
+        done += n;
+        offset += n;
+      }
+    }
+  }
 }
 
 }  // namespace topoep

@@ -84,6 +84,15 @@ class UnitPacker {
   int microbatches() const { return microbatches_; }
   // Microbatch `microbatch` of `layer`; throws InputError for an expert id out of range.
   RoutingCounts pack(const TokenUnits& layer, int microbatch, int num_experts) const;
+  // Every microbatch of every layer at once, added into `counts` ([layers][microbatches()][R]
+  // [num_experts], row-major: layer l's microbatch m as pack(layers[l], m, _) returns it),
+  // reading the units in the layers' own order, each as often as the packing's order lists
+  // it. pack() follows the packing's order: for a shuffled or resampled order that jumps
+  // through a layer's ids, and once they outgrow the page cache (an importer's memory-mapped
+  // scratch file) every jump is a read from disk; this reads each layer front to back. Every
+  // layer's units must have the sizes of layers.front()'s. Holds 8 bytes a position of the
+  // order meanwhile. Throws InputError for an expert id out of range.
+  void pack_all(const std::vector<TokenUnits>& layers, int num_experts, TokenCount* counts) const;
 
  private:
   // The unit at position `index` of the order.
@@ -102,6 +111,8 @@ class UnitPacker {
   template <typename Visit>
   void walk(const TokenUnits& layer, Cursor& cursor, std::size_t stride, std::size_t count,
             Visit&& visit) const;
+  // Adds n ids into a count matrix's row; throws InputError for an id out of range.
+  static void count_ids(const ExpertId* ids, std::size_t n, int num_experts, TokenCount* row);
 
   std::vector<int> order_;  // empty: the identity
   std::size_t positions_;   // units in the order
