@@ -338,9 +338,13 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   }
   check_model_fits_trace(config.model, metadata);
   if (metadata.num_experts % gpus != 0) {
-    throw InputError("num_experts", std::to_string(metadata.num_experts) +
-                                        " experts do not divide evenly over " +
-                                        std::to_string(gpus) + " GPUs");
+    // Every planner starts from the contiguous home layout, E / R experts a GPU.
+    throw InputError("num_experts",
+                     "the trace's " + std::to_string(metadata.num_experts) +
+                         " experts do not divide evenly over the " + std::to_string(gpus) +
+                         " GPUs of " +
+                         quoted_with_origin(config.topology.name, config.topology.origin) +
+                         ": every GPU homes the same number of experts");
   }
   const int max_slots = metadata.num_experts - metadata.num_experts / gpus;
   if (config.slots_per_rank < 0 || config.slots_per_rank > max_slots) {

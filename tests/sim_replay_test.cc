@@ -294,6 +294,22 @@ TEST(SimReplay, ConfigurationsThatDoNotFitTheTraceNameTheField) {
   config = small_config();
   config.slots_per_rank = 61;
   EXPECT_EQ(field_of(config), "slots");
+  // Experts that do not divide over the GPUs: the message names the topology.
+  TraceMetadata uneven = TraceReader(small_trace()).metadata();
+  uneven.num_experts = 60;
+  config = small_config();
+  config.model = round_model(60, 8);
+  try {
+    check_sim_config(config, uneven);
+    ADD_FAILURE() << "60 experts on 16 GPUs passed";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "num_experts");
+    EXPECT_NE(std::string(error.what())
+                  .find("60 experts do not divide evenly over the 16 GPUs of "
+                        "'test-2x8'"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
