@@ -54,6 +54,58 @@ with module.RoutingRecorder(f"{directory}/../refused.jsonl", 16, 0) as recorder:
             print("refused:", error)
         else:
             raise AssertionError("accepted a bad record")
+# Torch tensors are counted where they live and written at flushes: the same lines as numpy's.
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("torch: not installed here (python3-torch), the recorder's tensor path not run")
+if torch is not None:
+    work = f"{directory}/.."
+    random = np.random.default_rng(11)
+    ids = [random.integers(0, 16, size=(40, 4)) for _ in range(12)]
+    with module.RoutingRecorder(f"{work}/numpy.jsonl", 16, 2) as recorder:
+        for i, chosen in enumerate(ids):
+            recorder.record(i // 6, i // 3 % 2, i % 3, chosen)
+    # Flushes every 5 tensors, with a numpy record and tensors' counts between them.
+    with module.RoutingRecorder(f"{work}/torch.jsonl", 16, 2, top_k=4, flush_every=5) as recorder:
+        for i, chosen in enumerate(ids):
+            if i == 7:
+                recorder.record(1, 0, 1, chosen)
+            elif i == 9:
+                recorder.record_counts(1, 1, 0, torch.from_numpy(np.bincount(chosen.reshape(-1), minlength=16)))
+            else:
+                recorder.record(i // 6, i // 3 % 2, i % 3, torch.from_numpy(chosen.astype(np.int32)).reshape(4, 10, 4))
+            assert len(recorder._pending) < 5
+        assert len(recorder._pending) == 4, "the last four tensors wait for close()"
+    assert open(f"{work}/torch.jsonl").read() == open(f"{work}/numpy.jsonl").read()
+    print("ok: 12 records from tensors, flushed every 5, as numpy's")
+    # Ids out of range and negative counts are refused at the flush, naming the first record; the
+    # good ones are written. Bad types and sizes are refused at once.
+    recorder = module.RoutingRecorder(f"{work}/bad.jsonl", 16, 0, flush_every=100)
+    recorder.record(0, 0, 0, torch.tensor([[1, 2], [3, 4]]))
+    recorder.record(0, 0, 1, torch.tensor([[1, 16]]))
+    recorder.record_counts(0, 0, 2, torch.tensor([-1] + [0] * 15))
+    recorder.record(0, 1, 0, torch.tensor([[-3, 2]]))
+    for bad in (lambda: recorder.record(0, 1, 1, torch.tensor([[1.0, 2.0]])),
+                lambda: recorder.record_counts(0, 1, 1, torch.zeros(15, dtype=torch.long)),
+                lambda: recorder.record_counts(0, 1, 1, torch.zeros(16))):
+        try:
+            bad()
+        except ValueError as error:
+            print("refused at once:", error)
+        else:
+            raise AssertionError("accepted a bad tensor")
+    try:
+        recorder.close()
+    except ValueError as error:
+        assert "3 record(s)" in str(error) and "the first at step 0, microbatch 0, layer 1" in str(error), error
+        print("refused at the flush:", error)
+    else:
+        raise AssertionError("accepted ids out of range")
+    lines = open(f"{work}/bad.jsonl").read().splitlines()
+    assert lines == ['{"step":0,"microbatch":0,"layer":0,"rank":0,"top_k":2,"counts":[0,1,1,1,1,0,0,0,0,0,0,0,0,0,0,0]}'], lines
+    print("ok: the good record written, the bad ones named")
 PY
 test ! -s "$work/refused.jsonl" || { echo "FAIL: a refused record was written"; exit 1; }
 # No --top-k: the lines of record() carry their ids' top_k (rank 3's, from counts, carry the
