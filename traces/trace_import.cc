@@ -202,7 +202,7 @@ std::int64_t write_token_trace(const std::string& model, const std::string& sour
   const std::size_t layer_counts = static_cast<std::size_t>(microbatches) * matrix;
   const TempPath table_path = temp_path_beside(out, ".counts");
   ScratchTable table(table_path.path(), layers.size() * layer_counts);
-  packer.pack_all(layers, num_experts, table.data());
+  packer.pack_all(layers, num_experts, table.data(), ProgressDisplay::kTerminal);
   for (int mb = 0; mb < used; ++mb) {
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const TokenCount* const first = table.data() + l * layer_counts + mb * matrix;

@@ -129,7 +129,7 @@ void UnitPacker::count_ids(const ExpertId* ids, std::size_t n, int num_experts, 
 }
 
 void UnitPacker::pack_all(const std::vector<TokenUnits>& layers, int num_experts,
-                          TokenCount* counts) const {
+                          TokenCount* counts, ProgressDisplay display) const {
   if (layers.empty()) return;
   const TokenUnits& units = layers.front();  // every layer's units have its sizes
   // Position i of the order is the (i / stride)-th unit of stream i % stride: the one stream,
@@ -169,7 +169,9 @@ void UnitPacker::pack_all(const std::vector<TokenUnits>& layers, int num_experts
   }
   const std::size_t matrix = static_cast<std::size_t>(num_ranks_) * num_experts;
   const std::size_t layer_counts = static_cast<std::size_t>(microbatches_) * matrix;
+  ProgressBar bar("units counted", display == ProgressDisplay::kTerminal ? num_units : 0);
   for (int u = 0; u < num_units; ++u) {
+    if (u % 65536 == 0) bar.update(u);
     const std::size_t begin = units.unit_begin(u), size = units.unit_size(u);
     for (int k = first[u]; k < first[u + 1]; ++k) {
       const std::size_t i = static_cast<std::size_t>(by_unit[k]);
@@ -191,6 +193,7 @@ void UnitPacker::pack_all(const std::vector<TokenUnits>& layers, int num_experts
       }
     }
   }
+  bar.update(num_units);
 }
 
 }  // namespace topoep

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/progress.h"
 #include "solver/routing_counts.h"
 
 namespace topoep {
@@ -91,8 +92,10 @@ class UnitPacker {
   // through a layer's ids, and once they outgrow the page cache (an importer's memory-mapped
   // scratch file) every jump is a read from disk; this reads each layer front to back. Every
   // layer's units must have the sizes of layers.front()'s. Holds 8 bytes a position of the
-  // order meanwhile. Throws InputError for an expert id out of range.
-  void pack_all(const std::vector<TokenUnits>& layers, int num_experts, TokenCount* counts) const;
+  // order meanwhile. Throws InputError for an expert id out of range. With kTerminal, draws the
+  // units counted as a progress bar (common/progress.h).
+  void pack_all(const std::vector<TokenUnits>& layers, int num_experts, TokenCount* counts,
+                ProgressDisplay display = ProgressDisplay::kNone) const;
 
  private:
   // The unit at position `index` of the order.
