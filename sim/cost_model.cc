@@ -92,8 +92,10 @@ Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
   const double expert_params = model_.expert_params();
-  const double params_per_gpu =
-      model_.dense_and_shared_params() + expert_params * model_.num_experts / topology_.num_gpus();
+  // The step waits for the GPU that homes the most experts (Placement::contiguous): ceil(E / R).
+  const int gpus = topology_.num_gpus();
+  const int most_homed = (model_.num_experts + gpus - 1) / gpus;
+  const double params_per_gpu = model_.dense_and_shared_params() + expert_params * most_homed;
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);

@@ -81,9 +81,9 @@ class CostModel {
   // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
   // efficiency.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
-  // Optimizer step for `layers` layers: (dense and shared-expert params + E/R home experts'
-  // params) per GPU x
-  // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
+  // Optimizer step for `layers` layers: (dense and shared-expert params + ceil(E/R) home
+  // experts' params: the GPU that homes the most) per GPU x optimizer_bytes_per_param at HBM
+  // bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
   // What of a layer's step-end gradient reduction taking `reduction` stays on the critical
   // path: the part beyond gradient_overlap_fraction x its block's attention backward, 2 x

@@ -61,15 +61,6 @@ TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
   try {
     problem.placement = Placement::contiguous(first.num_experts(), topology.num_gpus(), slots);
   } catch (const InputError& error) {
-    if (error.field() == "num_experts") {
-      // Every planner starts from the contiguous home layout, E / R experts a GPU.
-      throw InputError(names.topology,
-                       names.routing + " has " + std::to_string(first.num_experts()) +
-                           " experts, which do not divide evenly over the " +
-                           std::to_string(topology.num_gpus()) + " GPUs of topology " +
-                           quoted_with_origin(topology.name, topology.origin) +
-                           ": every GPU homes the same number of experts");
-    }
     if (error.field() != "slots_per_rank") throw;
     // The same sentence, about the input the caller knows the slots by.
     const std::string what = error.what();

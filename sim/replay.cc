@@ -13,6 +13,7 @@
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
 #include "solver/input_error.h"
+#include "solver/placement.h"
 #include "solver/static_plan.h"
 #include "topologies/topology_presets.h"
 #include "traces/trace_reader.h"
@@ -337,16 +338,9 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                                               config.topology.origin)));
   }
   check_model_fits_trace(config.model, metadata);
-  if (metadata.num_experts % gpus != 0) {
-    // Every planner starts from the contiguous home layout, E / R experts a GPU.
-    throw InputError("num_experts",
-                     "the trace's " + std::to_string(metadata.num_experts) +
-                         " experts do not divide evenly over the " + std::to_string(gpus) +
-                         " GPUs of " +
-                         quoted_with_origin(config.topology.name, config.topology.origin) +
-                         ": every GPU homes the same number of experts");
-  }
-  const int max_slots = metadata.num_experts - metadata.num_experts / gpus;
+  // A replica never sits on its expert's home: the fullest rank has room for the others.
+  const int max_slots =
+      metadata.num_experts - Placement::contiguous(metadata.num_experts, gpus, 0).most_homed();
   if (config.slots_per_rank < 0 || config.slots_per_rank > max_slots) {
     throw InputError("slots", "must be in [0, " + std::to_string(max_slots) + "] for " +
                                   std::to_string(metadata.num_experts) + " experts on " +

@@ -120,8 +120,9 @@ class OutputObserver : public ReplayObserver {
 }  // namespace
 
 SimulationResult run_simulation(const SimulationRequest& request) {
-  SimulationResult result{TraceMetadata{}, nlohmann::json::object(),
-                          RunSummary(request.config.planners), 0, false, std::nullopt};
+  SimulationResult result{
+      TraceMetadata{}, nlohmann::json::object(), RunSummary(request.config.planners), 0, false,
+      std::nullopt};
   SimConfig config = request.config;
   // Plan hashes are per_layer.csv's column: a run that writes no files need not hash its plans.
   if (request.out_dir.empty()) config.plan_hashes = false;

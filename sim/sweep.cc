@@ -15,9 +15,9 @@
 #include "common/atomic_file.h"
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
+#include "common/progress.h"
 #include "common/temp_path.h"
 #include "common/text_list.h"
-#include "common/progress.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
 

@@ -10,23 +10,26 @@ namespace topoep {
 
 Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_rank) {
   require_at_least(num_ranks, 1, "num_ranks");
-  if (num_experts < 1 || num_experts % num_ranks != 0) {
-    throw InputError("num_experts", "must be a positive multiple of the rank count " +
-                                        std::to_string(num_ranks) +
-                                        " for the contiguous layout "
-                                        "(got " +
-                                        std::to_string(num_experts) + ")");
-  }
+  require_at_least(num_experts, 1, "num_experts");
   Placement placement;
   placement.num_ranks = num_ranks;
   placement.slots_per_rank = slots_per_rank;
-  const int experts_per_rank = num_experts / num_ranks;
+  // Ranks [0, extra) hold base + 1 experts each, the others base.
+  const int base = num_experts / num_ranks, extra = num_experts % num_ranks;
+  const int in_fuller = extra * (base + 1);  // experts on the fuller ranks
   placement.home_rank.resize(num_experts);
   for (int expert = 0; expert < num_experts; ++expert) {
-    placement.home_rank[expert] = expert / experts_per_rank;
+    placement.home_rank[expert] =
+        expert < in_fuller ? expert / (base + 1) : extra + (expert - in_fuller) / base;
   }
   check_placement(placement);
   return placement;
+}
+
+int Placement::most_homed() const {
+  std::vector<int> homed(num_ranks, 0);
+  for (const RankId home : home_rank) ++homed[home];
+  return homed.empty() ? 0 : *std::max_element(homed.begin(), homed.end());
 }
 
 void check_placement(const Placement& placement) {
@@ -46,9 +49,7 @@ void check_placement(const Placement& placement) {
   }
   // A replica never shares a rank with its expert's home, so the fullest rank can hold at most
   // E - (its home experts) distinct replicas; more slots than that could never all be used.
-  std::vector<int> homed(placement.num_ranks, 0);
-  for (const RankId home : placement.home_rank) ++homed[home];
-  const int most_homed = *std::max_element(homed.begin(), homed.end());
+  const int most_homed = placement.most_homed();
   const int max_slots = placement.num_experts() - most_homed;
   if (placement.slots_per_rank > max_slots) {
     throw InputError("slots_per_rank",

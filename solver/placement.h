@@ -15,9 +15,15 @@ struct Placement {
 
   int num_experts() const { return static_cast<int>(home_rank.size()); }
 
-  // The default layout: E/R consecutive experts per rank, expert e on rank e / (E / R).
-  // Throws InputError unless num_experts is a positive multiple of num_ranks and slots >= 0.
+  // The default layout: consecutive experts per rank, E / R each where R divides E (expert e
+  // on rank e / (E / R)); otherwise the first E mod R ranks hold one more than the others, as
+  // vLLM lays out experts that do not divide over its expert-parallel ranks (with E < R, ranks
+  // E and beyond hold none: only spare slots). Throws InputError unless num_ranks >= 1,
+  // num_experts >= 1 and the slots pass check_placement().
   static Placement contiguous(int num_experts, int num_ranks, int slots_per_rank);
+
+  // Experts homed on the fullest rank: ceil(E / R) for the contiguous layout.
+  int most_homed() const;
 };
 
 // Throws InputError naming the field unless: num_ranks >= 1, at least one expert, every home

@@ -22,7 +22,8 @@ EplbPlanner::EplbPlanner(const PlannerContext& context, const PlannerOptions& op
 PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
   const TopologyView& topology = context_.topology;
   const int E = context_.placement.num_experts(), R = topology.num_ranks();
-  const int per_gpu = E / R + context_.placement.slots_per_rank;
+  // The GPUs' memory holds the fullest rank's home experts and S spare slots.
+  const int per_gpu = context_.placement.most_homed() + context_.placement.slots_per_rank;
   int groups = options_.eplb_groups > 0 ? options_.eplb_groups : topology.num_nodes;
   if (E % groups != 0) groups = 1;
   EplbWeights weights{1, E, std::vector<float>(loads.begin(), loads.end())};

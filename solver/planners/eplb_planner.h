@@ -1,7 +1,8 @@
 #pragma once
 // DeepSeek's EPLB as a planner. Deployed mode: replan on the CPU every K steps from the expert
 // loads of the last W steps, keep the layout in between. Microbatch mode: replan from the
-// current counts at every record. A layout holds E/R + S physical experts per GPU.
+// current counts at every record. A layout holds ceil(E/R) + S physical experts per GPU (the
+// fullest rank's homes and S spare slots).
 
 #include <deque>
 

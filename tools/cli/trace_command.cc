@@ -15,6 +15,7 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "solver/input_error.h"
+#include "solver/placement.h"
 #include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_trace.h"
@@ -129,19 +130,15 @@ double gini(std::vector<double> loads) {
   return weighted / (loads.size() * total);
 }
 
-// Max/mean of the ranks' loads when every token goes to its expert's home, homes contiguous
-// (expert e on rank e / (E/R), Placement::contiguous): the imbalance the planners start from,
-// as `topoep simulate` reports it for static.
-double static_gpu_imbalance(const std::vector<TokenCount>& expert_totals, int num_ranks) {
-  const std::size_t per_rank = expert_totals.size() / static_cast<std::size_t>(num_ranks);
-  TokenCount busiest = 0, total = 0;
-  for (int r = 0; r < num_ranks; ++r) {
-    const auto first = expert_totals.begin() + static_cast<std::ptrdiff_t>(r * per_rank);
-    const TokenCount load =
-        std::accumulate(first, first + static_cast<std::ptrdiff_t>(per_rank), TokenCount{0});
-    busiest = std::max(busiest, load);
-    total += load;
-  }
+// Max/mean of the ranks' loads when every token goes to its expert's home (`home_rank`,
+// Placement::contiguous): the imbalance the planners start from, as `topoep simulate` reports
+// it for static.
+double static_gpu_imbalance(const std::vector<TokenCount>& expert_totals,
+                            const std::vector<RankId>& home_rank, int num_ranks) {
+  std::vector<TokenCount> loads(static_cast<std::size_t>(num_ranks), 0);
+  for (std::size_t e = 0; e < expert_totals.size(); ++e) loads[home_rank[e]] += expert_totals[e];
+  const TokenCount total = std::accumulate(loads.begin(), loads.end(), TokenCount{0});
+  const TokenCount busiest = *std::max_element(loads.begin(), loads.end());
   return total > 0 ? static_cast<double>(busiest) * num_ranks / static_cast<double>(total) : 1.0;
 }
 
@@ -150,8 +147,8 @@ void run_info(const std::string& path, bool json) {
   const TraceMetadata& m = reader.metadata();
   std::vector<std::vector<double>> expert_loads(m.num_layers,
                                                 std::vector<double>(m.num_experts, 0.0));
-  // Per record where the experts split evenly over the ranks (the toolkit's home placement).
-  const bool homes = m.num_ranks > 0 && m.num_experts % m.num_ranks == 0;
+  // Per record, on the toolkit's home placement.
+  const std::vector<RankId> homes = Placement::contiguous(m.num_experts, m.num_ranks, 0).home_rank;
   std::vector<std::vector<double>> gpu_imbalance(m.num_layers);
   TraceRecord record;
   std::int64_t records = 0, assignments = 0;
@@ -160,7 +157,7 @@ void run_info(const std::string& path, bool json) {
     const auto totals = record.counts.expert_totals();
     for (int e = 0; e < m.num_experts; ++e)
       expert_loads[record.layer][e] += static_cast<double>(totals[e]);
-    if (homes) gpu_imbalance[record.layer].push_back(static_gpu_imbalance(totals, m.num_ranks));
+    gpu_imbalance[record.layer].push_back(static_gpu_imbalance(totals, homes, m.num_ranks));
     assignments += record.counts.total();
     progress->update(++records);
   }
@@ -172,15 +169,11 @@ void run_info(const std::string& path, bool json) {
     const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / loads.size();
     const double ratio = mean > 0 ? *std::max_element(loads.begin(), loads.end()) / mean : 1.0;
     nlohmann::json row = {{"layer", layer}, {"max_mean_expert_load", ratio}, {"gini", gini(loads)}};
-    std::string gpu = "-";
-    if (homes) {
-      const double imbalance = median(gpu_imbalance[layer]);
-      row["static_max_mean_gpu_load_median"] = imbalance;
-      gpu = format_fixed(imbalance, 3);
-    }
+    const double imbalance = median(gpu_imbalance[layer]);
+    row["static_max_mean_gpu_load_median"] = imbalance;
     layers.push_back(row);
-    table.add_row(
-        {std::to_string(layer), format_fixed(ratio, 3), format_fixed(gini(loads), 3), gpu});
+    table.add_row({std::to_string(layer), format_fixed(ratio, 3), format_fixed(gini(loads), 3),
+                   format_fixed(imbalance, 3)});
   }
   if (json) {
     std::cout << nlohmann::json{{"metadata", trace_metadata_to_json(m)},
@@ -195,10 +188,6 @@ void run_info(const std::string& path, bool json) {
             << assignments << " assignments (" << m.dtype << ")\n"
             << "source: " << m.source << "\npacking: " << m.packing.dump() << "\n\n";
   table.print(std::cout);
-  if (!homes) {
-    std::cout << "\n(" << m.num_experts << " experts do not split evenly over " << m.num_ranks
-              << " ranks: no contiguous home placement to measure GPU loads on)\n";
-  }
 }
 
 }  // namespace
