@@ -7,6 +7,7 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/solver_cost.h"
+#include "sim/uneven_homes_hint.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
 #include "traces/counts_json.h"
@@ -31,7 +32,8 @@ std::vector<RoutingCounts> read_routing_layers(const std::string& path, int max_
 
 TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
                                   const Topology& topology, const ModelSpec& model, int slots,
-                                  const RoutingInputNames& names, bool weight_cost) {
+                                  const RoutingInputNames& names, bool weight_cost,
+                                  HomeLayout homes) {
   if (layers.empty()) throw InputError("counts", names.routing + " holds no layer");
   const RoutingCounts& first = layers.front();
   if (first.num_experts() != model.num_experts) {
@@ -58,8 +60,16 @@ TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
       1, first.total() / (static_cast<TokenCount>(first.num_ranks()) * model.top_k));
   TopoepProblem problem;
   problem.topology = topology.view();
+  const int experts = first.num_experts(), gpus = topology.num_gpus();
+  if (homes == HomeLayout::kEven && experts % gpus != 0) {
+    throw InputError(names.topology, names.routing + " has " + std::to_string(experts) +
+                                         " experts, which do not divide evenly over the " +
+                                         std::to_string(gpus) + " GPUs of topology " +
+                                         quoted_with_origin(topology.name, topology.origin) +
+                                         uneven_homes_hint(experts, gpus));
+  }
   try {
-    problem.placement = Placement::contiguous(first.num_experts(), topology.num_gpus(), slots);
+    problem.placement = Placement::contiguous(experts, gpus, slots, homes);
   } catch (const InputError& error) {
     if (error.field() != "slots_per_rank") throw;
     // The same sentence, about the input the caller knows the slots by.

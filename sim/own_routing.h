@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "solver/placement.h"
 #include "solver/routing_counts.h"
 #include "solver/topoep_solver.h"
 #include "topologies/topology.h"
@@ -33,15 +34,16 @@ struct RoutingInputNames {
 };
 
 // The problem that plans `layers` (one shape; none: InputError "counts"): contiguous homes on
-// `topology` with `slots` spare slots per GPU, the solver costs derive_solver_cost() gives for
-// `model` (replica weights charged unless `weight_cost` is false) at the tokens per rank the
-// first layer implies (assignments / (ranks x top-k), at least 1). Throws InputError naming
-// `names.model` where the experts differ, `names.topology` where the ranks differ from the GPUs
-// (each with the presets that would fit),
-// `names.slots` where the slots do not fit, and check_topoep_inputs()'s errors where a layer's
-// counts and the costs overflow together.
+// `topology` (laid out as `homes` says where the GPUs do not divide the experts; kEven refuses
+// them, naming `names.topology`) with `slots` spare slots per GPU, the solver costs
+// derive_solver_cost() gives for `model` (replica weights charged unless `weight_cost` is false) at
+// the tokens per rank the first layer implies (assignments / (ranks x top-k), at least 1). Throws
+// InputError naming `names.model` where the experts differ, `names.topology` where the ranks differ
+// from the GPUs (each with the presets that would fit), `names.slots` where the slots do not fit,
+// and check_topoep_inputs()'s errors where a layer's counts and the costs overflow together.
 TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
                                   const Topology& topology, const ModelSpec& model, int slots,
-                                  const RoutingInputNames& names, bool weight_cost = true);
+                                  const RoutingInputNames& names, bool weight_cost = true,
+                                  HomeLayout homes = HomeLayout::kEven);
 
 }  // namespace topoep

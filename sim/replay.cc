@@ -12,6 +12,7 @@
 #include "models/model_json.h"
 #include "sim/gradient_reduction.h"
 #include "sim/plan_check.h"
+#include "sim/uneven_homes_hint.h"
 #include "solver/input_error.h"
 #include "solver/placement.h"
 #include "solver/static_plan.h"
@@ -77,10 +78,11 @@ class Replay {
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
     // Plans are read for their routes only to hash or check them.
-    const PlannerContext context{
-        config.topology.view(),
-        Placement::contiguous(metadata.num_experts, metadata.num_ranks, config.slots_per_rank),
-        cost_.solver_params(), metadata.microbatches, config.plan_hashes || config.check_plans};
+    const PlannerContext context{config.topology.view(),
+                                 Placement::contiguous(metadata.num_experts, metadata.num_ranks,
+                                                       config.slots_per_rank, config.homes),
+                                 cost_.solver_params(), metadata.microbatches,
+                                 config.plan_hashes || config.check_plans};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);
@@ -338,9 +340,18 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                                               config.topology.origin)));
   }
   check_model_fits_trace(config.model, metadata);
+  if (config.homes == HomeLayout::kEven && metadata.num_experts % gpus != 0) {
+    throw InputError("num_experts",
+                     "the trace's " + std::to_string(metadata.num_experts) +
+                         " experts do not divide evenly over the " + std::to_string(gpus) +
+                         " GPUs of " +
+                         quoted_with_origin(config.topology.name, config.topology.origin) +
+                         uneven_homes_hint(metadata.num_experts, gpus));
+  }
   // A replica never sits on its expert's home: the fullest rank has room for the others.
   const int max_slots =
-      metadata.num_experts - Placement::contiguous(metadata.num_experts, gpus, 0).most_homed();
+      metadata.num_experts -
+      Placement::contiguous(metadata.num_experts, gpus, 0, config.homes).most_homed();
   if (config.slots_per_rank < 0 || config.slots_per_rank > max_slots) {
     throw InputError("slots", "must be in [0, " + std::to_string(max_slots) + "] for " +
                                   std::to_string(metadata.num_experts) + " experts on " +

@@ -36,6 +36,9 @@ struct SimConfig {
   // Planner names in report order: planner_names() and "ideal" (which needs another planner).
   std::vector<std::string> planners;
   int slots_per_rank = 1;
+  // Where the GPUs do not divide the experts: kEven refuses the trace, kUneven homes one more on
+  // the first E mod R GPUs (solver/placement.h; `topoep simulate --uneven-homes`).
+  HomeLayout homes = HomeLayout::kEven;
   int threads = 1;
   int detail_step = -1;  // this step's costs carry per-rank times (the timeline); -1: none
   // Hash every plan (per_layer.csv's plan_hash column). Hashing reads the whole encoded plan,

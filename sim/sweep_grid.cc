@@ -171,6 +171,10 @@ class GridReader {
       if (!v.is_string()) fail(where, "must be a preset name or a file path");
       return;
     }
+    if (key == "uneven_homes") {
+      if (!v.is_boolean()) fail(where, "must be true or false");
+      return;
+    }
     if (contains(kIntegerKeys, key)) {
       // 0 spare slots is a cluster; 0 moves is the solver's default cap.
       const std::int64_t min = key == "slots" || key == "topoep_max_moves" ? 0 : 1;
@@ -291,6 +295,7 @@ class GridReader {
           values.contains("model") ? values["model"].get<std::string>() : default_model(trace);
       c.model = model(model_name);
       c.slots_per_rank = get("slots", 1);
+      c.homes = get("uneven_homes", false) ? HomeLayout::kUneven : HomeLayout::kEven;
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
@@ -332,6 +337,7 @@ class GridReader {
                        {"nvlink_latency_us", c.topology.scale_up.latency_us},
                        {"ib_latency_us", c.topology.scale_out.latency_us},
                        {"slots", c.slots_per_rank},
+                       {"uneven_homes", c.homes == HomeLayout::kUneven},
                        {"weight_overlap_fraction", c.options.weight_overlap_fraction},
                        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
@@ -374,6 +380,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "nvlink_latency_us",
                                                    "ib_latency_us",
                                                    "slots",
+                                                   "uneven_homes",
                                                    "weight_overlap_fraction",
                                                    "gradient_overlap_fraction",
                                                    "activation_grad_bytes",

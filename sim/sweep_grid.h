@@ -53,8 +53,8 @@ const std::vector<std::string>& sweep_parameter_columns();
 
 // Reads the grid at `path` and prepares every point, checking each one against its trace
 // before anything runs. Throws FileInputError naming the grid file and the key: unknown key,
-// empty list, a value of the wrong type, or an impossible point (e.g. more spare slots than
-// fit, a trace with another rank count).
+// empty list, a value of the wrong type, or an impossible point (e.g. experts not divisible
+// by the GPUs without uneven_homes, a trace with another rank count).
 SweepGrid load_sweep_grid(const std::string& path);
 
 }  // namespace topoep

@@ -8,9 +8,16 @@
 
 namespace topoep {
 
-Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_rank) {
+Placement Placement::contiguous(int num_experts, int num_ranks, int slots_per_rank,
+                                HomeLayout layout) {
   require_at_least(num_ranks, 1, "num_ranks");
   require_at_least(num_experts, 1, "num_experts");
+  if (layout == HomeLayout::kEven && num_experts % num_ranks != 0) {
+    throw InputError("num_experts", "must be a positive multiple of the rank count " +
+                                        std::to_string(num_ranks) +
+                                        " for the even contiguous layout (got " +
+                                        std::to_string(num_experts) + ")");
+  }
   Placement placement;
   placement.num_ranks = num_ranks;
   placement.slots_per_rank = slots_per_rank;

@@ -8,6 +8,12 @@
 
 namespace topoep {
 
+// How the default layout homes experts that the ranks do not divide: kEven refuses them (E / R
+// each, so R must divide E), kUneven gives the first E mod R ranks one expert more, as vLLM lays
+// out experts over its expert-parallel ranks (with E < R, ranks E and beyond home none: only
+// spare slots). Where R divides E the two are the same layout.
+enum class HomeLayout { kEven, kUneven };
+
 struct Placement {
   std::vector<RankId> home_rank;  // [num_experts]: the rank that holds the expert's weights
   int num_ranks = 0;
@@ -15,12 +21,11 @@ struct Placement {
 
   int num_experts() const { return static_cast<int>(home_rank.size()); }
 
-  // The default layout: consecutive experts per rank, E / R each where R divides E (expert e
-  // on rank e / (E / R)); otherwise the first E mod R ranks hold one more than the others, as
-  // vLLM lays out experts that do not divide over its expert-parallel ranks (with E < R, ranks
-  // E and beyond hold none: only spare slots). Throws InputError unless num_ranks >= 1,
-  // num_experts >= 1 and the slots pass check_placement().
-  static Placement contiguous(int num_experts, int num_ranks, int slots_per_rank);
+  // The default layout: consecutive experts per rank, expert e on rank e / (E / R) where R
+  // divides E; otherwise as `layout` says. Throws InputError unless num_ranks >= 1, num_experts
+  // >= 1 (with kEven, a multiple of num_ranks) and the slots pass check_placement().
+  static Placement contiguous(int num_experts, int num_ranks, int slots_per_rank,
+                              HomeLayout layout = HomeLayout::kEven);
 
   // Experts homed on the fullest rank: ceil(E / R) for the contiguous layout.
   int most_homed() const;

@@ -249,6 +249,23 @@ expect "trace info exits 0" 0 $?
 expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32 experts"
 "$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
 expect "trace validate accepts a good trace" 0 $?
+# Experts the GPUs do not divide: refused, naming --uneven-homes, which runs them.
+"$topoep" trace synth --out "$work/u.trace" --ranks 16 --experts 40 --top-k 4 --layers 1 \
+  --steps 1 >/dev/null 2>&1
+"$topoep" model show deepseek-v3 --json >"$work/m40.json"
+edit_json "$work/m40.json" "$work/m40.json" 'd["num_experts"], d["top_k"] = 40, 4'
+"$topoep" topology show h800-4x8 --json >"$work/t16.json"
+edit_json "$work/t16.json" "$work/t16.json" 'd["nodes"] = 2'
+"$topoep" simulate --trace "$work/u.trace" --topology "$work/t16.json" --model "$work/m40.json" \
+  >"$work/out" 2>&1
+expect "simulate refuses 40 experts on 16 GPUs" 2 $?
+expect_text "the refusal names the layout that would take them" "$work/out" "--uneven-homes; in a sweep, \"uneven_homes\": [true]) would home 3 experts on the first 8 GPUs and 2 on the others"
+"$topoep" simulate --trace "$work/u.trace" --topology "$work/t16.json" --model "$work/m40.json" \
+  --uneven-homes --check >"$work/out" 2>&1
+expect "simulate --uneven-homes runs them, every plan valid" 0 $?
+expect_text "every plan checked" "$work/out" "--check: all"
+"$topoep" trace info "$work/u.trace" >"$work/out" 2>&1
+expect_text "trace info measures static loads on the uneven homes" "$work/out" "static GPU loads are on the uneven homes"
 "$topoep" trace synth --out "$work/t.trace" >"$work/out" 2>&1
 expect "trace synth refuses to overwrite (exit 2)" 2 $?
 expect_text "the existing trace is named" "$work/out" "t.trace: already exists: not overwriting it"

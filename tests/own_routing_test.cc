@@ -117,11 +117,23 @@ TEST(OwnRouting, NamesTheCallersInputsInItsErrors) {
               "--model: mine.json has 64 experts, model 'deepseek-v3' has 256; presets with 64 "
               "experts: deepseek-v2-lite");
   }
-  // 16 experts on 32 GPUs: ranks 16 and beyond home none and hold only spare slots.
+  // 16 experts on 32 GPUs: refused, with the layout that would take them, which homes none on
+  // ranks 16 and beyond.
   ModelSpec small = model;
   small.num_experts = 16;
   const RoutingCounts few(32, 16, std::vector<TokenCount>(32 * 16, 1));
-  const TopoepProblem spread = problem_for_routing({few}, topology, small, 1, kNames);
+  try {
+    problem_for_routing({few}, topology, small, 1, kNames);
+    ADD_FAILURE() << "no error for 16 experts on 32 GPUs";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--topology: mine.json has 16 experts, which do not divide evenly over the 32 GPUs "
+              "of topology 'h800-4x8': uneven homes (--uneven-homes; in a sweep, "
+              "\"uneven_homes\": [true]) would home 1 expert on the first 16 GPUs and 0 on the "
+              "others");
+  }
+  const TopoepProblem spread =
+      problem_for_routing({few}, topology, small, 1, kNames, true, HomeLayout::kUneven);
   EXPECT_EQ(spread.placement.home_rank.back(), 15);
   EXPECT_EQ(spread.placement.most_homed(), 1);
 }

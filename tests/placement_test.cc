@@ -17,23 +17,34 @@ TEST(Placement, ContiguousPutsExpertOnRankEOverExpertsPerRank) {
   EXPECT_EQ(placement.num_experts(), 8);
 }
 
-// Experts that do not divide over the ranks: the first E mod R ranks hold one more (vLLM's
-// layout), the fullest rank bounds the slots.
-TEST(Placement, ContiguousGivesTheFirstEModRRanksOneExpertMore) {
-  const Placement ten = Placement::contiguous(10, 4, 1);
+TEST(Placement, EvenContiguousRejectsExpertsNotDivisibleByRanks) {
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(10, 4, 1); }), "num_experts");
+}
+
+// Experts that do not divide over the ranks, laid out unevenly: the first E mod R ranks hold
+// one more (vLLM's layout), the fullest rank bounds the slots; where R divides E, the even
+// layout.
+TEST(Placement, UnevenContiguousGivesTheFirstEModRRanksOneExpertMore) {
+  constexpr HomeLayout kUneven = HomeLayout::kUneven;
+  EXPECT_EQ(Placement::contiguous(8, 4, 1, kUneven).home_rank,
+            Placement::contiguous(8, 4, 1).home_rank);
+  const Placement ten = Placement::contiguous(10, 4, 1, kUneven);
   EXPECT_EQ(ten.home_rank, (std::vector<RankId>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3}));
   EXPECT_EQ(ten.most_homed(), 3);
-  const Placement gb200 = Placement::contiguous(256, 144, 1);  // DeepSeek-V3 on 2 x NVL72
+  const Placement gb200 = Placement::contiguous(256, 144, 1, kUneven);  // DeepSeek-V3, 2 x NVL72
   EXPECT_EQ(std::count(gb200.home_rank.begin(), gb200.home_rank.end(), 111), 2);
   EXPECT_EQ(std::count(gb200.home_rank.begin(), gb200.home_rank.end(), 112), 1);
   EXPECT_EQ(gb200.home_rank.back(), 143);
   EXPECT_TRUE(std::is_sorted(gb200.home_rank.begin(), gb200.home_rank.end()));
   // Fewer experts than ranks: ranks E and beyond home none and hold only spare slots.
-  EXPECT_EQ(Placement::contiguous(3, 5, 2).home_rank, (std::vector<RankId>{0, 1, 2}));
-  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(10, 4, 8); }), "slots_per_rank");
-  EXPECT_NO_THROW(Placement::contiguous(10, 4, 7));
-  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(0, 4, 1); }), "num_experts");
-  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(8, 0, 1); }), "num_ranks");
+  EXPECT_EQ(Placement::contiguous(3, 5, 2, kUneven).home_rank, (std::vector<RankId>{0, 1, 2}));
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(10, 4, 8, kUneven); }),
+            "slots_per_rank");
+  EXPECT_NO_THROW(Placement::contiguous(10, 4, 7, kUneven));
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(0, 4, 1, kUneven); }),
+            "num_experts");
+  EXPECT_EQ(testing::input_error_field([&] { Placement::contiguous(8, 0, 1, kUneven); }),
+            "num_ranks");
 }
 
 TEST(Placement, RejectsMoreSlotsThanDistinctReplicasFit) {

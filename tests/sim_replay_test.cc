@@ -294,6 +294,25 @@ TEST(SimReplay, ConfigurationsThatDoNotFitTheTraceNameTheField) {
   config = small_config();
   config.slots_per_rank = 61;
   EXPECT_EQ(field_of(config), "slots");
+  // Experts the GPUs do not divide, without uneven homes: the message names the topology and
+  // the layout that would take them.
+  TraceMetadata uneven = TraceReader(small_trace()).metadata();
+  uneven.num_experts = 60;
+  config = small_config();
+  config.model = round_model(60, 8);
+  try {
+    check_sim_config(config, uneven);
+    ADD_FAILURE() << "60 experts on 16 GPUs passed";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "num_experts");
+    EXPECT_NE(std::string(error.what())
+                  .find("60 experts do not divide evenly over the 16 GPUs of 'test-2x8': uneven "
+                        "homes (--uneven-homes"),
+              std::string::npos)
+        << error.what();
+  }
+  config.homes = HomeLayout::kUneven;
+  EXPECT_NO_THROW(check_sim_config(config, uneven));
 }
 
 TEST(SimReplay, ABadTraceLeavesNoOutputBehind) {
@@ -375,6 +394,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.options.weight_overlap_fraction = fraction();
     config.planner_options.eplb_period_steps = draw(1, 2);
     config.planner_options.eplb_window_steps = draw(1, 2);
+    if (experts % ranks != 0) config.homes = HomeLayout::kUneven;
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);

@@ -92,9 +92,13 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
   EXPECT_EQ(field_of_grid_error(R"({"trace": []})"), "trace");
   EXPECT_EQ(field_of_grid_error(R"({"nodes": [2]})"), "trace");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": ["one"]})"), "slots[0]");
-  // 256 experts over 3 x 8 GPUs: the first 16 home 11, the others 10 (Placement::contiguous).
-  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [3]})"), "no error");
-  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [0]})"), "nodes[0]");
+  // 256 experts do not divide over 3 x 8 GPUs, unless homes may be uneven (the first 16 home 11).
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [3]})"), "nodes");
+  EXPECT_EQ(field_of_grid_error(
+                R"({"trace": [{"synthetic": {}}], "nodes": [3], "uneven_homes": [true]})"),
+            "no error");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "uneven_homes": [1]})"),
+            "uneven_homes[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": [300]})"), "slots");
   // 8,000,000 GPUs: beyond a trace's ranks, named by the key that set them.
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [1000000]})"), "nodes");

@@ -29,6 +29,7 @@ struct SimulateOptions {
   std::string model;     // empty: the preset the trace's experts and top-k imply
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
+  bool uneven_homes = false;
   int threads = hardware_threads();
   std::string out;
   std::string timeline;
@@ -77,6 +78,7 @@ void run_simulate(const SimulateOptions& options) {
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);
   request.config.slots_per_rank = options.slots;
+  request.config.homes = options.uneven_homes ? HomeLayout::kUneven : HomeLayout::kEven;
   request.config.threads = options.threads;
   request.config.check_plans = options.check;
   request.config.progress = ProgressDisplay::kTerminal;
@@ -145,6 +147,10 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
+  simulate->add_flag(
+      "--uneven-homes", o->uneven_homes,
+      "Where the GPUs do not divide the experts, home one expert more on the first E mod R "
+      "GPUs (vLLM's layout; ranks beyond E home none) instead of refusing");
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");

@@ -35,6 +35,7 @@ struct SolveOptions {
   std::string topology;  // empty: the preset with the counts' source ranks as GPUs
   std::string model;     // empty: the preset the counts' experts imply
   int slots = 1;
+  bool uneven_homes = false;
   bool no_weight_cost = false;
   bool linear_compute = false;
   double ib_slack = PlannerOptions{}.topoep_ib_load_slack;  // as `simulate`'s default
@@ -136,7 +137,8 @@ void run_solve(const SolveOptions& options) {
                             : options.model);
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
-      {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost);
+      {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost,
+      options.uneven_homes ? HomeLayout::kUneven : HomeLayout::kEven);
   if (options.linear_compute) problem.cost.instance_min_tokens = 0;
   problem.ib_load_slack_permille = static_cast<int>(std::lround(options.ib_slack * 1000));
   problem.max_moves = options.max_moves;
@@ -255,6 +257,10 @@ void add_solve_command(CLI::App& app) {
                     "Model preset or JSON file (default: the preset with the counts' experts)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
+  solve->add_flag(
+      "--uneven-homes", options->uneven_homes,
+      "Where the GPUs do not divide the experts, home one expert more on the first E mod R "
+      "GPUs (vLLM's layout; ranks beyond E home none) instead of refusing");
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
                   "Replica weight transfer is free (pure balancing)");
   solve->add_flag("--linear-compute", options->linear_compute,

@@ -147,8 +147,11 @@ void run_info(const std::string& path, bool json) {
   const TraceMetadata& m = reader.metadata();
   std::vector<std::vector<double>> expert_loads(m.num_layers,
                                                 std::vector<double>(m.num_experts, 0.0));
-  // Per record, on the toolkit's home placement.
-  const std::vector<RankId> homes = Placement::contiguous(m.num_experts, m.num_ranks, 0).home_rank;
+  // Per record, on the toolkit's home placement (the uneven one where the ranks do not divide
+  // the experts, as `simulate --uneven-homes` lays them out).
+  const bool uneven = m.num_experts % m.num_ranks != 0;
+  const std::vector<RankId> homes =
+      Placement::contiguous(m.num_experts, m.num_ranks, 0, HomeLayout::kUneven).home_rank;
   std::vector<std::vector<double>> gpu_imbalance(m.num_layers);
   TraceRecord record;
   std::int64_t records = 0, assignments = 0;
@@ -179,6 +182,7 @@ void run_info(const std::string& path, bool json) {
     std::cout << nlohmann::json{{"metadata", trace_metadata_to_json(m)},
                                 {"records", records},
                                 {"assignments", assignments},
+                                {"uneven_homes", uneven},
                                 {"layers", layers}}
                      .dump()
               << "\n";
@@ -188,6 +192,10 @@ void run_info(const std::string& path, bool json) {
             << assignments << " assignments (" << m.dtype << ")\n"
             << "source: " << m.source << "\npacking: " << m.packing.dump() << "\n\n";
   table.print(std::cout);
+  if (uneven) {
+    std::cout << "\n(" << m.num_experts << " experts do not divide over " << m.num_ranks
+              << " ranks: static GPU loads are on the uneven homes of simulate --uneven-homes)\n";
+  }
 }
 
 }  // namespace
