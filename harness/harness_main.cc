@@ -67,6 +67,10 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
       ->capture_default_str();
   replay->add_option("--slots", config.slots_per_rank, "Spare slots per GPU")
       ->capture_default_str();
+  bool uneven_homes = false;
+  replay->add_flag("--uneven-homes", uneven_homes,
+                   "Where the GPUs do not divide the experts, home one more on the first E mod R "
+                   "GPUs (as topoep simulate --uneven-homes)");
   add_dims(replay, config.dims, "Executed");
   replay->add_option("--records", config.max_records, "Stop after N records (0: all)")
       ->check(CLI::Range(0, 1 << 30));
@@ -111,6 +115,7 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
                                                        std::to_string(config.perturb_rank) + ")");
       }
       config.model = topoep::load_model(model);
+      config.homes = uneven_homes ? topoep::HomeLayout::kUneven : topoep::HomeLayout::kEven;
       const topoep::TopologyView view = config.topology.view();
       topoep::LayerFactory make_layer = [&] {
         return std::make_unique<topoep::MoeLayer>(comm, view, config.dims);

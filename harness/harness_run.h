@@ -14,6 +14,7 @@
 #include "harness/comm.h"
 #include "harness/layer_executor.h"
 #include "models/model.h"
+#include "solver/placement.h"
 #include "solver/planners/planner.h"
 #include "topologies/topology.h"
 
@@ -25,11 +26,12 @@ struct HarnessConfig {
   ModelSpec model;
   std::string planner = "topoep";
   int slots_per_rank = 1;
-  MoeDims dims;                  // the executed FFN's (scaled-down) dimensions
-  std::int64_t max_records = 0;  // 0: all
-  int perturb_rank = -1;         // this rank corrupts its copy of the counts (a check of checks)
-  double tolerance = 1e-4;       // max |plan - static| over max |static| (bf16: use ~3e-2)
-  std::string out_dir;           // rank 0 writes per_layer.csv and per_rank.csv here
+  HomeLayout homes = HomeLayout::kEven;  // kUneven: experts the GPUs do not divide (--uneven-homes)
+  MoeDims dims;                          // the executed FFN's (scaled-down) dimensions
+  std::int64_t max_records = 0;          // 0: all
+  int perturb_rank = -1;    // this rank corrupts its copy of the counts (a check of checks)
+  double tolerance = 1e-4;  // max |plan - static| over max |static| (bf16: use ~3e-2)
+  std::string out_dir;      // rank 0 writes per_layer.csv and per_rank.csv here
 };
 
 // A check the harness makes failed (plan hashes or outputs differ); every rank throws it.

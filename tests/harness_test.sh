@@ -51,6 +51,17 @@ expect "compare exits 0" 0 $?
 expect_text "compare reports dispatch" "$work/out" "dispatch_us"
 expect_text "the simulator and the harness ran the same plans" "$work/out" "Same plan in both: 8 of 8 records"
 
+# 10 experts on 4 GPUs: refused as the simulator refuses them, run with --uneven-homes.
+"$topoep" trace synth --out "$work/trace10" --ranks 4 --gpus-per-node 2 --experts 10 --top-k 2 \
+  --layers 1 --steps 1 --tokens-per-rank 512 >/dev/null
+edit_json "$work/model.json" "$work/model10.json" 'd["num_experts"] = 10'
+uneven=(--trace "$work/trace10" --topology "$work/topo.json" --model "$work/model10.json" --hidden 32 --ffn 16)
+"${mpi[@]}" "$harness" run "${uneven[@]}" >"$work/out" 2>&1
+expect "10 experts on 4 GPUs are refused without --uneven-homes (exit 2, bad input)" 2 $?
+expect_text "the refusal names the flag" "$work/out" "would home 3 experts on the first 2 GPUs and 2 on the others"
+"${mpi[@]}" "$harness" run "${uneven[@]}" --uneven-homes >"$work/out" 2>&1
+expect "with --uneven-homes: hashes identical, outputs equal the static plan's" 0 $?
+
 "${mpi[@]}" "$harness" run "${common[@]}" --planner eplb-microbatch --out "$work/eplb" >"$work/out" 2>&1
 expect "eplb-microbatch: replicas move and outputs still agree" 0 $?
 python3 - "$work/eplb/per_layer.csv" <<'PY'
