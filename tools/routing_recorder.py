@@ -29,11 +29,11 @@ the router's output depends on the model):
 
 Counts the framework already keeps (Megatron's tokens per expert, say) go in with
 record_counts(). It needs numpy only (Debian's python3-numpy); torch only through the
-tensors you pass. A torch tensor is counted where it
-lives, with tensor operations that do not wait for the GPU: its counts stay on the device
-until every `flush_every` records (and flush(), close()), which copy them to the host in one
-transfer, the only point where the training loop waits. Bad ids or counts in a tensor are
-refused then, naming the record; everything recorded before them is written.
+tensors you pass. A torch tensor is counted where it lives, with tensor operations that do
+not wait for the GPU: its counts stay on the device until every `flush_every` records (and
+flush(), close()), which copy them to the host in one transfer, the only point where the
+training loop waits. Bad ids or counts in a tensor are refused then, naming the record;
+everything recorded before them is written.
 """
 import json
 import os
