@@ -49,6 +49,24 @@ expect "model show --json exits 0" 0 $?
 "$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1
 expect "model validate accepts show's output" 0 $?
 expect_text "model validate names the model" "$work/out" "valid model 'mixtral-8x7b' (8 experts, top-2, 32 MoE layers)"
+# model from-hf: a config.json's fields, named after its directory; the file it writes validates
+# and is never overwritten.
+mkdir -p "$work/Mixtral-8x7B-v0.1"
+echo '{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+  "num_local_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+  "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}' \
+  >"$work/Mixtral-8x7B-v0.1/config.json"
+rm -f "$work/from-hf.json"
+"$topoep" model from-hf "$work/Mixtral-8x7B-v0.1/config.json" --out "$work/from-hf.json" >"$work/out" 2>&1
+expect "model from-hf exits 0" 0 $?
+"$topoep" model validate "$work/from-hf.json" >"$work/out" 2>&1
+expect_text "its file validates, named after the directory" "$work/out" "valid model 'Mixtral-8x7B-v0.1' (8 experts, top-2, 32 MoE layers)"
+"$topoep" model from-hf "$work/Mixtral-8x7B-v0.1/config.json" --out "$work/from-hf.json" >"$work/out" 2>&1
+expect "model from-hf refuses to overwrite (exit 2)" 2 $?
+echo '{"model_type": "llama"}' >"$work/llama.json"
+"$topoep" model from-hf "$work/llama.json" >"$work/out" 2>&1
+expect "model from-hf refuses a family it does not read (exit 2)" 2 $?
+expect_text "the field is named" "$work/out" "llama.json: field 'model_type': 'llama' is not a family"
 edit_json "$work/mixtral.json" "$work/bad-model.json" 'd["top_k"] = 9'
 "$topoep" model validate "$work/bad-model.json" >"$work/out" 2>&1
 expect "model validate rejects top-k beyond the experts with exit 2" 2 $?

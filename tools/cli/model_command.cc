@@ -1,9 +1,14 @@
 #include "tools/cli/model_command.h"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "common/atomic_file.h"
+#include "common/file_input_error.h"
+#include "common/json_fields.h"
+#include "models/hf_config.h"
 #include "models/model_json.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -129,6 +134,54 @@ void add_model_command(CLI::App& app) {
       const Topology topology = load_topology(*show_topology);
       print_model(loaded, &topology, std::cout);
     }
+  });
+
+  CLI::App* from_hf = model->add_subcommand(
+      "from-hf",
+      "Write a model file from a Hugging Face config.json (DeepSeek-V2/V3, Kimi K2, "
+      "Mixtral, Qwen2-MoE, Qwen3-MoE)");
+  auto hf_config = std::make_shared<std::string>();
+  auto hf_out = std::make_shared<std::string>();
+  auto hf_choices = std::make_shared<HfRunChoices>();
+  from_hf->add_option("config", *hf_config, "The model's config.json")->required();
+  from_hf->add_option("--out", *hf_out, "Write the model file here (default: print it)");
+  from_hf->add_option("--name", hf_choices->name, "Model name (default: the config's file name)");
+  from_hf->add_flag("--fp8-dispatch", hf_choices->fp8_dispatch,
+                    "Dispatch in fp8 with an fp32 scale per 128 elements (DeepEP); default bf16");
+  from_hf
+      ->add_option("--sequence-length", hf_choices->sequence_length,
+                   "Your run's training sequence length")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  from_hf
+      ->add_option("--tokens-per-rank", hf_choices->tokens_per_rank,
+                   "Default tokens per GPU per microbatch")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  from_hf->callback([hf_config, hf_out, hf_choices] {
+    const nlohmann::json config = parse_json_text(read_text_file(*hf_config), *hf_config);
+    HfRunChoices choices = *hf_choices;
+    // A config.json's own file name says nothing: name the model after its directory.
+    if (choices.name.empty()) {
+      const std::filesystem::path path = std::filesystem::absolute(*hf_config);
+      choices.name =
+          path.stem() == "config" ? path.parent_path().filename().string() : path.stem().string();
+    }
+    const ModelSpec derived = model_from_hf_config(config, *hf_config, choices);
+    const std::string text = model_to_json(derived).dump(2) + "\n";
+    if (hf_out->empty()) {
+      std::cout << text;
+      return;
+    }
+    if (std::filesystem::exists(*hf_out)) {
+      throw FileInputError(*hf_out, "", "already exists: not overwriting it");
+    }
+    AtomicFile file(*hf_out);
+    file.write(text);
+    file.commit();
+    std::cout << "Wrote " << *hf_out << ": " << derived.name << ", " << derived.num_experts
+              << " experts, top-" << derived.top_k << ", " << derived.moe_layers
+              << " MoE layers; check the run's choices in its source field\n";
   });
 
   CLI::App* validate = model->add_subcommand("validate", "Check a model file");

@@ -1,0 +1,182 @@
+#include "models/hf_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/file_input_error.h"
+#include "common/text_list.h"
+#include "models/model_json.h"
+
+namespace topoep {
+namespace {
+
+const std::vector<std::string> kMlaTypes = {"deepseek_v2", "deepseek_v3", "kimi_k2"};
+const std::vector<std::string> kQwenTypes = {"qwen2_moe", "qwen3_moe"};
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Typed reads of the config's fields; a config has many more, which are ignored.
+class ConfigFields {
+ public:
+  ConfigFields(const nlohmann::json& config, std::string origin)
+      : config_(config), origin_(std::move(origin)) {
+    if (!config_.is_object()) throw FileInputError(origin_, "", "a config.json is a JSON object");
+  }
+
+  bool has(const std::string& key) const {
+    return config_.contains(key) && !config_.at(key).is_null();
+  }
+  // A positive integer (non-negative where `zero_ok`), at most 2^24: larger is no real model.
+  long long count(const std::string& key, bool zero_ok = false) const {
+    if (!has(key)) fail(key, "is missing (" + type() + " configs have it)");
+    const nlohmann::json& value = config_.at(key);
+    const long long low = zero_ok ? 0 : 1;
+    if (!value.is_number_integer() || value.get<long long>() < low ||
+        value.get<long long>() > (1LL << 24)) {
+      fail(key, "must be an integer from " + std::to_string(low) + " to 2^24");
+    }
+    return value.get<long long>();
+  }
+  long long count_or(const std::string& key, long long fallback, bool zero_ok = false) const {
+    return has(key) ? count(key, zero_ok) : fallback;
+  }
+  std::vector<long long> layer_list(const std::string& key) const {
+    std::vector<long long> layers;
+    if (!has(key)) return layers;
+    const nlohmann::json& value = config_.at(key);
+    if (!value.is_array()) fail(key, "must be a list of layer indices");
+    for (const nlohmann::json& layer : value) {
+      if (!layer.is_number_integer() || layer.get<long long>() < 0) {
+        fail(key, "must be a list of layer indices");
+      }
+      layers.push_back(layer.get<long long>());
+    }
+    return layers;
+  }
+  std::string type() const {
+    if (!config_.contains("model_type") || !config_.at("model_type").is_string()) {
+      fail("model_type", "is missing: it says which family's fields to read");
+    }
+    return config_.at("model_type").get<std::string>();
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw FileInputError(origin_, key, message);
+  }
+
+ private:
+  const nlohmann::json& config_;
+  std::string origin_;
+};
+
+std::string number(long long value) { return std::to_string(value); }
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& origin,
+                               const HfRunChoices& choices) {
+  const ConfigFields f(config, origin);
+  const std::string type = f.type();
+  const bool mla = listed(kMlaTypes, type), qwen = listed(kQwenTypes, type);
+  if (!mla && !qwen && type != "mixtral") {
+    f.fail("model_type", "'" + type + "' is not a family this command reads (" +
+                             join_names(kMlaTypes) + ", mixtral, " + join_names(kQwenTypes) +
+                             "): write the model file by hand (models/README.md)");
+  }
+  ModelSpec m;
+  m.name = choices.name.empty() ? std::filesystem::path(origin).stem().string() : choices.name;
+  const long long h = f.count("hidden_size");
+  const long long layers = f.count("num_hidden_layers");
+  const long long heads = f.count("num_attention_heads");
+  m.hidden_size = static_cast<int>(h);
+  m.top_k = static_cast<int>(f.count("num_experts_per_tok"));
+  m.attention_heads = static_cast<int>(heads);
+  std::string what;  // the source's account of each number
+  long long moe_layers = 0;
+  if (mla) {
+    m.num_experts = static_cast<int>(f.count("n_routed_experts"));
+    m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
+    m.shared_experts = static_cast<int>(f.count_or("n_shared_experts", 0, true));
+    m.shared_expert_ffn_size = m.shared_experts > 0 ? m.expert_ffn_size : 0;
+    // DeepSeek's code: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
+    const long long first_dense = f.count_or("first_k_dense_replace", 0, true);
+    const long long every = f.count_or("moe_layer_freq", 1);
+    for (long long i = first_dense; i < layers; ++i) moe_layers += i % every == 0 ? 1 : 0;
+    const long long nope = f.count("qk_nope_head_dim"), rope = f.count("qk_rope_head_dim");
+    const long long v = f.count("v_head_dim"), kv_rank = f.count("kv_lora_rank");
+    m.attention_qk_head_dim = static_cast<int>(nope + rope);
+    m.attention_v_head_dim = static_cast<int>(v);
+    // MLA projections: q (through q_lora_rank where the config has one), the compressed kv with
+    // its RoPE key, its expansion to per-head keys and values, and the output.
+    const long long q = f.has("q_lora_rank") ? h * f.count("q_lora_rank") +
+                                                   f.count("q_lora_rank") * heads * (nope + rope)
+                                             : h * heads * (nope + rope);
+    m.dense_params_per_layer =
+        q + h * (kv_rank + rope) + kv_rank * heads * (nope + v) + heads * v * h;
+    what =
+        "MLA projections q " +
+        (f.has("q_lora_rank")
+             ? number(h) + "x" + number(f.count("q_lora_rank")) + " + " +
+                   number(f.count("q_lora_rank")) + "x" + number(heads) + "x" + number(nope + rope)
+             : number(h) + "x" + number(heads) + "x" + number(nope + rope)) +
+        " + kv_a " + number(h) + "x" + number(kv_rank + rope) + " + kv_b " + number(kv_rank) + "x" +
+        number(heads) + "x" + number(nope + v) + " + o " + number(heads * v) + "x" + number(h);
+  } else {
+    // Grouped-query attention: q and o over all heads, k and v over the key-value heads.
+    const long long kv_heads = f.count_or("num_key_value_heads", heads);
+    const long long head_dim = f.count_or("head_dim", h / heads);
+    m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
+    // Qwen2-MoE's q, k and v projections carry biases; Mixtral's and Qwen3-MoE's none.
+    const long long biases = type == "qwen2_moe" ? (heads + 2 * kv_heads) * head_dim : 0;
+    m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
+    what = "q " + number(h) + "x" + number(heads * head_dim) + " + k,v " + number(h) + "x" +
+           number(kv_heads * head_dim) + " each + o " + number(heads * head_dim) + "x" + number(h) +
+           (biases > 0 ? " + q,k,v biases " + number(biases) : "");
+    if (type == "mixtral") {
+      m.num_experts = static_cast<int>(f.count("num_local_experts"));
+      m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
+      moe_layers = layers;
+    } else {
+      m.num_experts = static_cast<int>(f.count("num_experts"));
+      m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
+      // Qwen's code: layer i is MoE unless listed in mlp_only_layers, when (i + 1) %
+      // decoder_sparse_step == 0.
+      const long long step = f.count_or("decoder_sparse_step", 1);
+      const std::vector<long long> dense = f.layer_list("mlp_only_layers");
+      for (long long i = 0; i < layers; ++i) {
+        if ((i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end()) {
+          ++moe_layers;
+        }
+      }
+      if (type == "qwen2_moe" && f.count_or("shared_expert_intermediate_size", 0, true) > 0) {
+        m.shared_experts = 1;
+        m.shared_expert_ffn_size = static_cast<int>(f.count("shared_expert_intermediate_size"));
+      }
+    }
+  }
+  if (moe_layers == 0) f.fail("num_hidden_layers", "leaves no MoE layer for this family's rules");
+  if (m.top_k > m.num_experts) f.fail("num_experts_per_tok", "is more than the routed experts");
+  m.moe_layers = static_cast<int>(moe_layers);
+  m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
+  m.dispatch_scale_block = choices.fp8_dispatch ? 128 : 0;
+  m.combine_bytes = 2;
+  m.weight_bytes = 2;
+  m.sequence_length = choices.sequence_length;
+  m.tokens_per_rank = choices.tokens_per_rank;
+  m.source =
+      origin + " (model_type " + type + "), by `topoep model from-hf`: " + number(m.num_experts) +
+      " routed experts, top-" + number(m.top_k) + ", hidden " + number(h) + ", expert FFN " +
+      number(m.expert_ffn_size) + ", " + number(moe_layers) + " MoE layers of " + number(layers) +
+      ", " + number(m.shared_experts) + " shared experts; dense params per layer: " + what + " = " +
+      number(m.dense_params_per_layer) + " (norms left out). The run's choices: " +
+      (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
+      ", bf16 combine and weights, sequence_length " + number(choices.sequence_length) +
+      ", tokens_per_rank " + number(choices.tokens_per_rank) + ".";
+  // The checks every model file passes (ranges, consistency), on what was derived.
+  return parse_model(model_to_json(m).dump(), origin);
+}
+
+}  // namespace topoep

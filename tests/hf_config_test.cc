@@ -1,0 +1,142 @@
+// models/hf_config.h: model files from Hugging Face config.json files.
+
+#include "models/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/file_input_error.h"
+#include "models/model_json.h"
+
+namespace topoep {
+namespace {
+
+// The fields of each preset's published config.json that the mapping reads (the rest of each
+// file is ignored), with the preset built by hand from it (models/presets/).
+struct PublishedConfig {
+  const char* preset;
+  bool fp8_dispatch;
+  const char* config;
+};
+
+const PublishedConfig kPublished[] = {
+    {"deepseek-v3", true, R"({
+      "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+      "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+      "num_experts_per_tok": 8, "num_hidden_layers": 61, "first_k_dense_replace": 3,
+      "moe_layer_freq": 1, "num_attention_heads": 128, "num_key_value_heads": 128,
+      "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+      "v_head_dim": 128, "vocab_size": 129280})"},
+    {"deepseek-v2-lite", true, R"({
+      "model_type": "deepseek_v2", "hidden_size": 2048, "moe_intermediate_size": 1408,
+      "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+      "num_hidden_layers": 27, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+      "num_attention_heads": 16, "q_lora_rank": null, "kv_lora_rank": 512,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128})"},
+    {"mixtral-8x7b", false, R"({
+      "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+      "num_local_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8})"},
+    {"qwen3-30b-a3b", true, R"({
+      "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+      "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+      "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+      "head_dim": 128, "decoder_sparse_step": 1, "mlp_only_layers": []})"},
+};
+
+ModelSpec from(const std::string& config, bool fp8 = false) {
+  HfRunChoices choices;
+  choices.name = "test";
+  choices.fp8_dispatch = fp8;
+  return model_from_hf_config(nlohmann::json::parse(config), "config.json", choices);
+}
+
+std::string field_of_error(const std::string& config) {
+  try {
+    from(config);
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.file(), "config.json");
+    return error.field();
+  }
+  return "no error";
+}
+
+TEST(HfConfig, ReproducesEveryPresetFromItsPublishedConfig) {
+  for (const PublishedConfig& published : kPublished) {
+    nlohmann::json derived = model_to_json(from(published.config, published.fp8_dispatch));
+    nlohmann::json preset = model_to_json(load_model(published.preset));
+    for (const char* key : {"name", "source"}) {
+      derived.erase(key);
+      preset.erase(key);
+    }
+    EXPECT_EQ(derived, preset) << published.preset;
+  }
+}
+
+// Qwen2-MoE: one shared expert of its own size, and biases on q, k and v.
+TEST(HfConfig, ReadsQwen2MoesSharedExpertAndAttentionBiases) {
+  const ModelSpec m = from(R"({
+      "model_type": "qwen2_moe", "hidden_size": 2048, "moe_intermediate_size": 1408,
+      "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+      "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16})");
+  EXPECT_EQ(m.num_experts, 60);
+  EXPECT_EQ(m.shared_experts, 1);
+  EXPECT_EQ(m.shared_expert_ffn_size, 5632);
+  EXPECT_EQ(m.attention_qk_head_dim, 128);  // hidden / heads
+  EXPECT_EQ(m.dense_params_per_layer, 4LL * 2048 * 2048 + 3 * 2048);
+  EXPECT_EQ(m.dispatch_bytes, 2);  // bf16 unless asked
+  EXPECT_EQ(m.dispatch_scale_block, 0);
+}
+
+// Each family's code decides which layers are MoE: DeepSeek's from first_k_dense_replace every
+// moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers.
+TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {
+  EXPECT_EQ(from(R"({
+      "model_type": "deepseek_v3", "hidden_size": 1024, "moe_intermediate_size": 256,
+      "n_routed_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 10,
+      "first_k_dense_replace": 3, "moe_layer_freq": 2, "num_attention_heads": 8,
+      "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32})")
+                .moe_layers,
+            3);  // layers 4, 6, 8
+  EXPECT_EQ(from(R"({
+      "model_type": "qwen3_moe", "hidden_size": 1024, "moe_intermediate_size": 256,
+      "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 10,
+      "num_attention_heads": 8, "decoder_sparse_step": 2, "mlp_only_layers": [3, 5]})")
+                .moe_layers,
+            3);  // layers 1, 7, 9
+}
+
+TEST(HfConfig, RefusesWhatItCannotReadNamingTheField) {
+  EXPECT_EQ(field_of_error(R"({"model_type": "llama", "hidden_size": 4096})"), "model_type");
+  EXPECT_EQ(field_of_error(R"({"hidden_size": 4096})"), "model_type");
+  EXPECT_EQ(field_of_error(R"({
+      "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_experts_per_tok": 2})"),
+            "num_local_experts");
+  EXPECT_EQ(field_of_error(R"({
+      "model_type": "mixtral", "hidden_size": 4096.5, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_experts_per_tok": 2, "num_local_experts": 8,
+      "intermediate_size": 14336})"),
+            "hidden_size");
+  EXPECT_EQ(field_of_error(R"({
+      "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_experts_per_tok": 9, "num_local_experts": 8,
+      "intermediate_size": 14336})"),
+            "num_experts_per_tok");
+  EXPECT_EQ(field_of_error(R"({
+      "model_type": "qwen3_moe", "hidden_size": 1024, "moe_intermediate_size": 256,
+      "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "decoder_sparse_step": 5})"),
+            "num_hidden_layers");
+  EXPECT_EQ(field_of_error(R"({
+      "model_type": "qwen3_moe", "hidden_size": 1024, "moe_intermediate_size": 256,
+      "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "mlp_only_layers": "none"})"),
+            "mlp_only_layers");
+  EXPECT_EQ(field_of_error("[1, 2]"), "");
+}
+
+}  // namespace
+}  // namespace topoep
