@@ -14,6 +14,14 @@ inline std::string join_names(const std::vector<std::string>& names,
   return text;
 }
 
+// Whether `names` lists `name`.
+inline bool is_listed(const std::vector<std::string>& names, const std::string& name) {
+  for (const std::string& listed : names) {
+    if (listed == name) return true;
+  }
+  return false;
+}
+
 // `names` as a sentence lists them: "a", "a and b", "a, b and c"; empty for no names.
 inline std::string spoken_list(const std::vector<std::string>& names) {
   if (names.size() < 2) return join_names(names);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,6 @@ namespace {
 
 const std::vector<std::string> kMlaTypes = {"deepseek_v2", "deepseek_v3", "kimi_k2"};
 const std::vector<std::string> kQwenTypes = {"qwen2_moe", "qwen3_moe"};
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 // Typed reads of the config's fields; a config has many more, which are ignored.
 class ConfigFields {
@@ -72,7 +69,12 @@ class ConfigFields {
   std::string origin_;
 };
 
-std::string number(long long value) { return std::to_string(value); }
+// A weight's dimensions as the source writes them: "7168x1536".
+std::string shape(std::initializer_list<long long> dims) {
+  std::string text;
+  for (const long long dim : dims) text += (text.empty() ? "" : "x") + std::to_string(dim);
+  return text;
+}
 
 }  // namespace
 
@@ -80,7 +82,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
                                const HfRunChoices& choices) {
   const ConfigFields f(config, origin);
   const std::string type = f.type();
-  const bool mla = listed(kMlaTypes, type), qwen = listed(kQwenTypes, type);
+  const bool mla = is_listed(kMlaTypes, type), qwen = is_listed(kQwenTypes, type);
   if (!mla && !qwen && type != "mixtral") {
     f.fail("model_type", "'" + type + "' is not a family this command reads (" +
                              join_names(kMlaTypes) + ", mixtral, " + join_names(kQwenTypes) +
@@ -111,19 +113,16 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.attention_v_head_dim = static_cast<int>(v);
     // MLA projections: q (through q_lora_rank where the config has one), the compressed kv with
     // its RoPE key, its expansion to per-head keys and values, and the output.
-    const long long q = f.has("q_lora_rank") ? h * f.count("q_lora_rank") +
-                                                   f.count("q_lora_rank") * heads * (nope + rope)
-                                             : h * heads * (nope + rope);
+    const long long q_rank = f.has("q_lora_rank") ? f.count("q_lora_rank") : 0;
+    const long long q =
+        q_rank > 0 ? h * q_rank + q_rank * heads * (nope + rope) : h * heads * (nope + rope);
     m.dense_params_per_layer =
         q + h * (kv_rank + rope) + kv_rank * heads * (nope + v) + heads * v * h;
-    what =
-        "MLA projections q " +
-        (f.has("q_lora_rank")
-             ? number(h) + "x" + number(f.count("q_lora_rank")) + " + " +
-                   number(f.count("q_lora_rank")) + "x" + number(heads) + "x" + number(nope + rope)
-             : number(h) + "x" + number(heads) + "x" + number(nope + rope)) +
-        " + kv_a " + number(h) + "x" + number(kv_rank + rope) + " + kv_b " + number(kv_rank) + "x" +
-        number(heads) + "x" + number(nope + v) + " + o " + number(heads * v) + "x" + number(h);
+    what = "MLA projections q " +
+           (q_rank > 0 ? shape({h, q_rank}) + " + " + shape({q_rank, heads, nope + rope})
+                       : shape({h, heads, nope + rope})) +
+           " + kv_a " + shape({h, kv_rank + rope}) + " + kv_b " +
+           shape({kv_rank, heads, nope + v}) + " + o " + shape({heads * v, h});
   } else {
     // Grouped-query attention: q and o over all heads, k and v over the key-value heads.
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
@@ -132,9 +131,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // Qwen2-MoE's q, k and v projections carry biases; Mixtral's and Qwen3-MoE's none.
     const long long biases = type == "qwen2_moe" ? (heads + 2 * kv_heads) * head_dim : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
-    what = "q " + number(h) + "x" + number(heads * head_dim) + " + k,v " + number(h) + "x" +
-           number(kv_heads * head_dim) + " each + o " + number(heads * head_dim) + "x" + number(h) +
-           (biases > 0 ? " + q,k,v biases " + number(biases) : "");
+    what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
+           " each + o " + shape({heads * head_dim, h}) +
+           (biases > 0 ? " + q,k,v biases " + std::to_string(biases) : "");
     if (type == "mixtral") {
       m.num_experts = static_cast<int>(f.count("num_local_experts"));
       m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
@@ -167,14 +166,16 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   m.sequence_length = choices.sequence_length;
   m.tokens_per_rank = choices.tokens_per_rank;
   m.source =
-      origin + " (model_type " + type + "), by `topoep model from-hf`: " + number(m.num_experts) +
-      " routed experts, top-" + number(m.top_k) + ", hidden " + number(h) + ", expert FFN " +
-      number(m.expert_ffn_size) + ", " + number(moe_layers) + " MoE layers of " + number(layers) +
-      ", " + number(m.shared_experts) + " shared experts; dense params per layer: " + what + " = " +
-      number(m.dense_params_per_layer) + " (norms left out). The run's choices: " +
+      origin + " (model_type " + type +
+      "), by `topoep model from-hf`: " + std::to_string(m.num_experts) + " routed experts, top-" +
+      std::to_string(m.top_k) + ", hidden " + std::to_string(h) + ", expert FFN " +
+      std::to_string(m.expert_ffn_size) + ", " + std::to_string(moe_layers) + " MoE layers of " +
+      std::to_string(layers) + ", " + std::to_string(m.shared_experts) +
+      " shared experts; dense params per layer: " + what + " = " +
+      std::to_string(m.dense_params_per_layer) + " (norms left out). The run's choices: " +
       (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
-      ", bf16 combine and weights, sequence_length " + number(choices.sequence_length) +
-      ", tokens_per_rank " + number(choices.tokens_per_rank) + ".";
+      ", bf16 combine and weights, sequence_length " + std::to_string(choices.sequence_length) +
+      ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
 }

@@ -23,10 +23,6 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "topoep_max_moves"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
-bool contains(const std::vector<std::string>& list, const std::string& key) {
-  return std::find(list.begin(), list.end(), key) != list.end();
-}
-
 class GridReader {
  public:
   explicit GridReader(std::string path) : path_(std::move(path)) {}
@@ -44,7 +40,7 @@ class GridReader {
         grid.planners = read_planners(value);
       } else if (key == "points") {
         listed = read_points(value);
-      } else if (contains(sweep_parameter_columns(), key)) {
+      } else if (is_listed(sweep_parameter_columns(), key)) {
         if (!value.is_array() || value.empty()) fail(key, "must be a non-empty list of values");
         for (std::size_t i = 0; i < value.size(); ++i) {
           const std::string where = key + "[" + std::to_string(i) + "]";
@@ -61,7 +57,7 @@ class GridReader {
         fail(key, "unknown key (known: planners, points, " + known_keys() + ")");
       }
     }
-    const bool has_trace = contains(axes, "trace") ||
+    const bool has_trace = is_listed(axes, "trace") ||
                            std::all_of(listed.begin(), listed.end(),
                                        [](const nlohmann::json& p) { return p.contains("trace"); });
     if (!has_trace) fail("trace", "is required: trace directories or {\"synthetic\": {...}}");
@@ -120,11 +116,11 @@ class GridReader {
     for (const std::string& key : sweep_parameter_columns()) {
       const std::vector<std::string> planners = planners_reading_option(key);
       if (planners.empty()) continue;
-      const bool given = contains(axes, key) ||
+      const bool given = is_listed(axes, key) ||
                          std::any_of(listed.begin(), listed.end(),
                                      [&](const nlohmann::json& p) { return p.contains(key); });
       const bool compared = std::any_of(planners.begin(), planners.end(), [&](const auto& name) {
-        return contains(compared_planners, name);
+        return is_listed(compared_planners, name);
       });
       if (given && !compared) {
         fail(key, "applies to the " + spoken_list(planners) +
@@ -150,7 +146,7 @@ class GridReader {
       const std::string where = "points[" + std::to_string(i) + "]";
       if (!value[i].is_object()) fail(where, "must be an object of parameter values");
       for (const auto& [key, v] : value[i].items()) {
-        if (!contains(sweep_parameter_columns(), key)) {
+        if (!is_listed(sweep_parameter_columns(), key)) {
           fail(where + "." + key, "unknown key (known: " + known_keys() + ")");
         }
         check_value(key, v, where + "." + key);
@@ -167,7 +163,7 @@ class GridReader {
         return;
       fail(where, "must be a trace directory or {\"synthetic\": {...}}");
     }
-    if (contains(kStringKeys, key)) {
+    if (is_listed(kStringKeys, key)) {
       if (!v.is_string()) fail(where, "must be a preset name or a file path");
       return;
     }
@@ -175,7 +171,7 @@ class GridReader {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
-    if (contains(kIntegerKeys, key)) {
+    if (is_listed(kIntegerKeys, key)) {
       // 0 spare slots is a cluster; 0 moves is the solver's default cap.
       const std::int64_t min = key == "slots" || key == "topoep_max_moves" ? 0 : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
