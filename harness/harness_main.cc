@@ -18,6 +18,7 @@
 #include "harness/moe_layer.h"
 #include "harness/mpi_comm.h"
 #include "models/model_json.h"
+#include "sim/home_layout_check.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
 
@@ -68,9 +69,7 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
   replay->add_option("--slots", config.slots_per_rank, "Spare slots per GPU")
       ->capture_default_str();
   bool uneven_homes = false;
-  replay->add_flag("--uneven-homes", uneven_homes,
-                   "Where the GPUs do not divide the experts, home one more on the first E mod R "
-                   "GPUs (as topoep simulate --uneven-homes)");
+  replay->add_flag("--uneven-homes", uneven_homes, topoep::kUnevenHomesHelp);
   add_dims(replay, config.dims, "Executed");
   replay->add_option("--records", config.max_records, "Stop after N records (0: all)")
       ->check(CLI::Range(0, 1 << 30));

@@ -8,10 +8,10 @@
 
 #include "common/atomic_file.h"
 #include "harness/cuda/device_planner.h"
+#include "sim/home_layout_check.h"
 #include "sim/per_layer_schema.h"
 #include "sim/replay.h"
 #include "sim/solver_cost.h"
-#include "sim/uneven_homes_hint.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
 #include "solver/planners/planner.h"
@@ -70,12 +70,8 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
                                   ", the topology " + std::to_string(config.topology.num_gpus()));
   }
   check_model_fits_trace(config.model, m);
-  if (config.homes == HomeLayout::kEven && m.num_experts % R != 0) {
-    throw InputError("num_experts", "the trace's " + std::to_string(m.num_experts) +
-                                        " experts do not divide evenly over the " +
-                                        std::to_string(R) + " GPUs" +
-                                        uneven_homes_hint(m.num_experts, R));
-  }
+  require_homes_fit(config.homes, m.num_experts, R, "num_experts",
+                    "the trace's " + std::to_string(m.num_experts) + " experts", "");
   const TopologyView view = config.topology.view();
   const std::int64_t tokens_per_rank = m.tokens_per_rank > 0 ? m.tokens_per_rank : 1;
   const PlannerContext context{

@@ -6,8 +6,8 @@
 #include "common/preset_source.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
+#include "sim/home_layout_check.h"
 #include "sim/solver_cost.h"
-#include "sim/uneven_homes_hint.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
 #include "traces/counts_json.h"
@@ -61,13 +61,9 @@ TopoepProblem problem_for_routing(const std::vector<RoutingCounts>& layers,
   TopoepProblem problem;
   problem.topology = topology.view();
   const int experts = first.num_experts(), gpus = topology.num_gpus();
-  if (homes == HomeLayout::kEven && experts % gpus != 0) {
-    throw InputError(names.topology, names.routing + " has " + std::to_string(experts) +
-                                         " experts, which do not divide evenly over the " +
-                                         std::to_string(gpus) + " GPUs of topology " +
-                                         quoted_with_origin(topology.name, topology.origin) +
-                                         uneven_homes_hint(experts, gpus));
-  }
+  require_homes_fit(homes, experts, gpus, names.topology,
+                    names.routing + " has " + std::to_string(experts) + " experts, which",
+                    " of topology " + quoted_with_origin(topology.name, topology.origin));
   try {
     problem.placement = Placement::contiguous(experts, gpus, slots, homes);
   } catch (const InputError& error) {

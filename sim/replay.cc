@@ -11,8 +11,8 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/gradient_reduction.h"
+#include "sim/home_layout_check.h"
 #include "sim/plan_check.h"
-#include "sim/uneven_homes_hint.h"
 #include "solver/input_error.h"
 #include "solver/placement.h"
 #include "solver/static_plan.h"
@@ -340,14 +340,9 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                                               config.topology.origin)));
   }
   check_model_fits_trace(config.model, metadata);
-  if (config.homes == HomeLayout::kEven && metadata.num_experts % gpus != 0) {
-    throw InputError("num_experts",
-                     "the trace's " + std::to_string(metadata.num_experts) +
-                         " experts do not divide evenly over the " + std::to_string(gpus) +
-                         " GPUs of " +
-                         quoted_with_origin(config.topology.name, config.topology.origin) +
-                         uneven_homes_hint(metadata.num_experts, gpus));
-  }
+  require_homes_fit(config.homes, metadata.num_experts, gpus, "num_experts",
+                    "the trace's " + std::to_string(metadata.num_experts) + " experts",
+                    " of " + quoted_with_origin(config.topology.name, config.topology.origin));
   // A replica never sits on its expert's home: the fullest rank has room for the others.
   const int max_slots =
       metadata.num_experts -

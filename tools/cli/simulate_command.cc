@@ -10,6 +10,7 @@
 #include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
+#include "sim/home_layout_check.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
@@ -147,10 +148,7 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
-  simulate->add_flag(
-      "--uneven-homes", o->uneven_homes,
-      "Where the GPUs do not divide the experts, home one expert more on the first E mod R "
-      "GPUs (vLLM's layout; ranks beyond E home none) instead of refusing");
+  simulate->add_flag("--uneven-homes", o->uneven_homes, kUnevenHomesHelp);
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");

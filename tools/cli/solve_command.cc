@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "models/model_json.h"
+#include "sim/home_layout_check.h"
 #include "sim/own_routing.h"
 #include "sim/plan_check.h"
 #include "solver/input_error.h"
@@ -257,10 +258,7 @@ void add_solve_command(CLI::App& app) {
                     "Model preset or JSON file (default: the preset with the counts' experts)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
-  solve->add_flag(
-      "--uneven-homes", options->uneven_homes,
-      "Where the GPUs do not divide the experts, home one expert more on the first E mod R "
-      "GPUs (vLLM's layout; ranks beyond E home none) instead of refusing");
+  solve->add_flag("--uneven-homes", options->uneven_homes, kUnevenHomesHelp);
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
                   "Replica weight transfer is free (pure balancing)");
   solve->add_flag("--linear-compute", options->linear_compute,
