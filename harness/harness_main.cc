@@ -21,6 +21,7 @@
 #include "sim/home_layout_check.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
+#include "topologies/topology_shape.h"
 
 #if defined(TOPOEP_WITH_CUDA)
 #include "harness/cuda/cuda_layer.h"
@@ -55,10 +56,20 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
   app.require_subcommand(1);
   topoep::HarnessConfig config;
   std::string topology = "h800-4x8", model = "deepseek-v3", out, mode = "host";
+  int nodes = 0, gpus_per_node = 0;  // 0: the topology's own
+  // --nodes and --gpus-per-node reshape --topology to the ranks mpirun starts
+  // (topologies/topology_shape.h).
+  const auto add_shape = [&](CLI::App* command) {
+    command->add_option("--nodes", nodes, "Run the topology on this many nodes")
+        ->check(CLI::Range(1, topoep::kMaxTopologyGpus));
+    command->add_option("--gpus-per-node", gpus_per_node, "Give its nodes this many GPUs")
+        ->check(CLI::Range(1, topoep::kMaxTopologyGpus));
+  };
   CLI::App* replay = app.add_subcommand("run", "Execute every record's plan and check it");
   replay->add_option("--trace", config.trace, "Trace directory")->required();
   replay->add_option("--topology", topology, "Preset or file; GPUs = MPI ranks")
       ->capture_default_str();
+  add_shape(replay);
   replay->add_option("--model", model, "Preset or file (the planner's costs)")
       ->capture_default_str();
   replay->add_option("--mode", mode, "host (MPI + Eigen) or cuda (NCCL + cuBLAS)")
@@ -81,6 +92,7 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
   CLI::App* micro = app.add_subcommand("microbench", "Link and GEMM timings for topoep calibrate");
   micro->add_option("--topology", topology, "Preset or file; GPUs = MPI ranks")
       ->capture_default_str();
+  add_shape(micro);
   add_dims(micro, config.dims, "GEMM");
   micro->add_option("--out", out, "Write link_samples.csv and gemm_samples.csv here")->required();
   try {
@@ -89,17 +101,26 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
     return comm.rank() == 0 ? (app.exit(error) == 0 ? 0 : 2) : (error.get_exit_code() == 0 ? 0 : 2);
   }
   try {
-    config.topology = topoep::load_topology(topology);
+    try {
+      config.topology = topoep::reshaped(topoep::load_topology(topology), nodes, gpus_per_node);
+    } catch (const topoep::InputError& error) {  // only the GPUs in all can be out of range
+      const std::string what = error.what();
+      throw topoep::InputError("--nodes", what.substr(error.field().size() + 2));
+    }
     if (config.topology.num_gpus() != comm.size()) {
+      const int fitting_nodes = topoep::nodes_holding(config.topology, comm.size());
       throw topoep::InputError(
           "--topology",
           topoep::quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
               std::to_string(config.topology.num_gpus()) + " GPUs but mpirun started " +
               std::to_string(comm.size()) + " ranks" +
-              topoep::preset_hint(
-                  topoep::topology_presets_with_gpus(comm.size()),
-                  std::to_string(comm.size()) + " GPUs",
-                  topoep::show_command("topology", config.topology.name, config.topology.origin)));
+              (fitting_nodes > 0
+                   ? "; on " + std::to_string(fitting_nodes) + " of its nodes it fits (--nodes " +
+                         std::to_string(fitting_nodes) + ")"
+                   : topoep::preset_hint(topoep::topology_presets_with_gpus(comm.size()),
+                                         std::to_string(comm.size()) + " GPUs",
+                                         topoep::show_command("topology", config.topology.name,
+                                                              config.topology.origin))));
     }
     if (replay->parsed()) {
       if (!(config.tolerance >= 0 && config.tolerance <= 1)) {

@@ -17,6 +17,7 @@
 #include "solver/placement.h"
 #include "solver/static_plan.h"
 #include "topologies/topology_presets.h"
+#include "topologies/topology_shape.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
@@ -331,13 +332,22 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
   const int gpus = config.topology.num_gpus();
   if (metadata.num_ranks != gpus) {
-    throw InputError("topology", quoted_with_origin(config.topology.name, config.topology.origin) +
-                                     " has " + std::to_string(gpus) + " GPUs but the trace has " +
-                                     std::to_string(metadata.num_ranks) + " ranks" +
-                                     preset_hint(topology_presets_with_gpus(metadata.num_ranks),
-                                                 std::to_string(metadata.num_ranks) + " GPUs",
-                                                 show_command("topology", config.topology.name,
-                                                              config.topology.origin)));
+    const std::vector<std::string> fitting = topology_presets_with_gpus(metadata.num_ranks);
+    // Where its nodes divide the ranks, the same cluster on more or fewer nodes fits.
+    const std::string nodes = std::to_string(nodes_holding(config.topology, metadata.num_ranks));
+    const std::string reshape = nodes != "0"
+                                    ? "; on " + nodes + " of its nodes it fits (--nodes " + nodes +
+                                          "; in a sweep, \"nodes\": [" + nodes + "])"
+                                    : "";
+    throw InputError("topology",
+                     quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
+                         std::to_string(gpus) + " GPUs but the trace has " +
+                         std::to_string(metadata.num_ranks) + " ranks" + reshape +
+                         (reshape.empty() || !fitting.empty()
+                              ? preset_hint(fitting, std::to_string(metadata.num_ranks) + " GPUs",
+                                            show_command("topology", config.topology.name,
+                                                         config.topology.origin))
+                              : ""));
   }
   check_model_fits_trace(config.model, metadata);
   require_homes_fit(config.homes, metadata.num_experts, gpus, "num_experts",

@@ -8,6 +8,7 @@
 #include "models/model_json.h"
 #include "solver/input_error.h"
 #include "topologies/topology_presets.h"
+#include "topologies/topology_shape.h"
 #include "traces/trace_reader.h"
 
 namespace topoep {
@@ -277,9 +278,8 @@ class GridReader {
     try {
       SimConfig& c = point.config;
       c.plan_hashes = false;  // a sweep reports totals only
-      c.topology = topology(get("topology", std::string("h800-4x8")));
-      c.topology.nodes = get("nodes", c.topology.nodes);
-      c.topology.gpus_per_node = get("gpus_per_node", c.topology.gpus_per_node);
+      c.topology = reshaped(topology(get("topology", std::string("h800-4x8"))), get("nodes", 0),
+                            get("gpus_per_node", 0));
       c.topology.scale_up.bandwidth_gb_per_s =
           get("nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s);
       c.topology.scale_out.bandwidth_gb_per_s =

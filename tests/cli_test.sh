@@ -376,7 +376,10 @@ expect "a refused import leaves no trace directory" 0 $?
 expect "trace synth for simulate exits 0" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology h800-4x8 --model deepseek-v3 >"$work/out" 2>&1
 expect "simulate rejects a topology with another GPU count" 2 $?
-expect_text "the topology mismatch is named" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks; no preset has 16 GPUs: pass a file (topoep topology show h800-4x8 --json gives one to edit)"
+expect_text "the topology mismatch is named, with the reshape that fits" "$work/out" "topology: 'h800-4x8' has 32 GPUs but the trace has 16 ranks; on 2 of its nodes it fits (--nodes 2; in a sweep, \"nodes\": [2])"
+"$topoep" simulate --trace "$work/sim.trace" --topology gb200-nvl72-2x72 --model deepseek-v3 >"$work/out" 2>&1
+expect "simulate rejects a topology whose nodes do not divide the ranks" 2 $?
+expect_text "and asks for a file" "$work/out" "topology: 'gb200-nvl72-2x72' has 144 GPUs but the trace has 16 ranks; no preset has 16 GPUs: pass a file (topoep topology show gb200-nvl72-2x72 --json gives one to edit)"
 cat >"$work/model16.json" <<'JSON'
 {"name": "small", "source": "test", "num_experts": 64, "top_k": 8, "hidden_size": 1024,
  "expert_ffn_size": 512, "moe_layers": 2, "dispatch_bytes": 1, "dispatch_scale_block": 128,
@@ -398,7 +401,28 @@ expect "simulate without --model takes the one preset that fits" 0 $?
 expect_text "and says which" "$work/out" "with deepseek-v2-lite, S = 1"
 "$topoep" simulate --trace "$work/lite.trace" >"$work/out" 2>&1
 expect "simulate without --topology, when no preset has the trace's ranks, exits 2" 2 $?
-expect_text "it asks for --topology" "$work/out" "error: --topology: not given, and no preset has 16 GPUs: pass a file (topoep topology show h800-4x8 --json gives one to edit)"
+expect_text "it asks for --topology, with a reshape that fits" "$work/out" "error: --topology: not given, and no preset has 16 GPUs: reshape one (--topology h800-4x8 --nodes 2) or pass a file (topoep topology show h800-4x8 --nodes 2 --json gives one to edit)"
+"$topoep" simulate --trace "$work/lite.trace" --topology h800-4x8 --nodes 2 --planners topoep,static \
+  --out "$work/reshaped" >"$work/out" 2>&1
+expect "simulate --topology h800-4x8 --nodes 2 runs a 16-rank trace" 0 $?
+expect_text "on the preset renamed for its shape" "$work/out" "on h800-2x8 (2 x 8 GPUs) with deepseek-v2-lite"
+"$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+  --out "$work/edited" >/dev/null 2>&1
+cmp -s "$work/reshaped/per_layer.csv" "$work/edited/per_layer.csv"
+expect "a reshaped preset prices like the same preset edited by hand" 0 $?
+"$topoep" simulate --trace "$work/lite.trace" --nodes 2 >"$work/out" 2>&1
+expect "--nodes without --topology is bad usage (exit 2)" 2 $?
+expect_text "it names --topology" "$work/out" "--nodes requires --topology"
+"$topoep" simulate --trace "$work/lite.trace" --topology h800-4x8 --nodes 0 >"$work/out" 2>&1
+expect "--nodes 0 is bad usage (exit 2)" 2 $?
+"$topoep" topology show h800-4x8 --nodes 1048576 --gpus-per-node 2 >"$work/out" 2>&1
+expect "a reshape past the GPU limit exits 2" 2 $?
+expect_text "it names --nodes and the limit" "$work/out" "error: --nodes: 1048576 nodes x 2 GPUs exceeds 1048576 GPUs"
+"$topoep" topology show gb200-nvl72-2x72 --nodes 1 --gpus-per-node 36 --json >"$work/nvl36.json" 2>"$work/err"
+expect "topology show --nodes --gpus-per-node --json exits 0" 0 $?
+"$topoep" topology validate "$work/nvl36.json" >"$work/out" 2>&1
+expect "the reshaped file is a valid topology" 0 $?
+expect_text "named for its shape" "$work/out" "valid topology 'gb200-nvl72-1x36' (1 nodes x 36 GPUs)"
 python3 -c 'import json; print(json.dumps({"counts": [[(r + e) % 5 for e in range(64)] for r in range(32)]}))' \
   >"$work/counts64.json"
 "$topoep" solve --counts "$work/counts64.json" >"$work/out" 2>&1

@@ -106,6 +106,15 @@ expect "a zero hidden size is bad input (empty outputs would compare equal)" 2 $
   >"$work/out" 2>&1
 expect "a topology with another GPU count exits 2" 2 $?
 expect_text "the topology and both GPU counts are named" "$work/out" "rank 0: --topology: 'h800-4x8' has 32 GPUs but mpirun started 4 ranks; no preset has 4 GPUs: pass a file"
+"${mpi[@]}" "$harness" run --trace "$work/trace" --topology h800-4x8 --gpus-per-node 2 \
+  --model "$work/model.json" >"$work/out" 2>&1
+expect "a reshape to another GPU count exits 2" 2 $?
+expect_text "the reshape that fits is named" "$work/out" "rank 0: --topology: 'h800-4x2' has 8 GPUs but mpirun started 4 ranks; on 2 of its nodes it fits (--nodes 2)"
+"${mpi[@]}" "$harness" run --trace "$work/trace" --topology h800-4x8 --nodes 2 --gpus-per-node 2 \
+  --model "$work/model.json" --hidden 32 --ffn 16 --out "$work/reshaped" >"$work/out" 2>&1
+expect "the preset reshaped to the ranks runs" 0 $?
+cmp -s <(cut -d, -f1-4,23 "$work/measured/per_layer.csv") <(cut -d, -f1-4,23 "$work/reshaped/per_layer.csv")
+expect "and plans as the same cluster written as a file" 0 $?
 sed 's/"top_k": 2/"top_k": 4/' "$work/model.json" >"$work/model-top4.json"
 "${mpi[@]}" "$harness" run --trace "$work/trace" --topology "$work/topo.json" \
   --model "$work/model-top4.json" >"$work/out" 2>&1

@@ -7,7 +7,9 @@
 #include <functional>
 
 #include "common/file_input_error.h"
+#include "tests/input_error_field.h"
 #include "topologies/topology_presets.h"
+#include "topologies/topology_shape.h"
 
 namespace topoep {
 namespace {
@@ -185,6 +187,57 @@ TEST(TopologyFiles, RejectsUnknownPresetListingTheKnownOnes) {
   } catch (const FileInputError& error) {
     EXPECT_NE(std::string(error.what()).find("h800-4x8"), std::string::npos) << error.what();
   }
+}
+
+TEST(TopologyShape, ReshapedKeepsThePerGpuLinksAndRenamesTheShape) {
+  const Topology base = load_topology("h800-4x8");
+  const Topology shaped = reshaped(base, 16, 0);
+  EXPECT_EQ(shaped.name, "h800-16x8");
+  EXPECT_EQ(shaped.nodes, 16);
+  EXPECT_EQ(shaped.gpus_per_node, 8);
+  EXPECT_EQ(shaped.num_gpus(), 128);
+  EXPECT_EQ(shaped.origin, base.origin);  // errors still name the preset or file
+  EXPECT_EQ(shaped.scale_up.bandwidth_gb_per_s, base.scale_up.bandwidth_gb_per_s);
+  EXPECT_EQ(shaped.scale_out.latency_us, base.scale_out.latency_us);
+  EXPECT_EQ(shaped.gpu.peak_tflops_bf16, base.gpu.peak_tflops_bf16);
+  EXPECT_EQ(shaped.gemm_efficiency.efficiency, base.gemm_efficiency.efficiency);
+  EXPECT_EQ(shaped.description.rfind("h800-4x8 reshaped from 4x8 to 16x8", 0), 0u)
+      << shaped.description;
+  // The canonical file form of a reshape reads back as the same cluster.
+  const Topology read_back = parse_topology(topology_to_json(shaped).dump(), "shaped.json");
+  EXPECT_EQ(read_back.name, "h800-16x8");
+  EXPECT_EQ(read_back.num_gpus(), 128);
+}
+
+TEST(TopologyShape, ReshapedChangesTheScaleUpDomain) {
+  const Topology shaped = reshaped(load_topology("gb200-nvl72-2x72"), 1, 36);
+  EXPECT_EQ(shaped.name, "gb200-nvl72-1x36");
+  EXPECT_EQ(shaped.view().gpus_per_node, 36);
+}
+
+TEST(TopologyShape, ZeroKeepsTheBaseShapeAndName) {
+  const Topology base = load_topology("h100-8x8");
+  const Topology same = reshaped(base, 0, 0);
+  EXPECT_EQ(same.name, "h100-8x8");
+  EXPECT_EQ(same.description, base.description);
+  EXPECT_EQ(reshaped(base, 8, 8).name, "h100-8x8");
+}
+
+TEST(TopologyShape, ANameWithoutItsShapeGainsTheNewOne) {
+  Topology base = load_topology("h800-4x8");
+  base.name = "my-cluster";
+  EXPECT_EQ(reshaped(base, 2, 0).name, "my-cluster-2x8");
+  base.name = "h800-2x8";  // a shape, but not this topology's
+  EXPECT_EQ(reshaped(base, 2, 0).name, "h800-2x8-2x8");
+}
+
+TEST(TopologyShape, RefusesNegativeCountsAndTooManyGpusNamingTheField) {
+  const Topology base = load_topology("h800-4x8");
+  using testing::input_error_field;
+  EXPECT_EQ(input_error_field([&] { reshaped(base, -1, 0); }), "nodes");
+  EXPECT_EQ(input_error_field([&] { reshaped(base, 0, -8); }), "gpus_per_node");
+  EXPECT_EQ(input_error_field([&] { reshaped(base, kMaxTopologyGpus, 2); }), "nodes");
+  EXPECT_EQ(input_error_field([&] { reshaped(base, kMaxTopologyGpus / 8, 0); }), "<no error>");
 }
 
 }  // namespace

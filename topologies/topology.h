@@ -38,6 +38,10 @@ struct GemmEfficiencyCurve {
   std::string source;
 };
 
+// The most GPUs a topology may have (files and reshapes alike): far past any cluster, and small
+// enough that rank ids and per-rank arrays stay well inside int.
+constexpr int kMaxTopologyGpus = 1 << 20;
+
 struct Topology {
   std::string name;
   // What it was read from: a file path or "preset:NAME" (empty when built in code), so that

@@ -10,7 +10,7 @@ namespace {
 constexpr double kMaxBandwidth = 1e6;  // GB/s: catches unit mistakes (bytes/s typed as GB/s)
 constexpr double kMaxLatency = 1e6;    // µs
 constexpr double kMaxTflops = 1e6;
-constexpr int kMaxGpus = 1 << 20;
+constexpr int kMaxGpus = kMaxTopologyGpus;
 
 LinkSpec read_link(JsonObjectReader object) {
   LinkSpec link;

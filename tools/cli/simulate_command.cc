@@ -15,9 +15,9 @@
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
 #include "tools/cli/flag_errors.h"
-#include "tools/cli/implied_presets.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
+#include "tools/cli/topology_flags.h"
 #include "topologies/topology_presets.h"
 #include "traces/trace_reader.h"
 
@@ -26,8 +26,8 @@ namespace {
 
 struct SimulateOptions {
   std::string trace;
-  std::string topology;  // empty: the preset with the trace's ranks as GPUs
-  std::string model;     // empty: the preset the trace's experts and top-k imply
+  TopologyFlags cluster;  // no --topology: the preset with the trace's ranks as GPUs
+  std::string model;      // empty: the preset the trace's experts and top-k imply
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
   bool uneven_homes = false;
@@ -67,11 +67,10 @@ void run_simulate(const SimulateOptions& options) {
   request.trace = options.trace;
   // What is not given is the one preset the trace's shape implies.
   std::optional<TraceMetadata> shape;
-  if (options.model.empty() || options.topology.empty()) {
+  if (options.model.empty() || options.cluster.topology.empty()) {
     shape = TraceReader(options.trace).metadata();
   }
-  request.config.topology = load_topology(
-      options.topology.empty() ? implied_topology(shape->num_ranks) : options.topology);
+  request.config.topology = load_topology_flags(options.cluster, shape ? shape->num_ranks : 0);
   request.config.model = load_model(
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
@@ -137,8 +136,10 @@ void add_simulate_command(CLI::App& app) {
       app.add_subcommand("simulate", "Replay a trace through planners and the cluster model");
   auto o = std::make_shared<SimulateOptions>();
   simulate->add_option("--trace", o->trace, "Trace directory (topoep trace format)")->required();
-  simulate->add_option("--topology", o->topology,
-                       "Preset or JSON file (default: the preset with the trace's ranks as GPUs)");
+  CLI::Option* topology = simulate->add_option(
+      "--topology", o->cluster.topology,
+      "Preset or JSON file (default: the preset with the trace's ranks as GPUs)");
+  add_reshape_flags(simulate, o->cluster, topology);
   simulate->add_option("--model", o->model,
                        "Model preset or JSON file (default: the preset with the trace's experts "
                        "and top-k)");

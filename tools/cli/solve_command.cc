@@ -19,9 +19,9 @@
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
 #include "tools/cli/flag_errors.h"
-#include "tools/cli/implied_presets.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
+#include "tools/cli/topology_flags.h"
 #include "topologies/topology_presets.h"
 
 #if defined(TOPOEP_WITH_CUDA)
@@ -33,8 +33,8 @@ namespace {
 
 struct SolveOptions {
   std::string counts_path;
-  std::string topology;  // empty: the preset with the counts' source ranks as GPUs
-  std::string model;     // empty: the preset the counts' experts imply
+  TopologyFlags cluster;  // no --topology: the preset with the counts' source ranks as GPUs
+  std::string model;      // empty: the preset the counts' experts imply
   int slots = 1;
   bool uneven_homes = false;
   bool no_weight_cost = false;
@@ -131,8 +131,7 @@ void run_solve(const SolveOptions& options) {
   std::int64_t trace_records = 0;  // 0: a counts file
   const std::vector<RoutingCounts> layers =
       read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
-  const Topology topology = load_topology(
-      options.topology.empty() ? implied_topology(layers.front().num_ranks()) : options.topology);
+  const Topology topology = load_topology_flags(options.cluster, layers.front().num_ranks());
   const ModelSpec model = load_model(
       options.model.empty() ? implied_model_preset(layers.front().num_experts(), 0, "--model")
                             : options.model);
@@ -251,9 +250,10 @@ void add_solve_command(CLI::App& app) {
                    "JSON: {\"counts\": [[...E...], ...R rows]} or {\"layers\": [...]}, or a "
                    "trace directory (its first 64 records, each solved as its own layer)")
       ->required();
-  solve->add_option("--topology", options->topology,
-                    "Preset or JSON file (default: the preset with the counts' source ranks as "
-                    "GPUs)");
+  CLI::Option* topology = solve->add_option(
+      "--topology", options->cluster.topology,
+      "Preset or JSON file (default: the preset with the counts' source ranks as GPUs)");
+  add_reshape_flags(solve, options->cluster, topology);
   solve->add_option("--model", options->model,
                     "Model preset or JSON file (default: the preset with the counts' experts)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")

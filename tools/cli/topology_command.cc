@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/cli/table.h"
+#include "tools/cli/topology_flags.h"
 #include "topologies/topology_json.h"
 #include "topologies/topology_presets.h"
 
@@ -75,12 +76,15 @@ void add_topology_command(CLI::App& app) {
   });
 
   CLI::App* show = topology->add_subcommand("show", "Print a topology preset or file");
-  auto show_target = std::make_shared<std::string>();
+  auto show_target = std::make_shared<TopologyFlags>();
   auto show_json = std::make_shared<bool>(false);
-  show->add_option("topology", *show_target, "Preset name or JSON file")->required();
-  show->add_flag("--json", *show_json, "Print the canonical JSON instead of a table");
+  CLI::Option* target =
+      show->add_option("topology", show_target->topology, "Preset name or JSON file")->required();
+  add_reshape_flags(show, *show_target, target);
+  show->add_flag("--json", *show_json,
+                 "Print the canonical JSON instead of a table (reshaped: a file to edit)");
   show->callback([show_target, show_json] {
-    const Topology loaded = load_topology(*show_target);
+    const Topology loaded = load_topology_flags(*show_target, 0);
     if (*show_json) {
       std::cout << topology_to_json(loaded).dump(2) << "\n";
     } else {

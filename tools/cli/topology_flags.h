@@ -1,0 +1,27 @@
+#pragma once
+// The cluster a command runs on: --topology (a preset or file) and --nodes / --gpus-per-node,
+// which reshape it (topologies/topology_shape.h), so that a trace recorded on 16 or 128 GPUs
+// runs on a preset's GPU and links without a hand-edited file.
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "topologies/topology.h"
+
+namespace topoep {
+
+struct TopologyFlags {
+  std::string topology;   // a preset or file; empty: the preset the routing implies
+  int nodes = 0;          // 0: the topology's own
+  int gpus_per_node = 0;  // 0: the topology's own
+};
+
+// Adds --nodes and --gpus-per-node to `command`, both needing `topology_option`: a reshape of an
+// implied preset would no longer be the preset the routing implied.
+void add_reshape_flags(CLI::App* command, TopologyFlags& flags, CLI::Option* topology_option);
+
+// The topology `flags` name, reshaped; with no --topology, the one preset with `implied_gpus`
+// GPUs (implied_topology()). Errors name the flag.
+Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus);
+
+}  // namespace topoep
