@@ -265,6 +265,8 @@ expect "trace synth exits 0" 0 $?
 "$topoep" trace info "$work/t.trace" >"$work/out" 2>&1
 expect "trace info exits 0" 0 $?
 expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32 experts"
+expect_text "and the simulate command that runs it, reshaped, with a model to write" "$work/out" "simulate it with: topoep simulate --trace $work/t.trace --topology h800-4x8 --nodes 2 --model FILE"
+expect_text "naming from-hf for the model" "$work/out" "(no model preset has 32 experts and top-4: topoep model from-hf CONFIG.json writes one"
 "$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
 expect "trace validate accepts a good trace" 0 $?
 # Experts the GPUs do not divide: refused, naming --uneven-homes, which runs them.
@@ -284,6 +286,7 @@ expect "simulate --uneven-homes runs them, every plan valid" 0 $?
 expect_text "every plan checked" "$work/out" "--check: all"
 "$topoep" trace info "$work/u.trace" >"$work/out" 2>&1
 expect_text "trace info measures static loads on the uneven homes" "$work/out" "static GPU loads are on the uneven homes"
+expect_text "and its simulate command homes them unevenly" "$work/out" "--nodes 2 --model FILE --uneven-homes"
 "$topoep" trace synth --out "$work/t.trace" >"$work/out" 2>&1
 expect "trace synth refuses to overwrite (exit 2)" 2 $?
 expect_text "the existing trace is named" "$work/out" "t.trace: already exists: not overwriting it"
@@ -402,6 +405,12 @@ expect_text "and says which" "$work/out" "with deepseek-v2-lite, S = 1"
 "$topoep" simulate --trace "$work/lite.trace" >"$work/out" 2>&1
 expect "simulate without --topology, when no preset has the trace's ranks, exits 2" 2 $?
 expect_text "it asks for --topology, with a reshape that fits" "$work/out" "error: --topology: not given, and no preset has 16 GPUs: reshape one (--topology h800-4x8 --nodes 2) or pass a file (topoep topology show h800-4x8 --nodes 2 --json gives one to edit)"
+"$topoep" trace synth --out "$work/lite4.trace" --ranks 16 --gpus-per-node 4 --experts 64 --top-k 6 \
+  --layers 1 --steps 1 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/lite4.trace" >"$work/out" 2>&1
+expect_text "the reshape it suggests keeps the trace's GPUs per node" "$work/out" "reshape one (--topology h800-4x8 --nodes 4 --gpus-per-node 4)"
+"$topoep" trace info "$work/lite4.trace" >"$work/out" 2>&1
+expect_text "as trace info's simulate command does, with the one model that fits" "$work/out" "--topology h800-4x8 --nodes 4 --gpus-per-node 4 --model deepseek-v2-lite"
 "$topoep" simulate --trace "$work/lite.trace" --topology h800-4x8 --nodes 2 --planners topoep,static \
   --out "$work/reshaped" >"$work/out" 2>&1
 expect "simulate --topology h800-4x8 --nodes 2 runs a 16-rank trace" 0 $?

@@ -70,7 +70,9 @@ void run_simulate(const SimulateOptions& options) {
   if (options.model.empty() || options.cluster.topology.empty()) {
     shape = TraceReader(options.trace).metadata();
   }
-  request.config.topology = load_topology_flags(options.cluster, shape ? shape->num_ranks : 0);
+  request.config.topology =
+      shape ? load_topology_flags(options.cluster, shape->num_ranks, shape->gpus_per_node)
+            : load_topology_flags(options.cluster, 0);
   request.config.model = load_model(
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);

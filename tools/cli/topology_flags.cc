@@ -20,9 +20,11 @@ void add_reshape_flags(CLI::App* command, TopologyFlags& flags, CLI::Option* top
       ->needs(topology_option);
 }
 
-Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus) {
+Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus,
+                             int implied_gpus_per_node) {
   const Topology base =
-      load_topology(flags.topology.empty() ? implied_topology(implied_gpus) : flags.topology);
+      load_topology(flags.topology.empty() ? implied_topology(implied_gpus, implied_gpus_per_node)
+                                           : flags.topology);
   Topology shaped;
   naming_flags({{"nodes", "--nodes"}, {"gpus_per_node", "--gpus-per-node"}},
                [&] { shaped = reshaped(base, flags.nodes, flags.gpus_per_node); });

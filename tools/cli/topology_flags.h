@@ -21,7 +21,9 @@ struct TopologyFlags {
 void add_reshape_flags(CLI::App* command, TopologyFlags& flags, CLI::Option* topology_option);
 
 // The topology `flags` name, reshaped; with no --topology, the one preset with `implied_gpus`
-// GPUs (implied_topology()). Errors name the flag.
-Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus);
+// GPUs (implied_topology(), whose error suggests a reshape to `implied_gpus_per_node` GPUs a
+// node). Errors name the flag.
+Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus,
+                             int implied_gpus_per_node = 8);
 
 }  // namespace topoep

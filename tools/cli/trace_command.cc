@@ -17,6 +17,7 @@
 #include "solver/input_error.h"
 #include "solver/placement.h"
 #include "tools/cli/flag_errors.h"
+#include "tools/cli/implied_presets.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_trace.h"
 #include "traces/trace_import.h"
@@ -142,6 +143,33 @@ double static_gpu_imbalance(const std::vector<TokenCount>& expert_totals,
   return total > 0 ? static_cast<double>(busiest) * num_ranks / static_cast<double>(total) : 1.0;
 }
 
+// The simulate command that runs the trace: the preset with its GPUs, else h800-4x8 reshaped to
+// its ranks and nodes; the model preset with its experts and top-k, else a file to write.
+void print_simulate_hint(const std::string& path, const TraceMetadata& m, bool uneven,
+                         std::ostream& out) {
+  const std::vector<std::string> topologies = topology_presets_with_gpus(m.num_ranks);
+  const std::vector<std::string> models = model_presets_fitting(m.num_experts, m.top_k);
+  out << "\nsimulate it with: topoep simulate --trace " << path << " "
+      << (topologies.empty() ? h800_reshape_flags(m.num_ranks, m.gpus_per_node)
+                             : "--topology " + topologies.front())
+      << " --model " << (models.empty() ? "FILE" : models.front())
+      << (uneven ? " --uneven-homes" : "") << "\n";
+  if (topologies.size() > 1) {
+    const std::vector<std::string> others(topologies.begin() + 1, topologies.end());
+    out << "  (" << spoken_list(others) << " also " << (others.size() > 1 ? "have " : "has ")
+        << m.num_ranks << " GPUs)\n";
+  }
+  if (models.size() > 1) {
+    const std::vector<std::string> others(models.begin() + 1, models.end());
+    out << "  (" << spoken_list(others) << " also " << (others.size() > 1 ? "fit" : "fits")
+        << " its experts and top-k)\n";
+  }
+  if (models.empty()) {
+    out << "  (no model preset has " << m.num_experts << " experts and top-" << m.top_k
+        << ": topoep model from-hf CONFIG.json writes one from the model's Hugging Face config)\n";
+  }
+}
+
 void run_info(const std::string& path, bool json) {
   TraceReader reader(path);
   const TraceMetadata& m = reader.metadata();
@@ -196,6 +224,7 @@ void run_info(const std::string& path, bool json) {
     std::cout << "\n(" << m.num_experts << " experts do not divide over " << m.num_ranks
               << " ranks: static GPU loads are on the uneven homes of simulate --uneven-homes)\n";
   }
+  print_simulate_hint(path, m, uneven, std::cout);
 }
 
 }  // namespace
