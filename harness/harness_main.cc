@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "common/file_input_error.h"
+#include "common/flag_errors.h"
 #include "common/preset_source.h"
 #include "common/text_list.h"
 #include "harness/harness_run.h"
@@ -101,12 +102,9 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
     return comm.rank() == 0 ? (app.exit(error) == 0 ? 0 : 2) : (error.get_exit_code() == 0 ? 0 : 2);
   }
   try {
-    try {
-      config.topology = topoep::reshaped(topoep::load_topology(topology), nodes, gpus_per_node);
-    } catch (const topoep::InputError& error) {  // only the GPUs in all can be out of range
-      const std::string what = error.what();
-      throw topoep::InputError("--nodes", what.substr(error.field().size() + 2));
-    }
+    const topoep::Topology base = topoep::load_topology(topology);
+    topoep::naming_flags({{"nodes", "--nodes"}, {"gpus_per_node", "--gpus-per-node"}},
+                         [&] { config.topology = topoep::reshaped(base, nodes, gpus_per_node); });
     if (config.topology.num_gpus() != comm.size()) {
       const int fitting_nodes = topoep::nodes_holding(config.topology, comm.size());
       throw topoep::InputError(

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/flag_errors.h"
 #include "common/json_fields.h"
 #include "solver/eplb/eplb.h"
-#include "tools/cli/flag_errors.h"
 #include "tools/cli/table.h"
 
 namespace topoep {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/flag_errors.h"
 #include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
@@ -14,7 +15,6 @@
 #include "sim/simulation.h"
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
-#include "tools/cli/flag_errors.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
 #include "tools/cli/topology_flags.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "common/flag_errors.h"
 #include "models/model_json.h"
 #include "sim/home_layout_check.h"
 #include "sim/own_routing.h"
@@ -18,7 +19,6 @@
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
-#include "tools/cli/flag_errors.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "tools/cli/topology_flags.h"

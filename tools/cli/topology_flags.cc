@@ -1,6 +1,6 @@
 #include "tools/cli/topology_flags.h"
 
-#include "tools/cli/flag_errors.h"
+#include "common/flag_errors.h"
 #include "tools/cli/implied_presets.h"
 #include "topologies/topology_presets.h"
 #include "topologies/topology_shape.h"

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "common/flag_errors.h"
 #include "common/median.h"
 #include "common/parallel_tasks.h"
 #include "common/progress.h"
@@ -16,7 +17,6 @@
 #include "models/model_json.h"
 #include "solver/input_error.h"
 #include "solver/placement.h"
-#include "tools/cli/flag_errors.h"
 #include "tools/cli/implied_presets.h"
 #include "tools/cli/table.h"
 #include "traces/synthetic_trace.h"

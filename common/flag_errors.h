@@ -1,7 +1,7 @@
 #pragma once
 // Configuration checks name options as the library spells them (weight_overlap_fraction); a
-// command line user typed a flag (--weight-overlap). A command runs its work through
-// naming_flags() so that such an error names the flag instead.
+// command line user typed a flag (--weight-overlap). A command (topoep's, the harness's) runs
+// its work through naming_flags() so that such an error names the flag instead.
 
 #include <algorithm>
 #include <functional>
