@@ -15,7 +15,31 @@ struct Packing {
   std::vector<int> rank;  // [items]: position within the pack
 };
 
-// The reference's balanced_packing for one row: items in descending weight order (stable), each
+// The items of `weight` in descending order as the reference's `weight.float().sort(-1,
+// descending=True)` orders them on the CPU, ties included: PyTorch's CPU sort kernel runs
+// std::sort over (value, index) pairs with a comparator on the value alone (NaN first), and
+// std::sort, not being stable, leaves equal values in an order that depends on the algorithm.
+// Calling the same routine on the same pairs reproduces it (checked against PyTorch 1.13 on
+// 3,000 tie-heavy rows of 1 to 300 values, and by tests/eplb_conformance_test.cc); up to 16
+// items std::sort is an insertion sort, so short rows come out as a stable sort would leave
+// them. (PyTorch builds that sort floats with x86-simd-sort, 2.4 on, order ties by the CPU's
+// vector width: no fixed order to reproduce. solver/README.md, "DeepSeek EPLB".)
+std::vector<int> reference_descending_order(const std::vector<float>& weight) {
+  struct Keyed {
+    float value;
+    int item;
+  };
+  std::vector<Keyed> keyed(weight.size());
+  for (std::size_t i = 0; i < weight.size(); ++i) keyed[i] = {weight[i], static_cast<int>(i)};
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return (std::isnan(a.value) && !std::isnan(b.value)) || a.value > b.value;
+  });
+  std::vector<int> order(weight.size());
+  for (std::size_t i = 0; i < weight.size(); ++i) order[i] = keyed[i].item;
+  return order;
+}
+
+// The reference's balanced_packing for one row: items in reference_descending_order(), each
 // into the lightest pack that still has room (lowest index on ties); items / packs per pack.
 Packing balanced_packing(const std::vector<float>& weight, int num_packs) {
   const int num_items = static_cast<int>(weight.size());
@@ -25,9 +49,7 @@ Packing balanced_packing(const std::vector<float>& weight, int num_packs) {
     std::iota(result.pack.begin(), result.pack.end(), 0);
     return result;
   }
-  std::vector<int> order(num_items);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return weight[a] > weight[b]; });
+  const std::vector<int> order = reference_descending_order(weight);
   std::vector<float> pack_weight(num_packs, 0.0f);
   std::vector<int> pack_items(num_packs, 0);
   for (const int item : order) {

@@ -1,9 +1,10 @@
 #pragma once
 // DeepSeek's expert-parallel load balancer (EPLB), reimplemented to give the same output as the
-// public reference `rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus)`
-// on tie-free inputs. Ties, which the reference leaves to torch's unstable sort, are pinned:
-// stable descending sort (lower index first among equal weights), the first index on argmax
-// ties, and the lightest pack with the lowest index.
+// public reference `rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus)`,
+// ties included: its descending sort leaves equal weights in the order of PyTorch's CPU sort
+// (std::sort over (value, index) pairs, not stable above 16 items), argmax takes the first
+// index, and each item goes to the lightest pack with the lowest index. (PyTorch builds that
+// sort with x86-simd-sort order ties by the CPU: solver/README.md, "DeepSeek EPLB".)
 //
 // Known behaviours kept from the reference: several replicas of one expert may land on one GPU;
 // every expert keeps at least one physical slot; arithmetic is float32 like `weight.float()`.
