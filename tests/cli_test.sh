@@ -36,6 +36,7 @@ done
 "$topoep" topology list >"$work/out" 2>&1
 expect "topology list exits 0" 0 $?
 expect_text "topology list shows NVL72" "$work/out" "gb200-nvl72-2x72"
+expect_text "and how to reshape a preset" "$work/out" "--nodes N, --gpus-per-node G"
 
 "$topoep" model list >"$work/out" 2>&1
 expect "model list exits 0" 0 $?
