@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/file_input_error.h"
 #include "traces/counts_json.h"
@@ -89,6 +92,39 @@ TEST(EsftImport, NamesTheBadLine) {
   EXPECT_EQ(file_error_field([] { read_esft_layer("/nonexistent/esft.txt", 8, 2); },
                              "/nonexistent/esft.txt"),
             "");
+}
+
+// ESFT publishes, beside each task's dumps, the share of token-expert assignments every expert
+// got in every layer (summary.json "token_scores", rounded to 4 decimals): an independent
+// account of what read_esft_layer() must count, on every task the shared folder holds.
+TEST(EsftImport, CountsEveryRealLayerAsEsftsOwnSummaryDoes) {
+  const char* shared = std::getenv("TOPOEP_SHARED_DIR");
+  if (shared == nullptr) GTEST_SKIP() << "TOPOEP_SHARED_DIR is not set (tools/test sets it)";
+  const std::filesystem::path root =
+      std::filesystem::path(shared) / "traces" / "esft-deepseek-v2-lite";
+  int layers_checked = 0;
+  for (const auto& task : std::filesystem::directory_iterator(root)) {
+    const std::filesystem::path summary_path = task.path() / "summary.json";
+    if (!std::filesystem::exists(summary_path)) continue;
+    const nlohmann::json summary = nlohmann::json::parse(std::ifstream(summary_path));
+    for (const auto& [layer, scores] : summary.at("token_scores").items()) {
+      const std::string file = (task.path() / ("expert_weights_" + layer + ".txt")).string();
+      const EsftLayer read = read_esft_layer(file, kEsftExperts, kEsftTopK);
+      std::vector<double> counts(kEsftExperts, 0.0);
+      double assignments = 0;
+      for (const auto& sequence : read.sequences) {
+        for (const ExpertId e : sequence) counts[e] += 1;
+        assignments += static_cast<double>(sequence.size());
+      }
+      ASSERT_GT(assignments, 0) << file;
+      for (int e = 0; e < kEsftExperts; ++e) {
+        const double published = scores.value(std::to_string(e), 0.0);
+        EXPECT_NEAR(counts[e] / assignments, published, 0.00005 + 1e-9) << file << ", expert " << e;
+      }
+      ++layers_checked;
+    }
+  }
+  EXPECT_GT(layers_checked, 0) << "no ESFT task with a summary.json under " << root;
 }
 
 // A .npy of `tokens` x 2 int32 expert ids declaring `shape` in its header.
