@@ -10,8 +10,8 @@ namespace {
 
 void check_count(int value, const char* field) {
   if (value < 0 || value > kMaxTopologyGpus) {
-    throw InputError(field, "must be from 1 to " + std::to_string(kMaxTopologyGpus) + " (got " +
-                                std::to_string(value) + ")");
+    throw InputError(field, "must be from 1 to " + std::to_string(kMaxTopologyGpus) +
+                                " (or 0, the topology's own; got " + std::to_string(value) + ")");
   }
 }
 
