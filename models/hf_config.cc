@@ -41,6 +41,12 @@ class ConfigFields {
   long long count_or(const std::string& key, long long fallback, bool zero_ok = false) const {
     return has(key) ? count(key, zero_ok) : fallback;
   }
+  // A true/false field, `fallback` where the config leaves it out.
+  bool flag_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!config_.at(key).is_boolean()) fail(key, "must be true or false");
+    return config_.at(key).get<bool>();
+  }
   std::vector<long long> layer_list(const std::string& key) const {
     std::vector<long long> layers;
     if (!has(key)) return layers;
@@ -83,9 +89,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   const ConfigFields f(config, origin);
   const std::string type = f.type();
   const bool mla = is_listed(kMlaTypes, type), qwen = is_listed(kQwenTypes, type);
-  if (!mla && !qwen && type != "mixtral") {
+  if (!mla && !qwen && type != "mixtral" && type != "olmoe") {
     f.fail("model_type", "'" + type + "' is not a family this command reads (" +
-                             join_names(kMlaTypes) + ", mixtral, " + join_names(kQwenTypes) +
+                             join_names(kMlaTypes) + ", mixtral, olmoe, " + join_names(kQwenTypes) +
                              "): write the model file by hand (models/README.md)");
   }
   ModelSpec m;
@@ -128,14 +134,21 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
-    // Qwen2-MoE's q, k and v projections carry biases; Mixtral's and Qwen3-MoE's none.
-    const long long biases = type == "qwen2_moe" ? (heads + 2 * kv_heads) * head_dim : 0;
+    // Qwen2-MoE's q, k and v projections carry biases; Mixtral's and Qwen3-MoE's none; OLMoE's
+    // q, k, v and o where attention_bias says so (its q and k norms are left out, as norms are).
+    const long long qkv_biases = (heads + 2 * kv_heads) * head_dim;
+    const long long biases = type == "qwen2_moe" ? qkv_biases
+                             : type == "olmoe" && f.flag_or("attention_bias", false)
+                                 ? qkv_biases + h
+                                 : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
     what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
            " each + o " + shape({heads * head_dim, h}) +
-           (biases > 0 ? " + q,k,v biases " + std::to_string(biases) : "");
-    if (type == "mixtral") {
-      m.num_experts = static_cast<int>(f.count("num_local_experts"));
+           (biases > 0 ? " + attention biases " + std::to_string(biases) : "");
+    if (type == "mixtral" || type == "olmoe") {
+      // Every layer is MoE; intermediate_size is the experts' FFN size.
+      m.num_experts =
+          static_cast<int>(f.count(type == "mixtral" ? "num_local_experts" : "num_experts"));
       m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
       moe_layers = layers;
     } else {

@@ -90,6 +90,37 @@ TEST(HfConfig, ReadsQwen2MoesSharedExpertAndAttentionBiases) {
   EXPECT_EQ(m.dispatch_scale_block, 0);
 }
 
+// OLMoE (allenai/OLMoE-1B-7B-0924's config.json): every layer MoE, intermediate_size the
+// experts' FFN size, no shared expert; attention biases on q, k, v and o only where
+// attention_bias says so.
+TEST(HfConfig, ReadsOlmoesExpertsAndOptionalAttentionBiases) {
+  const std::string olmoe = R"({
+      "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_experts": 64,
+      "num_experts_per_tok": 8, "num_hidden_layers": 16, "num_attention_heads": 16,
+      "num_key_value_heads": 16, "attention_bias": false, "clip_qkv": null})";
+  const ModelSpec m = from(olmoe);
+  EXPECT_EQ(m.num_experts, 64);
+  EXPECT_EQ(m.top_k, 8);
+  EXPECT_EQ(m.hidden_size, 2048);
+  EXPECT_EQ(m.expert_ffn_size, 1024);
+  EXPECT_EQ(m.moe_layers, 16);
+  EXPECT_EQ(m.shared_experts, 0);
+  EXPECT_EQ(m.attention_heads, 16);
+  EXPECT_EQ(m.attention_qk_head_dim, 128);
+  EXPECT_EQ(m.attention_v_head_dim, 128);
+  EXPECT_EQ(m.dense_params_per_layer, 4LL * 2048 * 2048);
+  nlohmann::json biased = nlohmann::json::parse(olmoe);
+  biased["attention_bias"] = true;
+  EXPECT_EQ(from(biased.dump()).dense_params_per_layer,
+            4LL * 2048 * 2048 + (16 + 2 * 16) * 128 + 2048);
+  biased["attention_bias"] = "yes";
+  EXPECT_EQ(field_of_error(biased.dump()), "attention_bias");
+  biased.erase("num_experts");
+  biased["num_local_experts"] = 64;  // Mixtral's name for it; OLMoE's config has num_experts
+  biased["attention_bias"] = false;
+  EXPECT_EQ(field_of_error(biased.dump()), "num_experts");
+}
+
 // Each family's code decides which layers are MoE: DeepSeek's from first_k_dense_replace every
 // moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers.
 TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {

@@ -52,11 +52,14 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   TextTable table({"field", "value"});
   table.add_row({"hidden size", std::to_string(model.hidden_size)});
   table.add_row({"expert FFN size", std::to_string(model.expert_ffn_size)});
-  table.add_row({"bytes an element",
-                 "dispatch " + std::to_string(model.dispatch_bytes) + " (an fp32 scale per " +
-                     std::to_string(model.dispatch_scale_block) + " elements; 0: none), combine " +
-                     std::to_string(model.combine_bytes) + ", weights " +
-                     std::to_string(model.weight_bytes)});
+  table.add_row(
+      {"bytes an element",
+       "dispatch " + std::to_string(model.dispatch_bytes) +
+           (model.dispatch_scale_block > 0
+                ? " (an fp32 scale per " + std::to_string(model.dispatch_scale_block) + " elements)"
+                : " (no scales)") +
+           ", combine " + std::to_string(model.combine_bytes) + ", weights " +
+           std::to_string(model.weight_bytes)});
   table.add_row({"dense parameters a layer", std::to_string(model.dense_params_per_layer)});
   table.add_row({"shared experts", std::to_string(model.shared_experts) + " of FFN size " +
                                        std::to_string(model.shared_expert_ffn_size)});
@@ -139,7 +142,7 @@ void add_model_command(CLI::App& app) {
   CLI::App* from_hf = model->add_subcommand(
       "from-hf",
       "Write a model file from a Hugging Face config.json (DeepSeek-V2/V3, Kimi K2, "
-      "Mixtral, Qwen2-MoE, Qwen3-MoE)");
+      "Mixtral, OLMoE, Qwen2-MoE, Qwen3-MoE)");
   auto hf_config = std::make_shared<std::string>();
   auto hf_out = std::make_shared<std::string>();
   auto hf_choices = std::make_shared<HfRunChoices>();
