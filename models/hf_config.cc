@@ -89,9 +89,13 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   const ConfigFields f(config, origin);
   const std::string type = f.type();
   const bool mla = is_listed(kMlaTypes, type), qwen = is_listed(kQwenTypes, type);
-  if (!mla && !qwen && type != "mixtral" && type != "olmoe") {
+  // GLM-4.5's layers are DeepSeek-V3's (its experts, shared experts and dense first layers)
+  // with grouped-query attention in place of MLA.
+  const bool deepseek_experts = mla || type == "glm4_moe";
+  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe") {
     f.fail("model_type", "'" + type + "' is not a family this command reads (" +
-                             join_names(kMlaTypes) + ", mixtral, olmoe, " + join_names(kQwenTypes) +
+                             join_names(kMlaTypes) + ", glm4_moe, mixtral, olmoe, " +
+                             join_names(kQwenTypes) +
                              "): write the model file by hand (models/README.md)");
   }
   ModelSpec m;
@@ -102,9 +106,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   m.hidden_size = static_cast<int>(h);
   m.top_k = static_cast<int>(f.count("num_experts_per_tok"));
   m.attention_heads = static_cast<int>(heads);
-  std::string what;  // the source's account of each number
+
+  // The experts, and the layers the family's code makes sparse.
   long long moe_layers = 0;
-  if (mla) {
+  if (deepseek_experts) {
     m.num_experts = static_cast<int>(f.count("n_routed_experts"));
     m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
     m.shared_experts = static_cast<int>(f.count_or("n_shared_experts", 0, true));
@@ -113,6 +118,33 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const long long first_dense = f.count_or("first_k_dense_replace", 0, true);
     const long long every = f.count_or("moe_layer_freq", 1);
     for (long long i = first_dense; i < layers; ++i) moe_layers += i % every == 0 ? 1 : 0;
+  } else if (type == "mixtral" || type == "olmoe") {
+    // Every layer is MoE; intermediate_size is the experts' FFN size.
+    m.num_experts =
+        static_cast<int>(f.count(type == "mixtral" ? "num_local_experts" : "num_experts"));
+    m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
+    moe_layers = layers;
+  } else {
+    m.num_experts = static_cast<int>(f.count("num_experts"));
+    m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
+    // Qwen's code: layer i is MoE unless listed in mlp_only_layers, when (i + 1) %
+    // decoder_sparse_step == 0.
+    const long long step = f.count_or("decoder_sparse_step", 1);
+    const std::vector<long long> dense = f.layer_list("mlp_only_layers");
+    for (long long i = 0; i < layers; ++i) {
+      if ((i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end()) {
+        ++moe_layers;
+      }
+    }
+    if (type == "qwen2_moe" && f.count_or("shared_expert_intermediate_size", 0, true) > 0) {
+      m.shared_experts = 1;
+      m.shared_expert_ffn_size = static_cast<int>(f.count("shared_expert_intermediate_size"));
+    }
+  }
+
+  // The attention projections: the dense parameters a layer runs per token.
+  std::string what;  // the source's account of them
+  if (mla) {
     const long long nope = f.count("qk_nope_head_dim"), rope = f.count("qk_rope_head_dim");
     const long long v = f.count("v_head_dim"), kv_rank = f.count("kv_lora_rank");
     m.attention_qk_head_dim = static_cast<int>(nope + rope);
@@ -134,40 +166,19 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
-    // Qwen2-MoE's q, k and v projections carry biases; Mixtral's and Qwen3-MoE's none; OLMoE's
-    // q, k, v and o where attention_bias says so (its q and k norms are left out, as norms are).
+    // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and OLMoE's q, k, v and o,
+    // where attention_bias says so; Mixtral's and Qwen3-MoE's none. (q and k norms are left
+    // out, as norms are.)
     const long long qkv_biases = (heads + 2 * kv_heads) * head_dim;
-    const long long biases = type == "qwen2_moe" ? qkv_biases
-                             : type == "olmoe" && f.flag_or("attention_bias", false)
-                                 ? qkv_biases + h
-                                 : 0;
+    const bool attention_bias = f.flag_or("attention_bias", false);
+    const long long biases = type == "qwen2_moe"                    ? qkv_biases
+                             : type == "glm4_moe" && attention_bias ? qkv_biases
+                             : type == "olmoe" && attention_bias    ? qkv_biases + h
+                                                                    : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
     what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
            " each + o " + shape({heads * head_dim, h}) +
            (biases > 0 ? " + attention biases " + std::to_string(biases) : "");
-    if (type == "mixtral" || type == "olmoe") {
-      // Every layer is MoE; intermediate_size is the experts' FFN size.
-      m.num_experts =
-          static_cast<int>(f.count(type == "mixtral" ? "num_local_experts" : "num_experts"));
-      m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
-      moe_layers = layers;
-    } else {
-      m.num_experts = static_cast<int>(f.count("num_experts"));
-      m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
-      // Qwen's code: layer i is MoE unless listed in mlp_only_layers, when (i + 1) %
-      // decoder_sparse_step == 0.
-      const long long step = f.count_or("decoder_sparse_step", 1);
-      const std::vector<long long> dense = f.layer_list("mlp_only_layers");
-      for (long long i = 0; i < layers; ++i) {
-        if ((i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end()) {
-          ++moe_layers;
-        }
-      }
-      if (type == "qwen2_moe" && f.count_or("shared_expert_intermediate_size", 0, true) > 0) {
-        m.shared_experts = 1;
-        m.shared_expert_ffn_size = static_cast<int>(f.count("shared_expert_intermediate_size"));
-      }
-    }
   }
   if (moe_layers == 0) f.fail("num_hidden_layers", "leaves no MoE layer for this family's rules");
   if (m.top_k > m.num_experts) f.fail("num_experts_per_tok", "is more than the routed experts");

@@ -121,6 +121,28 @@ TEST(HfConfig, ReadsOlmoesExpertsAndOptionalAttentionBiases) {
   EXPECT_EQ(field_of_error(biased.dump()), "num_experts");
 }
 
+// GLM-4.5 (zai-org/GLM-4.5's config.json): DeepSeek-V3's experts, shared expert and dense
+// first layers, with grouped-query attention whose q, k and v carry biases (o none).
+TEST(HfConfig, ReadsGlm45sDeepSeekStyleExpertsWithGroupedQueryAttention) {
+  const ModelSpec m = from(R"({
+      "model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 12288,
+      "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1,
+      "num_experts_per_tok": 8, "first_k_dense_replace": 3, "num_hidden_layers": 92,
+      "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+      "attention_bias": true, "use_qk_norm": true, "partial_rotary_factor": 0.5,
+      "n_group": 1, "topk_group": 1, "num_nextn_predict_layers": 1})");
+  EXPECT_EQ(m.num_experts, 160);
+  EXPECT_EQ(m.top_k, 8);
+  EXPECT_EQ(m.expert_ffn_size, 1536);
+  EXPECT_EQ(m.moe_layers, 89);  // layers 3 to 91; the MTP layer is not among num_hidden_layers
+  EXPECT_EQ(m.shared_experts, 1);
+  EXPECT_EQ(m.shared_expert_ffn_size, 1536);
+  EXPECT_EQ(m.attention_qk_head_dim, 128);
+  EXPECT_EQ(m.attention_v_head_dim, 128);
+  EXPECT_EQ(m.dense_params_per_layer,
+            2LL * 5120 * 96 * 128 + 2LL * 5120 * 8 * 128 + (96 + 2 * 8) * 128);
+}
+
 // Each family's code decides which layers are MoE: DeepSeek's from first_k_dense_replace every
 // moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers.
 TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {
