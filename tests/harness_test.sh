@@ -127,6 +127,15 @@ expect "microbench" 0 $?
 expect "calibrate fits the measurements" 0 $?
 "$topoep" topology validate "$work/calibrated.json" >"$work/out" 2>&1
 expect "the calibrated topology is valid" 0 $?
+# The same loop on a preset reshaped to mpirun's ranks: the calibrated file keeps that shape.
+"${mpi[@]}" "$harness" microbench --topology h800-4x8 --nodes 2 --gpus-per-node 2 \
+  --out "$work/micro2" >"$work/out" 2>&1
+expect "microbench on a reshaped preset" 0 $?
+"$topoep" calibrate --measurements "$work/micro2" --topology h800-4x8 --nodes 2 --gpus-per-node 2 \
+  --out "$work/calibrated2.json" >"$work/out" 2>&1
+expect "calibrate reshapes the same way" 0 $?
+"$topoep" topology validate "$work/calibrated2.json" >"$work/out" 2>&1
+expect_text "and writes that shape" "$work/out" "valid topology 'h800-2x2' (2 nodes x 2 GPUs)"
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

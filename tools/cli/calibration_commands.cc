@@ -7,6 +7,7 @@
 #include "common/atomic_file.h"
 #include "harness/calibration.h"
 #include "tools/cli/table.h"
+#include "tools/cli/topology_flags.h"
 #include "topologies/topology_json.h"
 #include "topologies/topology_presets.h"
 
@@ -15,12 +16,12 @@ namespace {
 
 struct CalibrateOptions {
   std::string measurements;
-  std::string topology = "h800-4x8";
+  TopologyFlags cluster{"h800-4x8"};
   std::string out;
 };
 
 void run_calibrate(const CalibrateOptions& options) {
-  const Topology base = load_topology(options.topology);
+  const Topology base = load_topology_flags(options.cluster, 0);
   const Topology fitted = calibrate_topology(base, options.measurements);
   AtomicFile file(options.out);
   file.write(topology_to_json(fitted).dump(2) + "\n");
@@ -73,8 +74,9 @@ void add_calibration_commands(CLI::App& app) {
                    "Directory with link_samples.csv and gemm_samples.csv (topoep-harness "
                    "microbench)")
       ->required();
-  calibrate->add_option("--topology", c->topology, "The topology to start from")
+  calibrate->add_option("--topology", c->cluster.topology, "The topology to start from")
       ->capture_default_str();
+  add_reshape_flags(calibrate, c->cluster);  // as the harness measured it
   calibrate->add_option("--out", c->out, "Calibrated topology file to write")->required();
   calibrate->callback([c] { run_calibrate(*c); });
 

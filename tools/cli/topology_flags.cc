@@ -8,16 +8,20 @@
 namespace topoep {
 
 void add_reshape_flags(CLI::App* command, TopologyFlags& flags, CLI::Option* topology_option) {
-  command
-      ->add_option("--nodes", flags.nodes,
-                   "Run the topology on this many nodes (its GPU and per-GPU links)")
-      ->check(CLI::Range(1, kMaxTopologyGpus))
-      ->needs(topology_option);
-  command
-      ->add_option("--gpus-per-node", flags.gpus_per_node,
-                   "Give the topology's nodes this many GPUs (its scale-up domain)")
-      ->check(CLI::Range(1, kMaxTopologyGpus))
-      ->needs(topology_option);
+  CLI::Option* nodes =
+      command
+          ->add_option("--nodes", flags.nodes,
+                       "Run the topology on this many nodes (its GPU and per-GPU links)")
+          ->check(CLI::Range(1, kMaxTopologyGpus));
+  CLI::Option* gpus_per_node =
+      command
+          ->add_option("--gpus-per-node", flags.gpus_per_node,
+                       "Give the topology's nodes this many GPUs (its scale-up domain)")
+          ->check(CLI::Range(1, kMaxTopologyGpus));
+  if (topology_option != nullptr) {
+    nodes->needs(topology_option);
+    gpus_per_node->needs(topology_option);
+  }
 }
 
 Topology load_topology_flags(const TopologyFlags& flags, int implied_gpus,

@@ -16,9 +16,11 @@ struct TopologyFlags {
   int gpus_per_node = 0;  // 0: the topology's own
 };
 
-// Adds --nodes and --gpus-per-node to `command`, both needing `topology_option`: a reshape of an
-// implied preset would no longer be the preset the routing implied.
-void add_reshape_flags(CLI::App* command, TopologyFlags& flags, CLI::Option* topology_option);
+// Adds --nodes and --gpus-per-node to `command`, both needing `topology_option` where it is not
+// null (a command whose topology is implied by the routing: a reshape of the implied preset
+// would no longer be the preset the routing implied).
+void add_reshape_flags(CLI::App* command, TopologyFlags& flags,
+                       CLI::Option* topology_option = nullptr);
 
 // The topology `flags` name, reshaped; with no --topology, the one preset with `implied_gpus`
 // GPUs (implied_topology(), whose error suggests a reshape to `implied_gpus_per_node` GPUs a
