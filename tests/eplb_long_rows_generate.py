@@ -6,7 +6,7 @@ longer a stable sort's. Same schema as ../shared/conformance/eplb_reference_vect
 
 Usage: eplb_long_rows_generate.py DIR_WITH_REFERENCE_eplb.py OUT.json
 Generated with PyTorch 1.13 (Debian's python3-torch), whose CPU sort is std::sort over (value,
-index) pairs; builds that sort floats with x86-simd-sort (2.4 on, x86) order ties by vector width.
+index) pairs; builds that sort floats with x86-simd-sort (from 2025, x86) order ties by vector width.
 """
 import json
 import sys

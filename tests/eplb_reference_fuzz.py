@@ -5,7 +5,7 @@ the groups, global otherwise) and seeded weights, tie-heavy on purpose (small in
 all equal), compared output for output. Exit 1 on any difference, naming the case.
 
 Usage: eplb_reference_fuzz.py DIR_WITH_REFERENCE_eplb.py PATH_TO_topoep [CASES] [SEED]
-It checks against the PyTorch it runs on: builds that sort floats with x86-simd-sort (2.4 on,
+It checks against the PyTorch it runs on: builds that sort floats with x86-simd-sort (from 2025,
 x86) leave ties in an order of their own (solver/README.md, "DeepSeek EPLB").
 """
 import json

@@ -22,7 +22,7 @@ struct Packing {
 // Calling the same routine on the same pairs reproduces it (checked against PyTorch 1.13 on
 // 3,000 tie-heavy rows of 1 to 300 values, and by tests/eplb_conformance_test.cc); up to 16
 // items std::sort is an insertion sort, so short rows come out as a stable sort would leave
-// them. (PyTorch builds that sort floats with x86-simd-sort, 2.4 on, order ties by the CPU's
+// them. (PyTorch builds that sort floats with x86-simd-sort, from 2025, order ties by the CPU's
 // vector width: no fixed order to reproduce. solver/README.md, "DeepSeek EPLB".)
 std::vector<int> reference_descending_order(const std::vector<float>& weight) {
   struct Keyed {
