@@ -16,12 +16,17 @@ namespace {
 const std::vector<std::string> kMlaTypes = {"deepseek_v2", "deepseek_v3", "kimi_k2"};
 const std::vector<std::string> kQwenTypes = {"qwen2_moe", "qwen3_moe"};
 
-// Typed reads of the config's fields; a config has many more, which are ignored.
+// Typed reads of the config's fields; a config has many more, which are ignored. A nested
+// section (Llama 4's text_config) is read with its path as `prefix` of the fields errors name.
 class ConfigFields {
  public:
-  ConfigFields(const nlohmann::json& config, std::string origin)
-      : config_(config), origin_(std::move(origin)) {
-    if (!config_.is_object()) throw FileInputError(origin_, "", "a config.json is a JSON object");
+  ConfigFields(const nlohmann::json& config, std::string origin, std::string prefix = "")
+      : config_(config), origin_(std::move(origin)), prefix_(std::move(prefix)) {
+    if (!config_.is_object()) {
+      throw FileInputError(
+          origin_, prefix_.empty() ? "" : prefix_.substr(0, prefix_.size() - 1),
+          prefix_.empty() ? "a config.json is a JSON object" : "must be an object");
+    }
   }
 
   bool has(const std::string& key) const {
@@ -29,7 +34,7 @@ class ConfigFields {
   }
   // A positive integer (non-negative where `zero_ok`), at most 2^24: larger is no real model.
   long long count(const std::string& key, bool zero_ok = false) const {
-    if (!has(key)) fail(key, "is missing (" + type() + " configs have it)");
+    if (!has(key)) fail(key, "is missing (this family's configs have it)");
     const nlohmann::json& value = config_.at(key);
     const long long low = zero_ok ? 0 : 1;
     if (!value.is_number_integer() || value.get<long long>() < low ||
@@ -46,6 +51,11 @@ class ConfigFields {
     if (!has(key)) return fallback;
     if (!config_.at(key).is_boolean()) fail(key, "must be true or false");
     return config_.at(key).get<bool>();
+  }
+  // The object at `key`, to read with its own ConfigFields.
+  const nlohmann::json& section(const std::string& key) const {
+    if (!has(key)) fail(key, "is missing (this family's configs have it)");
+    return config_.at(key);
   }
   std::vector<long long> layer_list(const std::string& key) const {
     std::vector<long long> layers;
@@ -67,12 +77,14 @@ class ConfigFields {
     return config_.at("model_type").get<std::string>();
   }
   [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    throw FileInputError(origin_, key, message);
+    throw FileInputError(origin_, prefix_ + key, message);
   }
+  const std::string& origin() const { return origin_; }
 
  private:
   const nlohmann::json& config_;
   std::string origin_;
+  std::string prefix_;
 };
 
 // A weight's dimensions as the source writes them: "7168x1536".
@@ -82,19 +94,17 @@ std::string shape(std::initializer_list<long long> dims) {
   return text;
 }
 
-}  // namespace
-
-ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& origin,
-                               const HfRunChoices& choices) {
-  const ConfigFields f(config, origin);
-  const std::string type = f.type();
+// The model of one family's fields: `type` is the model_type they follow.
+ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
+                          const HfRunChoices& choices) {
+  const std::string& origin = f.origin();
   const bool mla = is_listed(kMlaTypes, type), qwen = is_listed(kQwenTypes, type);
   // GLM-4.5's layers are DeepSeek-V3's (its experts, shared experts and dense first layers)
   // with grouped-query attention in place of MLA.
   const bool deepseek_experts = mla || type == "glm4_moe";
-  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe") {
+  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe" && type != "llama4_text") {
     f.fail("model_type", "'" + type + "' is not a family this command reads (" +
-                             join_names(kMlaTypes) + ", glm4_moe, mixtral, olmoe, " +
+                             join_names(kMlaTypes) + ", glm4_moe, llama4, mixtral, olmoe, " +
                              join_names(kQwenTypes) +
                              "): write the model file by hand (models/README.md)");
   }
@@ -118,6 +128,27 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const long long first_dense = f.count_or("first_k_dense_replace", 0, true);
     const long long every = f.count_or("moe_layer_freq", 1);
     for (long long i = first_dense; i < layers; ++i) moe_layers += i % every == 0 ? 1 : 0;
+  } else if (type == "llama4_text") {
+    // Llama 4's MoE layers (Llama4TextMoe): routed experts and one shared expert, both of
+    // intermediate_size; the layers in moe_layers, by default every interleave_moe_layer_step-th
+    // from the step's last (Maverick 2: layers 1, 3, ...; Scout 1: all).
+    m.num_experts = static_cast<int>(f.count("num_local_experts"));
+    m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
+    m.shared_experts = 1;
+    m.shared_expert_ffn_size = m.expert_ffn_size;
+    if (f.has("moe_layers")) {
+      std::vector<long long> listed = f.layer_list("moe_layers");
+      std::sort(listed.begin(), listed.end());
+      listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+      if (!listed.empty() && listed.back() >= layers) {
+        f.fail("moe_layers", "lists layer " + std::to_string(listed.back()) + " of " +
+                                 std::to_string(layers) + " (num_hidden_layers)");
+      }
+      moe_layers = static_cast<long long>(listed.size());
+    } else {
+      const long long step = f.count_or("interleave_moe_layer_step", 1);
+      for (long long i = step - 1; i < layers; i += step) ++moe_layers;
+    }
   } else if (type == "mixtral" || type == "olmoe") {
     // Every layer is MoE; intermediate_size is the experts' FFN size.
     m.num_experts =
@@ -166,15 +197,16 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
-    // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and OLMoE's q, k, v and o,
-    // where attention_bias says so; Mixtral's and Qwen3-MoE's none. (q and k norms are left
-    // out, as norms are.)
+    // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and Llama 4's and OLMoE's
+    // q, k, v and o, where attention_bias says so; Mixtral's and Qwen3-MoE's none. (q and k
+    // norms are left out, as norms are.)
     const long long qkv_biases = (heads + 2 * kv_heads) * head_dim;
     const bool attention_bias = f.flag_or("attention_bias", false);
     const long long biases = type == "qwen2_moe"                    ? qkv_biases
                              : type == "glm4_moe" && attention_bias ? qkv_biases
-                             : type == "olmoe" && attention_bias    ? qkv_biases + h
-                                                                    : 0;
+                             : (type == "olmoe" || type == "llama4_text") && attention_bias
+                                 ? qkv_biases + h
+                                 : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
     what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
            " each + o " + shape({heads * head_dim, h}) +
@@ -202,6 +234,21 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
       ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
+}
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& origin,
+                               const HfRunChoices& choices) {
+  const ConfigFields f(config, origin);
+  const std::string type = f.type();
+  // Llama 4's config.json wraps the language model's fields in text_config (beside the vision
+  // encoder's); Llama4ForCausalLM reads them as model_type llama4_text.
+  if (type == "llama4") {
+    return model_of_fields(ConfigFields(f.section("text_config"), origin, "text_config."),
+                           "llama4_text", choices);
+  }
+  return model_of_fields(f, type, choices);
 }
 
 }  // namespace topoep

@@ -19,11 +19,12 @@ struct HfRunChoices {
 
 // The model of `config` (read from `origin`, named in errors) for model_type deepseek_v2,
 // deepseek_v3, kimi_k2 (DeepSeek's MLA and shared experts), glm4_moe (DeepSeek's experts,
-// grouped-query attention), mixtral, olmoe, qwen2_moe or qwen3_moe: experts, top-k, dimensions, MoE
-// layers (the layers the family's code makes sparse), shared experts, attention and the dense
-// parameters per layer (attention projections, biases where the family has them; norms left out),
-// with `source` saying what each came from and which numbers are `choices`. Throws FileInputError
-// naming `origin` and the field for another model_type, a missing field or a value out of range.
+// grouped-query attention), llama4 (its text_config), mixtral, olmoe, qwen2_moe or qwen3_moe:
+// experts, top-k, dimensions, MoE layers (the layers the family's code makes sparse), shared
+// experts, attention and the dense parameters per layer (attention projections, biases where the
+// family has them; norms left out), with `source` saying what each came from and which numbers are
+// `choices`. Throws FileInputError naming `origin` and the field for another model_type, a missing
+// field or a value out of range.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& origin,
                                const HfRunChoices& choices);
 

@@ -143,6 +143,45 @@ TEST(HfConfig, ReadsGlm45sDeepSeekStyleExpertsWithGroupedQueryAttention) {
             2LL * 5120 * 96 * 128 + 2LL * 5120 * 8 * 128 + (96 + 2 * 8) * 128);
 }
 
+// Llama 4 (meta-llama/Llama-4-Maverick-17B-128E's config.json): the language model's fields in
+// text_config; routed and one shared expert of intermediate_size, MoE every
+// interleave_moe_layer_step-th layer or on the layers moe_layers lists.
+TEST(HfConfig, ReadsLlama4sTextConfigAndItsInterleavedMoeLayers) {
+  nlohmann::json maverick = nlohmann::json::parse(R"({
+      "model_type": "llama4", "vision_config": {"hidden_size": 1408},
+      "text_config": {
+        "model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "num_local_experts": 128, "num_experts_per_tok": 1,
+        "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+        "head_dim": 128, "interleave_moe_layer_step": 2, "attention_bias": false}})");
+  const ModelSpec m = from(maverick.dump());
+  EXPECT_EQ(m.num_experts, 128);
+  EXPECT_EQ(m.top_k, 1);
+  EXPECT_EQ(m.hidden_size, 5120);
+  EXPECT_EQ(m.expert_ffn_size, 8192);
+  EXPECT_EQ(m.moe_layers, 24);  // layers 1, 3, ..., 47
+  EXPECT_EQ(m.shared_experts, 1);
+  EXPECT_EQ(m.shared_expert_ffn_size, 8192);
+  EXPECT_EQ(m.dense_params_per_layer, 2LL * 5120 * 40 * 128 + 2LL * 5120 * 8 * 128);
+  // Scout: every layer MoE.
+  nlohmann::json scout = maverick;
+  scout["text_config"]["interleave_moe_layer_step"] = 1;
+  scout["text_config"]["num_local_experts"] = 16;
+  EXPECT_EQ(from(scout.dump()).moe_layers, 48);
+  // An explicit list wins over the step; a layer past the last is named.
+  scout["text_config"]["moe_layers"] = {0, 5, 5, 47};
+  EXPECT_EQ(from(scout.dump()).moe_layers, 3);
+  scout["text_config"]["moe_layers"] = {0, 48};
+  EXPECT_EQ(field_of_error(scout.dump()), "text_config.moe_layers");
+  // Fields inside text_config are named with its path.
+  maverick["text_config"].erase("num_local_experts");
+  EXPECT_EQ(field_of_error(maverick.dump()), "text_config.num_local_experts");
+  maverick.erase("text_config");
+  EXPECT_EQ(field_of_error(maverick.dump()), "text_config");
+  maverick["text_config"] = 7;
+  EXPECT_EQ(field_of_error(maverick.dump()), "text_config");
+}
+
 // Each family's code decides which layers are MoE: DeepSeek's from first_k_dense_replace every
 // moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers.
 TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {
