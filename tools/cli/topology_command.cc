@@ -34,7 +34,8 @@ void print_preset_table(std::ostream& out) {
   }
   table.print(out);
   out << "\nAny of them on another number of nodes or GPUs per node: --nodes N, --gpus-per-node G\n"
-         "(simulate, solve, topology show; topologies/README.md, \"Reshaping a topology\").\n";
+         "(simulate, solve, topology show, calibrate and the harness; topologies/README.md,\n"
+         "\"Reshaping a topology\").\n";
 }
 
 void print_topology(const Topology& topology, std::ostream& out) {
