@@ -42,9 +42,11 @@ const std::string& bench_trace() {
 }
 
 void time_replay(benchmark::State& state, const std::string& planner, bool plan_hashes,
-                 const PlannerOptions& options) {
+                 const PlannerOptions& options,
+                 Dispatcher dispatcher = Dispatcher::kPerAssignment) {
   SimConfig config;
   config.plan_hashes = plan_hashes;
+  config.options.dispatcher = dispatcher;
   config.topology = load_topology("h800-4x8");
   config.model = load_model("deepseek-v3");
   config.planners = {planner};
@@ -76,6 +78,16 @@ BENCHMARK_CAPTURE(BM_Replay, eplb_no_hash, std::string("eplb"), false)
 BENCHMARK_CAPTURE(BM_Replay, shadowing, std::string("shadowing"), true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, shadowing_no_hash, std::string("shadowing"), false)
+    ->Unit(benchmark::kMillisecond);
+
+// DeepEP's dispatch (sim/README.md, "Dispatchers"), without plan hashes: its sends are counted
+// from each plan's routes, which the planners then write.
+void BM_ReplayDeepep(benchmark::State& state, const std::string& planner) {
+  time_replay(state, planner, false, PlannerOptions{}, Dispatcher::kDeepEP);
+}
+BENCHMARK_CAPTURE(BM_ReplayDeepep, topoep_no_hash, std::string("topoep"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ReplayDeepep, static_no_hash, std::string("static"))
     ->Unit(benchmark::kMillisecond);
 
 // TopoEP with each search capped at this many moves (PlannerOptions::topoep_max_moves,

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "sim/deepep_dispatch.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/instance_tally.h"
@@ -28,6 +29,20 @@ TokenCount busiest_rank_tokens(const RoutingCounts& counts, int top_k) {
     busiest = std::max(busiest, row);
   }
   return (busiest + top_k - 1) / top_k;
+}
+
+const char* dispatcher_name(Dispatcher dispatcher) {
+  return dispatcher == Dispatcher::kDeepEP ? "deepep" : "alltoall";
+}
+
+bool parse_dispatcher(const std::string& name, Dispatcher* out) {
+  for (const Dispatcher d : {Dispatcher::kPerAssignment, Dispatcher::kDeepEP}) {
+    if (name == dispatcher_name(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
 }
 
 void check_sim_options(const SimOptions& options) {
@@ -130,6 +145,10 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
                                            [&](const Route& route) { instances.add(route); });
     instances.drain(add_instance);
   }
+  if (options_.dispatcher == Dispatcher::kDeepEP) {
+    const bool routed = !decision.plan.routes.empty();
+    price_deepep(decision.placement, routed ? &decision.plan : nullptr, counts, params, plan_cost);
+  }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
@@ -144,11 +163,33 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
       static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
   const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
   const CostParams params = params_for(dense);
-  const PlanCost plan_cost =
+  PlanCost plan_cost =
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
   std::vector<Picoseconds> compute(view.num_ranks(), 0);
   for (const auto& [rank, tokens] : tally.instances) compute[rank] += instance_compute_ps(tokens);
+  if (options_.dispatcher == Dispatcher::kDeepEP) {
+    price_deepep(layout.placement, nullptr, counts, params, plan_cost);
+  }
   return layer_cost(layout, plan_cost, compute, dense, params);
+}
+
+void CostModel::price_deepep(const Placement& placement, const Plan* routed,
+                             const RoutingCounts& counts, const CostParams& params,
+                             PlanCost& plan_cost) const {
+  DeepepTraffic traffic(topology_.view(), tokens_per_source(counts, model_.top_k));
+  if (routed == nullptr) {
+    const std::vector<RankId>& home = placement.home_rank;
+    for (RankId src = 0; src < counts.num_ranks(); ++src) {
+      for (ExpertId e = 0; e < counts.num_experts(); ++e) {
+        traffic.add_instance(src, home[e], counts.at(src, e));
+      }
+    }
+  } else {
+    for (const Route& route : routed->routes) {
+      traffic.add_instance(route.src, route.dst, route.tokens);
+    }
+  }
+  traffic.apply(params, plan_cost);
 }
 
 CostParams CostModel::params_for(Picoseconds dense_forward) const {

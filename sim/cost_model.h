@@ -93,6 +93,8 @@ class CostModel {
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
+  // With the DeepEP dispatcher the decision's routes are read (the planners must write them:
+  // PlannerContext::routes); a decision without routes is priced as all-home.
   // `busiest_tokens` is busiest_rank_tokens(counts, top-k) when the caller knows it (a trace
   // that declares tokens_per_rank: every row sums to it), -1 to compute it here (one more pass
   // over the counts: 7.5% of a static-plan record in sim_bench).
@@ -105,6 +107,11 @@ class CostModel {
   LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
+  // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
+  // DeepEP's (sim/deepep_dispatch.h), from `routed`'s routes, or, for null, from the counts at
+  // their experts' home ranks in `placement` (the all-home layout price_all_home() prices).
+  void price_deepep(const Placement& placement, const Plan* routed, const RoutingCounts& counts,
+                    const CostParams& params, PlanCost& plan_cost) const;
   // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
   // dense forward (before it, on the busiest rank) takes `dense_forward`.
   CostParams params_for(Picoseconds dense_forward) const;

@@ -4,12 +4,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "sim/deepep_dispatch.h"
 #include "solver/plan_validator.h"
 
 namespace topoep {
 
 void check_priced_plan(const std::string& where, const PricedPlan& priced,
-                       const TopologyView& topology, Bytes dispatch_bytes_per_token) {
+                       const TopologyView& topology, Bytes dispatch_bytes_per_token,
+                       Dispatcher dispatcher, int top_k) {
   const auto fail = [&](const std::string& what) {
     throw std::runtime_error("plan check: " + where + ": " + what);
   };
@@ -24,14 +26,23 @@ void check_priced_plan(const std::string& where, const PricedPlan& priced,
   std::vector<int> node(static_cast<std::size_t>(topology.num_ranks()));
   for (RankId rank = 0; rank < topology.num_ranks(); ++rank) node[rank] = topology.node_of(rank);
   TokenCount nvlink_tokens = 0, ib_tokens = 0;
-  for (const Route& route : priced.decision.plan.routes) {
-    if (route.src == route.dst) continue;
-    (node[route.src] == node[route.dst] ? nvlink_tokens : ib_tokens) += route.tokens;
+  if (dispatcher == Dispatcher::kDeepEP) {
+    DeepepTraffic traffic(topology, tokens_per_source(priced.counts, top_k));
+    for (const Route& route : priced.decision.plan.routes) {
+      traffic.add_instance(route.src, route.dst, route.tokens);
+    }
+    nvlink_tokens = traffic.nvlink_sent();
+    ib_tokens = traffic.ib_sent();
+  } else {
+    for (const Route& route : priced.decision.plan.routes) {
+      if (route.src == route.dst) continue;
+      (node[route.src] == node[route.dst] ? nvlink_tokens : ib_tokens) += route.tokens;
+    }
   }
   const auto check_bytes = [&](const char* link, TokenCount tokens, Bytes bytes) {
     if (tokens * dispatch_bytes_per_token == bytes) return;
     fail(std::string("dispatch_bytes: priced with ") + std::to_string(bytes) + " " + link +
-         " bytes, the routes carry " + std::to_string(tokens) + " tokens x " +
+         " bytes, the routes send " + std::to_string(tokens) + " tokens x " +
          std::to_string(dispatch_bytes_per_token) + " = " +
          std::to_string(tokens * dispatch_bytes_per_token));
   };

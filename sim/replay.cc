@@ -78,12 +78,13 @@ class Replay {
         metadata_(metadata),
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
-    // Plans are read for their routes only to hash or check them.
+    // Plans are read for their routes only to hash or check them, or to count DeepEP's sends.
     const PlannerContext context{config.topology.view(),
                                  Placement::contiguous(metadata.num_experts, metadata.num_ranks,
                                                        config.slots_per_rank, config.homes),
                                  cost_.solver_params(), metadata.microbatches,
-                                 config.plan_hashes || config.check_plans};
+                                 config.plan_hashes || config.check_plans ||
+                                     config.options.dispatcher == Dispatcher::kDeepEP};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);
@@ -236,7 +237,8 @@ class Replay {
                             std::to_string(record.layer),
                         PricedPlan{record.counts, decision, cost.loads, cost.nvlink_dispatch_bytes,
                                    cost.ib_dispatch_bytes},
-                        config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token);
+                        config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token,
+                        config_.options.dispatcher, config_.model.top_k);
     }
     note_replicas(decision, state.step_replicas);
     if (record.microbatch == metadata_.microbatches - 1) {

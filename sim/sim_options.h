@@ -2,7 +2,22 @@
 // The simulator's own assumptions, beyond the topology and model files. Each default is
 // documented with its source in sim/README.md.
 
+#include <string>
+
 namespace topoep {
+
+// How the MoE layer's all-to-alls move tokens (sim/README.md, "Dispatchers").
+enum class Dispatcher {
+  // Every token-expert assignment on its own, to its instance's GPU (Megatron-LM's all-to-all
+  // token dispatcher: a token routed to two experts on one GPU is sent twice).
+  kPerAssignment,
+  // DeepEP's kernels: a token crosses IB once to each other node holding any of its experts, to
+  // the GPU with its source's local index, which forwards it over NVLink once to each GPU of
+  // the node that holds any of them; inside the source's node, once to each such GPU. The
+  // trace holds counts, not which experts a token chose together: the distinct tokens are
+  // estimated from them (sim/deepep_dispatch.h).
+  kDeepEP,
+};
 
 struct SimOptions {
   // Fraction of the dense (attention) forward compute before a MoE layer during which replica
@@ -24,7 +39,13 @@ struct SimOptions {
   // Tokens per rank per microbatch for the solver's compute rate; 0: the trace's metadata, else
   // the first record's busiest rank.
   long long tokens_per_rank = 0;
+  Dispatcher dispatcher = Dispatcher::kPerAssignment;
 };
+
+// "alltoall" or "deepep", as the CLI and the sweep spell them.
+const char* dispatcher_name(Dispatcher dispatcher);
+// The dispatcher named `name`, or false for an unknown name.
+bool parse_dispatcher(const std::string& name, Dispatcher* out);
 
 // Throws InputError naming the field for a value outside its range.
 void check_sim_options(const SimOptions& options);

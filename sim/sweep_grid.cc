@@ -172,6 +172,13 @@ class GridReader {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
+    if (key == "dispatcher") {
+      Dispatcher parsed;
+      if (!v.is_string() || !parse_dispatcher(v.get<std::string>(), &parsed)) {
+        fail(where, "must be \"alltoall\" or \"deepep\"");
+      }
+      return;
+    }
     if (is_listed(kIntegerKeys, key)) {
       // 0 spare slots is a cluster; 0 moves is the solver's default cap.
       const std::int64_t min = key == "slots" || key == "topoep_max_moves" ? 0 : 1;
@@ -300,6 +307,9 @@ class GridReader {
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
           get("optimizer_bytes_per_param", c.options.optimizer_bytes_per_param);
+      // check_value() has read the name.
+      parse_dispatcher(get("dispatcher", std::string(dispatcher_name(c.options.dispatcher))),
+                       &c.options.dispatcher);
       PlannerOptions& o = c.planner_options;
       o.topoep_solve_us = get("topoep_solve_us", o.topoep_solve_us);
       o.host_roundtrip_us = get("host_roundtrip_us", o.host_roundtrip_us);
@@ -338,6 +348,7 @@ class GridReader {
                        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
+                       {"dispatcher", dispatcher_name(c.options.dispatcher)},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -381,6 +392,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "gradient_overlap_fraction",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
+                                                   "dispatcher",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -574,6 +574,15 @@ expect_text "summary.json records the IB load slack" "$work/slack/summary.json" 
 expect "simulate rejects an IB load slack above 1" 2 $?
 expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --dispatcher deepep --out "$work/deepep" >"$work/out" 2>&1
+expect "simulate takes DeepEP's dispatch" 0 $?
+expect_text "the header says the dispatch is DeepEP's" "$work/out" "DeepEP's dispatch"
+expect_text "summary.json records the dispatcher" "$work/deepep/summary.json" '"dispatcher": "deepep"'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --dispatcher nccl >"$work/out" 2>&1
+expect "simulate rejects an unknown dispatcher" 2 $?
+expect_text "the bad dispatcher is named" "$work/out" "--dispatcher"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-max-moves 4 --out "$work/capped" >"$work/out" 2>&1
 expect "simulate takes a move cap" 0 $?
 expect_text "summary.json records the move cap" "$work/capped/summary.json" '"topoep_max_moves": 4'

@@ -75,9 +75,11 @@ class Collect : public ReplayObserver {
 
 using testing::read_file;
 
-// No planner beats the ideal, and TopoEP never loses to static, on any record or step.
+// No planner beats the ideal, and TopoEP never loses to static, on any record or step; nor
+// sends more IB bytes, which it decides per assignment (not under DeepEP's dispatch, whose
+// sends it does not weigh: `per_assignment` false).
 void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::string>& planners,
-                  const std::string& what) {
+                  const std::string& what, bool per_assignment = true) {
   const auto index = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(planners.begin(), planners.end(), name) -
                                     planners.begin());
@@ -96,8 +98,11 @@ void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::s
             << where << " " << planners[p];
       }
       EXPECT_LE(record.planners[topoep].moe(), record.planners[fixed].moe()) << where;
-      EXPECT_LE(record.planners[topoep].ib_dispatch_bytes, record.planners[fixed].ib_dispatch_bytes)
-          << where;
+      if (per_assignment) {
+        EXPECT_LE(record.planners[topoep].ib_dispatch_bytes,
+                  record.planners[fixed].ib_dispatch_bytes)
+            << where;
+      }
     }
     for (std::size_t p = 0; p < planners.size(); ++p) {
       EXPECT_LE(step.planners[ideal].step_time, step.planners[p].step_time) << what;
@@ -110,6 +115,42 @@ TEST(SimReplay, IdealBoundsEveryPlannerAndTopoepNeverLosesToStatic) {
   EXPECT_EQ(replay_trace(small_trace(), small_config(), collect), 3 * 2 * 3);
   ASSERT_EQ(collect.steps.size(), 3u);
   check_bounds(collect.steps, kAllPlanners, "synthetic");
+}
+
+TEST(SimReplay, IdealBoundsEveryPlannerAndTopoepNeverLosesToStaticUnderDeepepDispatch) {
+  SimConfig config = small_config();
+  config.options.dispatcher = Dispatcher::kDeepEP;
+  config.check_plans = true;  // DeepEP's sends counted again from every plan's routes
+  Collect collect;
+  EXPECT_EQ(replay_trace(small_trace(), config, collect), 3 * 2 * 3);
+  check_bounds(collect.steps, kAllPlanners, "synthetic, deepep", false);
+}
+
+// DeepEP's dispatch changes what tokens cross, not where they are processed: the same plans
+// (static's) process the same tokens, and no more IB bytes cross than one per assignment.
+TEST(SimReplay, DeepepDispatchKeepsTheLoadsAndSendsAtMostOneTokenPerAssignment) {
+  SimConfig config = small_config();
+  config.planners = {"static", "eplb"};
+  Collect all_to_all, deepep;
+  replay_trace(small_trace(), config, all_to_all);
+  config.options.dispatcher = Dispatcher::kDeepEP;
+  replay_trace(small_trace(), config, deepep);
+  bool fewer = false;
+  for (std::size_t s = 0; s < all_to_all.steps.size(); ++s) {
+    for (std::size_t r = 0; r < all_to_all.steps[s].records.size(); ++r) {
+      for (std::size_t p = 0; p < config.planners.size(); ++p) {
+        const LayerCost& a = all_to_all.steps[s].records[r].planners[p];
+        const LayerCost& d = deepep.steps[s].records[r].planners[p];
+        EXPECT_EQ(a.plan_hash, d.plan_hash);
+        EXPECT_EQ(a.loads, d.loads);
+        EXPECT_EQ(a.compute, d.compute);
+        EXPECT_LE(d.ib_dispatch_bytes, a.ib_dispatch_bytes);
+        EXPECT_LE(d.dispatch, a.dispatch);
+        fewer = fewer || d.ib_dispatch_bytes < a.ib_dispatch_bytes;
+      }
+    }
+  }
+  EXPECT_TRUE(fewer) << "top-8 over 2 nodes: tokens share their node sends";
 }
 
 // The solver approximates the GEMM curve by a per-instance minimum (sim/solver_cost.h); here
@@ -173,31 +214,37 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   }
 }
 
+// Under DeepEP's dispatch too, whose sends are counted from the routes: the planners write
+// them there with or without hashes.
 TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
-  Collect with, without;
-  SimConfig config = small_config();
-  replay_trace(small_trace(), config, with);
-  config.plan_hashes = false;
-  replay_trace(small_trace(), config, without);
-  ASSERT_EQ(with.steps.size(), without.steps.size());
-  for (std::size_t s = 0; s < with.steps.size(); ++s) {
-    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-      EXPECT_EQ(with.steps[s].planners[p].step_time, without.steps[s].planners[p].step_time);
-    }
-    for (std::size_t r = 0; r < with.steps[s].records.size(); ++r) {
+  for (const Dispatcher dispatcher : {Dispatcher::kPerAssignment, Dispatcher::kDeepEP}) {
+    SCOPED_TRACE(dispatcher_name(dispatcher));
+    Collect with, without;
+    SimConfig config = small_config();
+    config.options.dispatcher = dispatcher;
+    replay_trace(small_trace(), config, with);
+    config.plan_hashes = false;
+    replay_trace(small_trace(), config, without);
+    ASSERT_EQ(with.steps.size(), without.steps.size());
+    for (std::size_t s = 0; s < with.steps.size(); ++s) {
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-        const LayerCost& a = with.steps[s].records[r].planners[p];
-        const LayerCost& b = without.steps[s].records[r].planners[p];
-        // Without hashes TopoEP and static write no routes (PlannerContext::routes): priced
-        // the same.
-        EXPECT_EQ(a.moe(), b.moe());
-        EXPECT_EQ(a.loads, b.loads);
-        EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
-        EXPECT_EQ(a.ib_dispatch_bytes, b.ib_dispatch_bytes);
-        EXPECT_EQ(a.new_replicas, b.new_replicas);
-        EXPECT_EQ(b.plan_hash, 0u);
-        if (kAllPlanners[p] != "ideal") {
-          EXPECT_NE(a.plan_hash, 0u);
+        EXPECT_EQ(with.steps[s].planners[p].step_time, without.steps[s].planners[p].step_time);
+      }
+      for (std::size_t r = 0; r < with.steps[s].records.size(); ++r) {
+        for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+          const LayerCost& a = with.steps[s].records[r].planners[p];
+          const LayerCost& b = without.steps[s].records[r].planners[p];
+          // Without hashes TopoEP and static write no routes (PlannerContext::routes): priced
+          // the same.
+          EXPECT_EQ(a.moe(), b.moe());
+          EXPECT_EQ(a.loads, b.loads);
+          EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
+          EXPECT_EQ(a.ib_dispatch_bytes, b.ib_dispatch_bytes);
+          EXPECT_EQ(a.new_replicas, b.new_replicas);
+          EXPECT_EQ(b.plan_hash, 0u);
+          if (kAllPlanners[p] != "ideal") {
+            EXPECT_NE(a.plan_hash, 0u);
+          }
         }
       }
     }
@@ -205,25 +252,29 @@ TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
 }
 
 TEST(SimReplay, OutputsAreIdenticalForOneAndTwoThreads) {
-  std::vector<std::string> outputs;
-  for (const int threads : {1, 2}) {
-    SimulationRequest request;
-    request.trace = small_trace();
-    request.config = small_config();
-    request.config.threads = threads;
-    request.out_dir = temp_path("sim_threads_" + std::to_string(threads));
-    request.timeline = request.out_dir + "/timeline.json";
-    fs::remove_all(request.out_dir);
-    run_simulation(request);
-    std::string all;
-    for (const char* file : {"summary.json", "per_layer.csv", "per_step.csv", "timeline.json"}) {
-      const std::string text = read_file(request.out_dir + "/" + file);
-      EXPECT_FALSE(text.empty()) << file;
-      all += text;
+  for (const Dispatcher dispatcher : {Dispatcher::kPerAssignment, Dispatcher::kDeepEP}) {
+    SCOPED_TRACE(dispatcher_name(dispatcher));
+    std::vector<std::string> outputs;
+    for (const int threads : {1, 2}) {
+      SimulationRequest request;
+      request.trace = small_trace();
+      request.config = small_config();
+      request.config.options.dispatcher = dispatcher;
+      request.config.threads = threads;
+      request.out_dir = temp_path("sim_threads_" + std::to_string(threads));
+      request.timeline = request.out_dir + "/timeline.json";
+      fs::remove_all(request.out_dir);
+      run_simulation(request);
+      std::string all;
+      for (const char* file : {"summary.json", "per_layer.csv", "per_step.csv", "timeline.json"}) {
+        const std::string text = read_file(request.out_dir + "/" + file);
+        EXPECT_FALSE(text.empty()) << file;
+        all += text;
+      }
+      outputs.push_back(all);
     }
-    outputs.push_back(all);
+    EXPECT_EQ(outputs[0], outputs[1]);
   }
-  EXPECT_EQ(outputs[0], outputs[1]);
 }
 
 TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
@@ -395,10 +446,12 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.planner_options.eplb_period_steps = draw(1, 2);
     config.planner_options.eplb_window_steps = draw(1, 2);
     if (experts % ranks != 0) config.homes = HomeLayout::kUneven;
+    const bool deepep = draw(0, 1) == 1;  // drawn last: the other draws stay as they were
+    if (deepep) config.options.dispatcher = Dispatcher::kDeepEP;
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);
-    check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed));
+    check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed), !deepep);
     // Neither checked nor hashed, TopoEP and static write no routes: the same step times.
     config.check_plans = config.plan_hashes = false;
     Collect unchecked;

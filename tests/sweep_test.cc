@@ -100,6 +100,10 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "uneven_homes": [1]})"),
             "uneven_homes[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "slots": [300]})"), "slots");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "dispatcher": ["nccl"]})"),
+            "dispatcher[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "dispatcher": [1]})"),
+            "dispatcher[0]");
   // 8,000,000 GPUs: beyond a trace's ranks, named by the key that set them.
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "nodes": [1000000]})"), "nodes");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"stepz": 1}}]})"),
@@ -174,6 +178,21 @@ TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
   EXPECT_EQ(grid.points[0].config.planner_options.topoep_max_moves, 0);
   EXPECT_EQ(grid.points[1].config.planner_options.topoep_max_moves, 16);
   EXPECT_EQ(grid.points[1].columns["topoep_max_moves"], 16);
+}
+
+TEST(SweepGrid, SweepsTheDispatcher) {
+  const SweepGrid grid = load_sweep_grid(write_grid("dispatchers.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "dispatcher": ["alltoall", "deepep"]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[0].config.options.dispatcher, Dispatcher::kPerAssignment);
+  EXPECT_EQ(grid.points[1].config.options.dispatcher, Dispatcher::kDeepEP);
+  EXPECT_EQ(grid.points[1].columns["dispatcher"], "deepep");
+  const SweepGrid plain = load_sweep_grid(write_grid("no_dispatcher.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}]
+  })"));
+  EXPECT_EQ(plain.points[0].columns["dispatcher"], "alltoall");
 }
 
 // Without a model axis a recorded trace is priced with the one preset of its experts and top-k,

@@ -38,6 +38,7 @@ struct SimulateOptions {
   bool rank_loads = false;
   bool check = false;
   std::string explain;  // STEP:MICROBATCH:LAYER, or empty
+  std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -77,6 +78,7 @@ void run_simulate(const SimulateOptions& options) {
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
   request.config.options = options.sim;
+  parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);
   request.config.slots_per_rank = options.slots;
@@ -95,7 +97,11 @@ void run_simulate(const SimulateOptions& options) {
             << m.microbatches << " microbatches x " << m.num_layers << " MoE layers) of "
             << options.trace << "\non " << request.config.topology.name << " ("
             << request.config.topology.nodes << " x " << request.config.topology.gpus_per_node
-            << " GPUs) with " << request.config.model.name << ", S = " << options.slots << "\n\n";
+            << " GPUs) with " << request.config.model.name << ", S = " << options.slots
+            << (request.config.options.dispatcher == Dispatcher::kDeepEP
+                    ? ", DeepEP's dispatch (distinct tokens estimated from the counts)"
+                    : "")
+            << "\n\n";
   print_simulation_table(result.summary, std::cout);
   print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
@@ -175,6 +181,14 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--gradient-overlap", o->sim.gradient_overlap_fraction,
                    "Fraction of the attention backward that hides the replica gradient reduction")
+      ->capture_default_str();
+  simulate
+      ->add_option("--dispatcher", o->dispatcher,
+                   "alltoall: every token-expert assignment sent on its own (Megatron-LM's "
+                   "all-to-all); deepep: a token once per node over IB, then per GPU over "
+                   "NVLink (sim/README.md, Dispatchers)")
+      ->check(CLI::IsMember({std::string(dispatcher_name(Dispatcher::kPerAssignment)),
+                             std::string(dispatcher_name(Dispatcher::kDeepEP))}))
       ->capture_default_str();
   simulate
       ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
