@@ -50,6 +50,13 @@ expect "measurements share the simulator's per-layer schema" 0 $?
 expect "compare exits 0" 0 $?
 expect_text "compare reports dispatch" "$work/out" "dispatch_us"
 expect_text "the simulator and the harness ran the same plans" "$work/out" "Same plan in both: 8 of 8 records"
+expect_no_text "a per-assignment simulation needs no dispatcher note" "$work/out" "DeepEP"
+"$topoep" simulate "${common[@]:0:6}" --planners topoep --dispatcher deepep --out "$work/sim-deepep" \
+  >/dev/null 2>&1
+"$topoep" compare --sim "$work/sim-deepep" --measured "$work/measured" >"$work/out" 2>&1
+expect "compare takes a DeepEP simulation" 0 $?
+expect_text "and says the harness dispatches per assignment" "$work/out" \
+  "the harness sends every token-expert assignment on its own"
 
 # 10 experts on 4 GPUs: refused as the simulator refuses them, run with --uneven-homes.
 "$topoep" trace synth --out "$work/trace10" --ranks 4 --gpus-per-node 2 --experts 10 --top-k 2 \

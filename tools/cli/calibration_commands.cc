@@ -1,8 +1,10 @@
 #include "tools/cli/calibration_commands.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "harness/calibration.h"
@@ -39,6 +41,18 @@ void run_calibrate(const CalibrateOptions& options) {
             << " points\nWrote " << options.out << "\n";
 }
 
+// The dispatcher a simulate --out directory's summary.json names ("alltoall" where it names
+// none, or has no summary).
+std::string simulated_dispatcher(const std::string& sim_dir) {
+  std::ifstream in(sim_dir + "/summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json::json_pointer field("/run/sim_options/dispatcher");
+  if (summary.is_discarded() || !summary.contains(field) || !summary[field].is_string()) {
+    return "alltoall";
+  }
+  return summary[field].get<std::string>();
+}
+
 void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
   const PerLayerComparison comparison =
       compare_per_layer(sim_dir + "/per_layer.csv", measured_dir + "/per_layer.csv");
@@ -51,6 +65,13 @@ void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
   }
   std::cout << "Simulator (" << sim_dir << ") against measurements (" << measured_dir
             << "): |simulated - measured| / measured\n\n";
+  if (simulated_dispatcher(sim_dir) == "deepep") {
+    // The harness's all-to-all sends one copy per token-expert assignment.
+    std::cout << "Note: the simulation priced DeepEP's dispatch (--dispatcher deepep); the "
+                 "harness sends every token-expert assignment on its own, so the dispatch and "
+                 "combine phases compare unlike with like: simulate with --dispatcher alltoall "
+                 "to calibrate.\n\n";
+  }
   table.print(std::cout);
   if (comparison.same_plans >= 0) {
     std::cout << "\nSame plan in both: " << comparison.same_plans << " of " << comparison.records
