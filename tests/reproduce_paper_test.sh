@@ -30,6 +30,18 @@ done
 expect_text "EPLB note" "$work/out/summary.md" "it ran the home layout throughout"
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
+expect_text "the summary names the dispatcher" "$work/out/summary.md" "--dispatcher alltoall"
+TOPOEP_BIN=$topoep "$reproduce" "$work/deepep" --quick --dispatcher deepep >"$work/log" 2>&1
+expect "reproduce_paper --quick --dispatcher deepep" 0 $?
+expect_text "every row priced DeepEP's way" "$work/deepep/summary.md" "--dispatcher deepep"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["run"]["sim_options"]["dispatcher"] != "deepep")' \
+  "$work/deepep/runs/esft-law/summary.json"
+expect "the runs were simulated with it" 0 $?
+grep -q '"dispatcher":"deepep"' "$work/deepep/skew/results.jsonl"
+expect "and the skew sweep" 0 $?
+TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --dispatcher nccl >"$work/log" 2>&1
+expect "an unknown dispatcher is bad usage" 2 $?
+expect_text "and named" "$work/log" "--dispatcher: must be alltoall or deepep"
 MPLBACKEND=Agg python3 "$plots" "$work/out" --out "$work/plots" >/dev/null
 expect "plot module" 0 $?
 [[ -s $work/plots/gain_vs_skew.png ]]
