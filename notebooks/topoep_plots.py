@@ -162,7 +162,11 @@ def plot_gain_vs(results, x, planner="topoep", ax=None):
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     gains = speedups(results, planner)
     baselines = [b for b in BASELINES if b in gains.columns]
-    np.exp(np.log(gains[baselines]).groupby(gains[x]).mean()).plot(ax=ax, marker="o")
+    means = np.exp(np.log(gains[baselines]).groupby(gains[x]).mean())
+    if pd.api.types.is_numeric_dtype(gains[x]):
+        means.plot(ax=ax, marker="o")
+    else:  # named choices (the dispatcher): a group of bars each, every name on the axis
+        means.plot.bar(ax=ax, rot=0)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel(x)
     if pd.api.types.is_integer_dtype(gains[x]):
@@ -293,8 +297,8 @@ def write_all(results_dir, out_dir):
             save(plot_load_heatmaps(replay), "load_heatmaps.png")
     if os.path.exists(os.path.join(results_dir, "results.csv")):
         results = load_sweep(results_dir)
-        for x in ("slots", "ib_nvlink_ratio", "nodes"):
-            if results[x].nunique() > 1:
+        for x in ("slots", "ib_nvlink_ratio", "nodes", "dispatcher"):
+            if x in results and results[x].nunique() > 1:
                 save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
     if os.path.exists(os.path.join(results_dir, "skew", "results.csv")):
         save(plot_gain_vs_skew(load_reproduction(results_dir)), "gain_vs_skew.png")
