@@ -70,6 +70,26 @@ class ConfigFields {
     }
     return layers;
   }
+  // gpt-oss's layers of sliding-window attention: the "sliding_attention" entries of
+  // layer_types, one per layer, or where it is absent every other layer from the first (as
+  // GptOssConfig fills it in).
+  long long sliding_layers(long long layers) const {
+    if (!has("layer_types")) return (layers + 1) / 2;
+    const nlohmann::json& value = config_.at("layer_types");
+    if (!value.is_array() || static_cast<long long>(value.size()) != layers) {
+      fail("layer_types", "must list one type for each of the " + std::to_string(layers) +
+                              " layers (num_hidden_layers)");
+    }
+    long long sliding = 0;
+    for (const nlohmann::json& kind : value) {
+      if (kind == "sliding_attention") {
+        ++sliding;
+      } else if (kind != "full_attention") {
+        fail("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
+      }
+    }
+    return sliding;
+  }
   std::string type() const {
     if (!config_.contains("model_type") || !config_.at("model_type").is_string()) {
       fail("model_type", "is missing: it says which family's fields to read");
@@ -102,11 +122,12 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   // GLM-4.5's layers are DeepSeek-V3's (its experts, shared experts and dense first layers)
   // with grouped-query attention in place of MLA.
   const bool deepseek_experts = mla || type == "glm4_moe";
-  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe" && type != "llama4_text") {
-    f.fail("model_type", "'" + type + "' is not a family this command reads (" +
-                             join_names(kMlaTypes) + ", glm4_moe, llama4, mixtral, olmoe, " +
-                             join_names(kQwenTypes) +
-                             "): write the model file by hand (models/README.md)");
+  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe" && type != "llama4_text" &&
+      type != "gpt_oss") {
+    f.fail("model_type",
+           "'" + type + "' is not a family this command reads (" + join_names(kMlaTypes) +
+               ", glm4_moe, gpt_oss, llama4, mixtral, olmoe, " + join_names(kQwenTypes) +
+               "): write the model file by hand (models/README.md)");
   }
   ModelSpec m;
   m.name = choices.name.empty() ? std::filesystem::path(origin).stem().string() : choices.name;
@@ -149,10 +170,10 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
       const long long step = f.count_or("interleave_moe_layer_step", 1);
       for (long long i = step - 1; i < layers; i += step) ++moe_layers;
     }
-  } else if (type == "mixtral" || type == "olmoe") {
+  } else if (type == "mixtral" || type == "olmoe" || type == "gpt_oss") {
     // Every layer is MoE; intermediate_size is the experts' FFN size.
     m.num_experts =
-        static_cast<int>(f.count(type == "mixtral" ? "num_local_experts" : "num_experts"));
+        static_cast<int>(f.count(type == "olmoe" ? "num_experts" : "num_local_experts"));
     m.expert_ffn_size = static_cast<int>(f.count("intermediate_size"));
     moe_layers = layers;
   } else {
@@ -197,22 +218,33 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
-    // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and Llama 4's and OLMoE's
-    // q, k, v and o, where attention_bias says so; Mixtral's and Qwen3-MoE's none. (q and k
-    // norms are left out, as norms are.)
+    // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and Llama 4's, OLMoE's and
+    // gpt-oss's q, k, v and o, where attention_bias says so (gpt-oss's default: true);
+    // Mixtral's and Qwen3-MoE's none. (q and k norms and gpt-oss's per-head sinks are left out,
+    // as norms are.)
     const long long qkv_biases = (heads + 2 * kv_heads) * head_dim;
-    const bool attention_bias = f.flag_or("attention_bias", false);
-    const long long biases = type == "qwen2_moe"                    ? qkv_biases
-                             : type == "glm4_moe" && attention_bias ? qkv_biases
-                             : (type == "olmoe" || type == "llama4_text") && attention_bias
-                                 ? qkv_biases + h
-                                 : 0;
+    const bool attention_bias = f.flag_or("attention_bias", type == "gpt_oss");
+    const long long biases =
+        type == "qwen2_moe"                    ? qkv_biases
+        : type == "glm4_moe" && attention_bias ? qkv_biases
+        : (type == "olmoe" || type == "llama4_text" || type == "gpt_oss") && attention_bias
+            ? qkv_biases + h
+            : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
     what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
            " each + o " + shape({heads * head_dim, h}) +
            (biases > 0 ? " + attention biases " + std::to_string(biases) : "");
   }
   if (moe_layers == 0) f.fail("num_hidden_layers", "leaves no MoE layer for this family's rules");
+  // Sliding-window attention: gpt-oss's layers marked "sliding_attention" in layer_types (by
+  // default every other one from the first), Mixtral's every layer where sliding_window is set.
+  // Both families are MoE in every layer, so the count is of MoE layers.
+  long long windowed = 0;
+  if ((type == "gpt_oss" || type == "mixtral") && f.has("sliding_window")) {
+    m.attention_window = static_cast<int>(f.count("sliding_window"));
+    windowed = type == "mixtral" ? layers : f.sliding_layers(layers);
+    m.attention_window_layers = static_cast<int>(windowed);
+  }
   if (m.top_k > m.num_experts) f.fail("num_experts_per_tok", "is more than the routed experts");
   m.moe_layers = static_cast<int>(moe_layers);
   m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
@@ -221,17 +253,22 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   m.weight_bytes = 2;
   m.sequence_length = choices.sequence_length;
   m.tokens_per_rank = choices.tokens_per_rank;
-  m.source =
-      origin + " (model_type " + type +
-      "), by `topoep model from-hf`: " + std::to_string(m.num_experts) + " routed experts, top-" +
-      std::to_string(m.top_k) + ", hidden " + std::to_string(h) + ", expert FFN " +
-      std::to_string(m.expert_ffn_size) + ", " + std::to_string(moe_layers) + " MoE layers of " +
-      std::to_string(layers) + ", " + std::to_string(m.shared_experts) +
-      " shared experts; dense params per layer: " + what + " = " +
-      std::to_string(m.dense_params_per_layer) + " (norms left out). The run's choices: " +
-      (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
-      ", bf16 combine and weights, sequence_length " + std::to_string(choices.sequence_length) +
-      ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
+  m.source = origin + " (model_type " + type +
+             "), by `topoep model from-hf`: " + std::to_string(m.num_experts) +
+             " routed experts, top-" + std::to_string(m.top_k) + ", hidden " + std::to_string(h) +
+             ", expert FFN " + std::to_string(m.expert_ffn_size) + ", " +
+             std::to_string(moe_layers) + " MoE layers of " + std::to_string(layers) + ", " +
+             std::to_string(m.shared_experts) + " shared experts; dense params per layer: " + what +
+             " = " + std::to_string(m.dense_params_per_layer) + " (norms left out)" +
+             (windowed > 0
+                  ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
+                        std::to_string(m.attention_window) + " tokens"
+                  : "") +
+             ". The run's choices: " +
+             (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
+             ", bf16 combine and weights, sequence_length " +
+             std::to_string(choices.sequence_length) + ", tokens_per_rank " +
+             std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
 }

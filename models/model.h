@@ -36,7 +36,12 @@ struct ModelSpec {
   int attention_qk_head_dim = 0;   // per head: query/key dimension (MLA: no-RoPE + RoPE parts)
   int attention_v_head_dim = 0;    // per head: value dimension
   int sequence_length = 0;         // training sequence length (causal attention)
-  int tokens_per_rank = 4096;      // default tokens per rank per microbatch
+  // Sliding-window attention (gpt-oss every other layer, Mistral's window): how many of the
+  // MoE layers attend only to the last `attention_window` tokens. 0: every layer attends to
+  // the whole causal context.
+  int attention_window = 0;
+  int attention_window_layers = 0;
+  int tokens_per_rank = 4096;  // default tokens per rank per microbatch
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
   // 2 FLOP per multiply-add.
@@ -60,12 +65,27 @@ struct ModelSpec {
 
   // Forward FLOPs per token of one layer's dense part: 2 per dense parameter, 6 h f per shared
   // expert (gate, up, down), and causal attention scores, QK^T and AV at an average context of
-  // half the sequence: 2 heads (d_qk + d_v) L / 2.
+  // half the sequence: 2 heads (d_qk + d_v) L / 2, with L the attention span below.
   double dense_flops_per_token() const {
     return 2.0 * static_cast<double>(dense_params_per_layer) +
            6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
            static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
-               static_cast<double>(sequence_length);
+               attention_span();
+  }
+  // Twice the mean causal context a query attends to, averaged over the MoE layers (every
+  // simulated layer is charged the mean, so a step's total is exact): L for full attention;
+  // for a window of W < L tokens, query i attends to min(i, W) keys, a mean of W - W^2 / (2 L),
+  // so 2 W - W^2 / L.
+  double attention_span() const {
+    const double full = static_cast<double>(sequence_length);
+    if (attention_window <= 0 || attention_window_layers <= 0 || moe_layers <= 0 ||
+        attention_window >= sequence_length) {
+      return full;
+    }
+    const double w = static_cast<double>(attention_window);
+    const double windowed = 2.0 * w - w * w / full;
+    return (windowed * attention_window_layers + full * (moe_layers - attention_window_layers)) /
+           moe_layers;
   }
   // Dense parameters per layer a GPU holds optimizer state for: dense and shared experts.
   double dense_and_shared_params() const {

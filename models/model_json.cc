@@ -42,31 +42,42 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
         static_cast<int>(root.int_field("attention_v_head_dim", 0, 1 << 14));
     model.sequence_length = static_cast<int>(root.int_field("sequence_length", 0, 1 << 24));
   }
+  if (root.has("attention_window")) {
+    model.attention_window = static_cast<int>(root.int_field("attention_window", 0, 1 << 24));
+    model.attention_window_layers =
+        static_cast<int>(root.int_field("attention_window_layers", 0, model.moe_layers));
+  }
   model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
   root.finish();
   return model;
 }
 
 nlohmann::json model_to_json(const ModelSpec& model) {
-  return {{"name", model.name},
-          {"source", model.source},
-          {"num_experts", model.num_experts},
-          {"top_k", model.top_k},
-          {"hidden_size", model.hidden_size},
-          {"expert_ffn_size", model.expert_ffn_size},
-          {"moe_layers", model.moe_layers},
-          {"dispatch_bytes", model.dispatch_bytes},
-          {"dispatch_scale_block", model.dispatch_scale_block},
-          {"combine_bytes", model.combine_bytes},
-          {"weight_bytes", model.weight_bytes},
-          {"dense_params_per_layer", model.dense_params_per_layer},
-          {"shared_experts", model.shared_experts},
-          {"shared_expert_ffn_size", model.shared_expert_ffn_size},
-          {"attention_heads", model.attention_heads},
-          {"attention_qk_head_dim", model.attention_qk_head_dim},
-          {"attention_v_head_dim", model.attention_v_head_dim},
-          {"sequence_length", model.sequence_length},
-          {"tokens_per_rank", model.tokens_per_rank}};
+  nlohmann::json json = {{"name", model.name},
+                         {"source", model.source},
+                         {"num_experts", model.num_experts},
+                         {"top_k", model.top_k},
+                         {"hidden_size", model.hidden_size},
+                         {"expert_ffn_size", model.expert_ffn_size},
+                         {"moe_layers", model.moe_layers},
+                         {"dispatch_bytes", model.dispatch_bytes},
+                         {"dispatch_scale_block", model.dispatch_scale_block},
+                         {"combine_bytes", model.combine_bytes},
+                         {"weight_bytes", model.weight_bytes},
+                         {"dense_params_per_layer", model.dense_params_per_layer},
+                         {"shared_experts", model.shared_experts},
+                         {"shared_expert_ffn_size", model.shared_expert_ffn_size},
+                         {"attention_heads", model.attention_heads},
+                         {"attention_qk_head_dim", model.attention_qk_head_dim},
+                         {"attention_v_head_dim", model.attention_v_head_dim},
+                         {"sequence_length", model.sequence_length},
+                         {"tokens_per_rank", model.tokens_per_rank}};
+  // Written only where set: a model without a window keeps the form it had before the field.
+  if (model.attention_window > 0) {
+    json["attention_window"] = model.attention_window;
+    json["attention_window_layers"] = model.attention_window_layers;
+  }
+  return json;
 }
 
 std::vector<std::string> model_preset_names() { return preset_names(embedded_model_presets()); }

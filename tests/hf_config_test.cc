@@ -200,6 +200,65 @@ TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {
             3);  // layers 1, 7, 9
 }
 
+// gpt-oss (openai/gpt-oss-120b's and -20b's config.json, fields as GptOssConfig reads them):
+// every layer MoE, intermediate_size the experts' FFN size, grouped-query attention with q, k,
+// v and o biases (attention_bias defaults to true), and sliding-window attention on the layers
+// layer_types marks, by default every other one from the first.
+TEST(HfConfig, ReadsGptOssExpertsBiasesAndSlidingWindowLayers) {
+  nlohmann::json config = nlohmann::json::parse(R"({
+      "model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+      "num_local_experts": 128, "num_experts_per_tok": 4, "experts_per_token": 4,
+      "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8,
+      "head_dim": 64, "attention_bias": true, "sliding_window": 128})");
+  config["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 36; ++i) {
+    config["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  const ModelSpec m = from(config.dump());
+  EXPECT_EQ(m.num_experts, 128);
+  EXPECT_EQ(m.top_k, 4);
+  EXPECT_EQ(m.expert_ffn_size, 2880);
+  EXPECT_EQ(m.moe_layers, 36);
+  EXPECT_EQ(m.shared_experts, 0);
+  EXPECT_EQ(m.attention_qk_head_dim, 64);
+  // q and o 2880 x 4096, k and v 2880 x 512, biases (64 + 2 x 8) x 64 + 2880.
+  EXPECT_EQ(m.dense_params_per_layer, 2LL * 2880 * 4096 + 2LL * 2880 * 512 + 80 * 64 + 2880);
+  EXPECT_EQ(m.attention_window, 128);
+  EXPECT_EQ(m.attention_window_layers, 18);
+  // gpt-oss-20b: 32 experts, 24 layers; layer_types left out: every other layer from the first.
+  config["num_local_experts"] = 32;
+  config["num_hidden_layers"] = 24;
+  config.erase("layer_types");
+  const ModelSpec small = from(config.dump());
+  EXPECT_EQ(small.num_experts, 32);
+  EXPECT_EQ(small.moe_layers, 24);
+  EXPECT_EQ(small.attention_window_layers, 12);
+  config.erase("attention_bias");  // GptOssConfig's default: biases
+  EXPECT_EQ(from(config.dump()).dense_params_per_layer, m.dense_params_per_layer);
+  config["attention_bias"] = false;
+  EXPECT_EQ(from(config.dump()).dense_params_per_layer, 2LL * 2880 * 4096 + 2LL * 2880 * 512);
+  config["sliding_window"] = nullptr;  // no window
+  EXPECT_EQ(from(config.dump()).attention_window, 0);
+  config["sliding_window"] = 128;
+  config["layer_types"] = nlohmann::json::array({"full_attention"});  // one for 24 layers
+  EXPECT_EQ(field_of_error(config.dump()), "layer_types");
+  config["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 24; ++i) config["layer_types"].push_back("chunked_attention");
+  EXPECT_EQ(field_of_error(config.dump()), "layer_types");
+}
+
+// Mixtral's sliding_window, where a config sets it, windows every layer.
+TEST(HfConfig, ReadsMixtralsSlidingWindowOnEveryLayer) {
+  nlohmann::json config = nlohmann::json::parse(kPublished[2].config);
+  EXPECT_EQ(from(config.dump()).attention_window, 0);
+  config["sliding_window"] = nullptr;
+  EXPECT_EQ(from(config.dump()).attention_window, 0);
+  config["sliding_window"] = 4096;
+  const ModelSpec windowed = from(config.dump());
+  EXPECT_EQ(windowed.attention_window, 4096);
+  EXPECT_EQ(windowed.attention_window_layers, 32);
+}
+
 TEST(HfConfig, RefusesWhatItCannotReadNamingTheField) {
   EXPECT_EQ(field_of_error(R"({"model_type": "llama", "hidden_size": 4096})"), "model_type");
   EXPECT_EQ(field_of_error(R"({"hidden_size": 4096})"), "model_type");

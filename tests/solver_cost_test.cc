@@ -69,6 +69,32 @@ TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDensePa
   EXPECT_EQ(rejected_field(model), "attention_qk_head_dim");
 }
 
+// A window of W tokens on some layers: query i attends to min(i, W) keys there, a mean of
+// W - W^2 / (2 L); the attention term is charged at twice the mean context, averaged over the
+// layers.
+TEST(ModelJson, SlidingWindowLayersChargeTheirShorterContext) {
+  nlohmann::json model = model_to_json(load_model("mixtral-8x7b"));  // 32 layers, L = 4096
+  const ModelSpec full = parse_model(model.dump(), "m.json");
+  EXPECT_EQ(full.attention_span(), 4096.0);
+  EXPECT_FALSE(model_to_json(full).contains("attention_window"));  // written only where set
+  model["attention_window"] = 1024;
+  model["attention_window_layers"] = 16;
+  const ModelSpec half = parse_model(model.dump(), "m.json");
+  const double windowed = 2.0 * 1024 - 1024.0 * 1024 / 4096;  // 1792
+  EXPECT_DOUBLE_EQ(half.attention_span(), (16 * windowed + 16 * 4096.0) / 32);
+  const double per_span = 32.0 * (128 + 128);  // heads x (d_qk + d_v)
+  EXPECT_DOUBLE_EQ(full.dense_flops_per_token() - half.dense_flops_per_token(),
+                   per_span * (4096.0 - half.attention_span()));
+  EXPECT_EQ(model_to_json(parse_model(model_to_json(half).dump(), "m.json")), model_to_json(half));
+  // A window at least the sequence is full attention.
+  model["attention_window"] = 4096;
+  EXPECT_EQ(parse_model(model.dump(), "m.json").attention_span(), 4096.0);
+  model["attention_window_layers"] = 33;  // more than the MoE layers
+  EXPECT_EQ(rejected_field(model), "attention_window_layers");
+  model.erase("attention_window_layers");
+  EXPECT_EQ(rejected_field(model), "attention_window_layers");
+}
+
 TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
   GemmEfficiencyCurve curve;
   curve.tokens_per_expert = {10, 20};

@@ -63,10 +63,16 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"dense parameters a layer", std::to_string(model.dense_params_per_layer)});
   table.add_row({"shared experts", std::to_string(model.shared_experts) + " of FFN size " +
                                        std::to_string(model.shared_expert_ffn_size)});
-  table.add_row({"attention", std::to_string(model.attention_heads) + " heads, q/k " +
-                                  std::to_string(model.attention_qk_head_dim) + " and v " +
-                                  std::to_string(model.attention_v_head_dim) +
-                                  " a head, sequence " + std::to_string(model.sequence_length)});
+  table.add_row(
+      {"attention", std::to_string(model.attention_heads) + " heads, q/k " +
+                        std::to_string(model.attention_qk_head_dim) + " and v " +
+                        std::to_string(model.attention_v_head_dim) + " a head, sequence " +
+                        std::to_string(model.sequence_length) +
+                        (model.attention_window > 0
+                             ? ", a sliding window of " + std::to_string(model.attention_window) +
+                                   " tokens on " + std::to_string(model.attention_window_layers) +
+                                   " of " + std::to_string(model.moe_layers) + " layers"
+                             : "")});
   table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
   // What the cost model takes from them (sim/README.md), from the ModelSpec methods the
   // solver's derivation and the simulator use.
