@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "solver/phase_times.h"
@@ -35,6 +37,10 @@ DeepepTraffic::DeepepTraffic(const TopologyView& topology, std::vector<TokenCoun
 
 void DeepepTraffic::start_source(RankId src) {
   finish_source();
+  if (src <= last_source_) {
+    throw std::logic_error("DeepepTraffic: source " + std::to_string(src) + " after source " +
+                           std::to_string(last_source_) + ": sources must come in order");
+  }
   source_ = src;
   // A multiply per instance, not a division: the replay counts every route of every record.
   const TokenCount total = source_tokens_[src];
@@ -77,6 +83,7 @@ void DeepepTraffic::finish_source() {
     fed_[dst] = 0;
   }
   destinations_.clear();
+  last_source_ = source_;
   source_ = -1;
 }
 

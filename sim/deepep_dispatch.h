@@ -13,8 +13,8 @@
 // c_i the source's assignments to instance i, T_src = ceil(source's assignments / top-k). It is
 // exact for one instance (every token picks an expert at most once) and when each token picks
 // k experts independently; on the shared real routing (ESFT and FLAME-MoE top-6, tokens packed
-// onto 16 to 64 GPUs) it is within 5% of the true count per node and 2% per GPU, below it
-// (sim/README.md, "Dispatchers"; tests/deepep_dispatch_test.cc checks that bound).
+// onto 16 to 64 GPUs) it gives 0.95-0.97 of the true count per node and 0.98-1.00 per GPU
+// (sim/README.md, "Dispatchers"; tests/deepep_dispatch_test.cc holds it within 7%).
 //
 // Deterministic: products of doubles in route order, rounded to whole tokens once.
 
@@ -44,8 +44,9 @@ class DeepepTraffic {
   DeepepTraffic(const TopologyView& topology, std::vector<TokenCount> source_tokens);
 
   // `tokens` of `src`'s assignments go to one expert instance on `dst` (a route). Sources come
-  // in non-decreasing order (a plan's canonical routes; counts row by row).
-  // Inline: the replay calls it for every route of every record.
+  // in non-decreasing order (a plan's canonical routes; counts row by row): a source met again
+  // after another would have its sends counted twice, so start_source() refuses it
+  // (std::logic_error). Inline: the replay calls it for every route of every record.
   void add_instance(RankId src, RankId dst, TokenCount tokens) {
     if (src != source_) start_source(src);
     if (dst == src || tokens <= 0) return;  // stays on its GPU: crosses no link
@@ -70,13 +71,15 @@ class DeepepTraffic {
  private:
   // Counts the current source's sends and forwards, and clears its destinations.
   void finish_source();
-  // finish_source(), then `src` becomes the current source.
+  // finish_source(), then `src` becomes the current source; throws std::logic_error for a
+  // source before the last one.
   void start_source(RankId src);
 
   TopologyView topology_;
   std::vector<TokenCount> source_tokens_;
   std::vector<TokenCount> nvlink_out_, nvlink_in_, ib_out_, ib_in_;
   RankId source_ = -1;
+  RankId last_source_ = -1;      // the latest source finished
   double inverse_tokens_ = 1.0;  // 1 / T of the current source (1 for none: every token hit)
   // For the current source, per destination GPU: the product of (1 - c_i / T_src) over the
   // instances fed there (1 where none), and the GPUs it feeds.

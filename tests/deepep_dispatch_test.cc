@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,13 @@ TEST(DeepepDispatch, TopOneOnSingleGpuNodesSendsEveryAssignment) {
     }
   }
   EXPECT_EQ(traffic.ib_sent(), remote);
+}
+
+TEST(DeepepDispatch, ASourceMetAgainAfterAnotherIsRefused) {
+  DeepepTraffic traffic(TopologyView{2, 1}, {10, 10});
+  traffic.add_instance(0, 1, 5);
+  traffic.add_instance(1, 0, 5);
+  EXPECT_THROW(traffic.add_instance(0, 1, 5), std::logic_error);
 }
 
 TEST(DeepepDispatch, MoreAssignmentsThanTokensReachEveryToken) {
