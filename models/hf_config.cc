@@ -238,10 +238,13 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   if (moe_layers == 0) f.fail("num_hidden_layers", "leaves no MoE layer for this family's rules");
   // Sliding-window attention: gpt-oss's layers marked "sliding_attention" in layer_types (by
   // default every other one from the first), Mixtral's every layer where sliding_window is set.
-  // Both families are MoE in every layer, so the count is of MoE layers.
+  // Both families are MoE in every layer, so the count is of MoE layers. A window of 0 (or
+  // null) is none.
   long long windowed = 0;
-  if ((type == "gpt_oss" || type == "mixtral") && f.has("sliding_window")) {
-    m.attention_window = static_cast<int>(f.count("sliding_window"));
+  const long long window =
+      type == "gpt_oss" || type == "mixtral" ? f.count_or("sliding_window", 0, true) : 0;
+  if (window > 0) {
+    m.attention_window = static_cast<int>(window);
     windowed = type == "mixtral" ? layers : f.sliding_layers(layers);
     m.attention_window_layers = static_cast<int>(windowed);
   }

@@ -239,6 +239,10 @@ TEST(HfConfig, ReadsGptOssExpertsBiasesAndSlidingWindowLayers) {
   EXPECT_EQ(from(config.dump()).dense_params_per_layer, 2LL * 2880 * 4096 + 2LL * 2880 * 512);
   config["sliding_window"] = nullptr;  // no window
   EXPECT_EQ(from(config.dump()).attention_window, 0);
+  config["sliding_window"] = 0;  // none either
+  EXPECT_EQ(from(config.dump()).attention_window_layers, 0);
+  config["sliding_window"] = -1;
+  EXPECT_EQ(field_of_error(config.dump()), "sliding_window");
   config["sliding_window"] = 128;
   config["layer_types"] = nlohmann::json::array({"full_attention"});  // one for 24 layers
   EXPECT_EQ(field_of_error(config.dump()), "layer_types");
