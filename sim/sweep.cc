@@ -182,6 +182,8 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
         !row.contains("planner") || !row.contains("point")) {
       throw FileInputError(where, "", "is not a sweep results row");
     }
+    // Rows written before the dispatcher column were priced per assignment.
+    if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
     rows.push_back(std::move(row));
     begin = stop + 1;
   }

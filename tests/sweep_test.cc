@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/file_input_error.h"
 #include "solver/input_error.h"
@@ -303,6 +305,31 @@ TEST(Sweep, ResumeKeepsEveryFinishedRowOrRefuses) {
                  FileInputError);
     EXPECT_EQ(read_file(report.jsonl_path), results);  // untouched
   }
+}
+
+// Results written before the dispatcher column existed were priced per assignment: a resume
+// keeps their rows and fills the column, as a fresh run writes it.
+TEST(Sweep, ResumeFillsTheDispatcherOfRowsWrittenBeforeIt) {
+  const char* grid = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [0, 1]})";
+  const std::string dir = temp_path("sweep_old_rows");
+  const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
+  std::string old_rows;
+  std::istringstream lines(fresh);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json row = nlohmann::json::parse(line);
+    row.erase("dispatcher");
+    old_rows += row.dump() + "\n";
+  }
+  std::ofstream(dir + "/results.jsonl", std::ios::trunc) << old_rows;
+  SweepOptions options;
+  options.out_dir = dir;
+  options.resume = true;
+  const SweepReport report = run_sweep(load_sweep_grid(write_grid("old.json", grid)), options);
+  EXPECT_EQ(report.points_run, 0);
+  EXPECT_EQ(read_file(report.jsonl_path), fresh);
+  EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
 }
 
 TEST(Sweep, ShardArgumentsAreChecked) {
