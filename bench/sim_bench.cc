@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "bench/own_inputs.h"
+#include "common/temp_path.h"
 #include "models/model_json.h"
 #include "sim/replay.h"
 #include "topologies/topology_presets.h"
@@ -24,11 +25,11 @@ class Discard : public ReplayObserver {
   void on_step(const StepResult& step) override { benchmark::DoNotOptimize(step.planners.data()); }
 };
 
+// Generated once per run, removed when the program exits (TempPath).
 const std::string& bench_trace() {
+  static const TempPath trace("topoep-sim-bench-trace");
   static const std::string path = [] {
-    const std::string out =
-        (std::filesystem::temp_directory_path() / "topoep-sim-bench-trace").string();
-    std::filesystem::remove_all(out);
+    const std::string& out = trace.path();
     SyntheticTraceSpec spec;  // 32 ranks, 256 experts, top-8: the defaults
     spec.num_layers = 8;
     spec.microbatches = 2;
