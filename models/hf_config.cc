@@ -43,6 +43,15 @@ class ConfigFields {
     }
     return value.get<long long>();
   }
+  // An integer from -1 to 2^24 (ERNIE's -1 for "the last layer").
+  long long signed_count(const std::string& key) const {
+    const nlohmann::json& value = config_.at(key);
+    if (!value.is_number_integer() || value.get<long long>() < -1 ||
+        value.get<long long>() > (1LL << 24)) {
+      fail(key, "must be an integer from -1 to 2^24");
+    }
+    return value.get<long long>();
+  }
   long long count_or(const std::string& key, long long fallback, bool zero_ok = false) const {
     return has(key) ? count(key, zero_ok) : fallback;
   }
@@ -122,12 +131,13 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   // GLM-4.5's layers are DeepSeek-V3's (its experts, shared experts and dense first layers)
   // with grouped-query attention in place of MLA.
   const bool deepseek_experts = mla || type == "glm4_moe";
-  if (!deepseek_experts && !qwen && type != "mixtral" && type != "olmoe" && type != "llama4_text" &&
-      type != "gpt_oss") {
+  const std::vector<std::string> others = {"ernie4_5_moe", "gpt_oss", "llama4_text",
+                                           "minimax_m2",   "mixtral", "olmoe"};
+  if (!deepseek_experts && !qwen && !is_listed(others, type)) {
     f.fail("model_type",
            "'" + type + "' is not a family this command reads (" + join_names(kMlaTypes) +
-               ", glm4_moe, gpt_oss, llama4, mixtral, olmoe, " + join_names(kQwenTypes) +
-               "): write the model file by hand (models/README.md)");
+               ", ernie4_5_moe, glm4_moe, gpt_oss, llama4, minimax_m2, mixtral, olmoe, " +
+               join_names(kQwenTypes) + "): write the model file by hand (models/README.md)");
   }
   ModelSpec m;
   m.name = choices.name.empty() ? std::filesystem::path(origin).stem().string() : choices.name;
@@ -135,7 +145,9 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   const long long layers = f.count("num_hidden_layers");
   const long long heads = f.count("num_attention_heads");
   m.hidden_size = static_cast<int>(h);
-  m.top_k = static_cast<int>(f.count("num_experts_per_tok"));
+  // ERNIE 4.5 names it moe_k (its config maps num_experts_per_tok to it).
+  const std::string top_k_field = type == "ernie4_5_moe" ? "moe_k" : "num_experts_per_tok";
+  m.top_k = static_cast<int>(f.count(top_k_field));
   m.attention_heads = static_cast<int>(heads);
 
   // The experts, and the layers the family's code makes sparse.
@@ -170,7 +182,22 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
       const long long step = f.count_or("interleave_moe_layer_step", 1);
       for (long long i = step - 1; i < layers; i += step) ++moe_layers;
     }
-  } else if (type == "mixtral" || type == "olmoe" || type == "gpt_oss") {
+  } else if (type == "ernie4_5_moe") {
+    // ERNIE 4.5's code: layer i is MoE when (i + 1) % moe_layer_interval == 0 and
+    // moe_layer_start_index <= i <= moe_layer_end_index (-1: the last layer); its shared experts
+    // are one MLP of moe_intermediate_size x moe_num_shared_experts, as many of that size.
+    m.num_experts = static_cast<int>(f.count("moe_num_experts"));
+    m.expert_ffn_size = static_cast<int>(f.count("moe_intermediate_size"));
+    m.shared_experts = static_cast<int>(f.count_or("moe_num_shared_experts", 0, true));
+    m.shared_expert_ffn_size = m.shared_experts > 0 ? m.expert_ffn_size : 0;
+    const long long start = f.count_or("moe_layer_start_index", 0, true);
+    const long long end = f.has("moe_layer_end_index") && f.signed_count("moe_layer_end_index") >= 0
+                              ? f.signed_count("moe_layer_end_index")
+                              : layers - 1;
+    const long long every = f.count_or("moe_layer_interval", 1);
+    for (long long i = start; i <= end && i < layers; ++i)
+      moe_layers += (i + 1) % every == 0 ? 1 : 0;
+  } else if (type == "mixtral" || type == "olmoe" || type == "gpt_oss" || type == "minimax_m2") {
     // Every layer is MoE; intermediate_size is the experts' FFN size.
     m.num_experts =
         static_cast<int>(f.count(type == "olmoe" ? "num_experts" : "num_local_experts"));
@@ -219,17 +246,20 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
     // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and Llama 4's, OLMoE's and
-    // gpt-oss's q, k, v and o, where attention_bias says so (gpt-oss's default: true);
-    // Mixtral's and Qwen3-MoE's none. (q and k norms and gpt-oss's per-head sinks are left out,
-    // as norms are.)
+    // gpt-oss's q, k, v and o, where attention_bias says so (gpt-oss's default: true), ERNIE
+    // 4.5's where use_bias does; Mixtral's, MiniMax-M2's and Qwen3-MoE's none. (q and k norms and
+    // gpt-oss's per-head sinks are left out, as norms are.)
     const long long qkv_biases = (heads + 2 * kv_heads) * head_dim;
-    const bool attention_bias = f.flag_or("attention_bias", type == "gpt_oss");
-    const long long biases =
-        type == "qwen2_moe"                    ? qkv_biases
-        : type == "glm4_moe" && attention_bias ? qkv_biases
-        : (type == "olmoe" || type == "llama4_text" || type == "gpt_oss") && attention_bias
-            ? qkv_biases + h
-            : 0;
+    const bool attention_bias = type == "ernie4_5_moe"
+                                    ? f.flag_or("use_bias", false)
+                                    : f.flag_or("attention_bias", type == "gpt_oss");
+    const long long biases = type == "qwen2_moe"                    ? qkv_biases
+                             : type == "glm4_moe" && attention_bias ? qkv_biases
+                             : (type == "olmoe" || type == "llama4_text" || type == "gpt_oss" ||
+                                type == "ernie4_5_moe") &&
+                                     attention_bias
+                                 ? qkv_biases + h
+                                 : 0;
     m.dense_params_per_layer = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim + biases;
     what = "q " + shape({h, heads * head_dim}) + " + k,v " + shape({h, kv_heads * head_dim}) +
            " each + o " + shape({heads * head_dim, h}) +
@@ -248,7 +278,7 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     windowed = type == "mixtral" ? layers : f.sliding_layers(layers);
     m.attention_window_layers = static_cast<int>(windowed);
   }
-  if (m.top_k > m.num_experts) f.fail("num_experts_per_tok", "is more than the routed experts");
+  if (m.top_k > m.num_experts) f.fail(top_k_field, "is more than the routed experts");
   m.moe_layers = static_cast<int>(moe_layers);
   m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
   m.dispatch_scale_block = choices.fp8_dispatch ? 128 : 0;

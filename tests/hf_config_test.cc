@@ -251,6 +251,62 @@ TEST(HfConfig, ReadsGptOssExpertsBiasesAndSlidingWindowLayers) {
   EXPECT_EQ(field_of_error(config.dump()), "layer_types");
 }
 
+// ERNIE 4.5 (baidu/ERNIE-4.5-21B-A3B-PT's and -300B-A47B-PT's config.json, as
+// Ernie4_5_MoeConfig reads them): top-k in moe_k, MoE from moe_layer_start_index to
+// moe_layer_end_index (-1: the last) every moe_layer_interval-th layer, shared experts of
+// moe_intermediate_size, q, k, v and o biases where use_bias.
+TEST(HfConfig, ReadsErnie45sMoeLayerRangeAndSharedExperts) {
+  nlohmann::json config = nlohmann::json::parse(R"({
+      "model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+      "num_hidden_layers": 28, "num_attention_heads": 20, "num_key_value_heads": 4,
+      "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536,
+      "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 27,
+      "moe_layer_interval": 1, "use_bias": false})");
+  const ModelSpec m = from(config.dump());
+  EXPECT_EQ(m.num_experts, 64);
+  EXPECT_EQ(m.top_k, 6);
+  EXPECT_EQ(m.expert_ffn_size, 1536);
+  EXPECT_EQ(m.moe_layers, 27);  // layer 0 is dense
+  EXPECT_EQ(m.shared_experts, 2);
+  EXPECT_EQ(m.shared_expert_ffn_size, 1536);
+  EXPECT_EQ(m.attention_qk_head_dim, 128);
+  EXPECT_EQ(m.dense_params_per_layer, 2LL * 2560 * 2560 + 2LL * 2560 * 512);
+  config["moe_layer_end_index"] = -1;  // the last layer
+  EXPECT_EQ(from(config.dump()).moe_layers, 27);
+  config["moe_layer_interval"] = 2;  // layers 1, 3, ..., 27
+  EXPECT_EQ(from(config.dump()).moe_layers, 14);
+  config["moe_layer_end_index"] = 9;  // layers 1, 3, 5, 7, 9
+  EXPECT_EQ(from(config.dump()).moe_layers, 5);
+  config["use_bias"] = true;
+  EXPECT_EQ(from(config.dump()).dense_params_per_layer,
+            2LL * 2560 * 2560 + 2LL * 2560 * 512 + (20 + 2 * 4) * 128 + 2560);
+  config["moe_layer_end_index"] = -2;
+  EXPECT_EQ(field_of_error(config.dump()), "moe_layer_end_index");
+  config["moe_layer_end_index"] = 27;
+  config["moe_k"] = 65;
+  EXPECT_EQ(field_of_error(config.dump()), "moe_k");
+  config.erase("moe_k");
+  config["num_experts_per_tok"] = 6;  // the attribute name, not the config's field
+  EXPECT_EQ(field_of_error(config.dump()), "moe_k");
+}
+
+// MiniMax-M2 (MiniMaxAI/MiniMax-M2's config.json, fields as MiniMaxM2Config reads them): every
+// layer MoE with Mixtral's field names, full grouped-query attention without biases.
+TEST(HfConfig, ReadsMiniMaxM2sExperts) {
+  const ModelSpec m = from(R"({
+      "model_type": "minimax_m2", "hidden_size": 3072, "intermediate_size": 1536,
+      "num_local_experts": 256, "num_experts_per_tok": 8, "num_hidden_layers": 62,
+      "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128})");
+  EXPECT_EQ(m.num_experts, 256);
+  EXPECT_EQ(m.top_k, 8);
+  EXPECT_EQ(m.expert_ffn_size, 1536);
+  EXPECT_EQ(m.moe_layers, 62);
+  EXPECT_EQ(m.shared_experts, 0);
+  EXPECT_EQ(m.attention_window, 0);
+  // q and o 3072 x 6144, k and v 3072 x 1024.
+  EXPECT_EQ(m.dense_params_per_layer, 2LL * 3072 * 6144 + 2LL * 3072 * 1024);
+}
+
 // Mixtral's sliding_window, where a config sets it, windows every layer.
 TEST(HfConfig, ReadsMixtralsSlidingWindowOnEveryLayer) {
   nlohmann::json config = nlohmann::json::parse(kPublished[2].config);

@@ -148,7 +148,7 @@ void add_model_command(CLI::App& app) {
   CLI::App* from_hf = model->add_subcommand(
       "from-hf",
       "Write a model file from a Hugging Face config.json (DeepSeek-V2/V3, Kimi K2, "
-      "GLM-4.5, gpt-oss, Llama 4, Mixtral, OLMoE, Qwen2-MoE, Qwen3-MoE)");
+      "ERNIE 4.5, GLM-4.5, gpt-oss, Llama 4, MiniMax-M2, Mixtral, OLMoE, Qwen2-MoE, Qwen3-MoE)");
   auto hf_config = std::make_shared<std::string>();
   auto hf_out = std::make_shared<std::string>();
   auto hf_choices = std::make_shared<HfRunChoices>();
