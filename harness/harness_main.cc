@@ -106,15 +106,14 @@ int run(int argc, char** argv, topoep::MpiComm& comm) {
     topoep::naming_flags({{"nodes", "--nodes"}, {"gpus_per_node", "--gpus-per-node"}},
                          [&] { config.topology = topoep::reshaped(base, nodes, gpus_per_node); });
     if (config.topology.num_gpus() != comm.size()) {
-      const int fitting_nodes = topoep::nodes_holding(config.topology, comm.size());
+      const std::string reshape = topoep::fitting_nodes_hint(config.topology, comm.size(), false);
       throw topoep::InputError(
           "--topology",
           topoep::quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
               std::to_string(config.topology.num_gpus()) + " GPUs but mpirun started " +
               std::to_string(comm.size()) + " ranks" +
-              (fitting_nodes > 0
-                   ? "; on " + std::to_string(fitting_nodes) + " of its nodes it fits (--nodes " +
-                         std::to_string(fitting_nodes) + ")"
+              (!reshape.empty()
+                   ? reshape
                    : topoep::preset_hint(topoep::topology_presets_with_gpus(comm.size()),
                                          std::to_string(comm.size()) + " GPUs",
                                          topoep::show_command("topology", config.topology.name,

@@ -336,11 +336,7 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (metadata.num_ranks != gpus) {
     const std::vector<std::string> fitting = topology_presets_with_gpus(metadata.num_ranks);
     // Where its nodes divide the ranks, the same cluster on more or fewer nodes fits.
-    const int nodes = nodes_holding(config.topology, metadata.num_ranks);
-    const std::string n = std::to_string(nodes);
-    const std::string reshape = nodes > 0 ? "; on " + n + " of its nodes it fits (--nodes " + n +
-                                                "; in a sweep, \"nodes\": [" + n + "])"
-                                          : "";
+    const std::string reshape = fitting_nodes_hint(config.topology, metadata.num_ranks, true);
     throw InputError("topology",
                      quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
                          std::to_string(gpus) + " GPUs but the trace has " +

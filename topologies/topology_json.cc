@@ -10,7 +10,6 @@ namespace {
 constexpr double kMaxBandwidth = 1e6;  // GB/s: catches unit mistakes (bytes/s typed as GB/s)
 constexpr double kMaxLatency = 1e6;    // µs
 constexpr double kMaxTflops = 1e6;
-constexpr int kMaxGpus = kMaxTopologyGpus;
 
 LinkSpec read_link(JsonObjectReader object) {
   LinkSpec link;
@@ -89,12 +88,12 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
   topology.name = root.string_field("name");
   if (topology.name.empty()) root.fail("name", "must not be empty");
   topology.description = root.has("description") ? root.string_field("description") : "";
-  topology.gpus_per_node = static_cast<int>(root.int_field("gpus_per_node", 1, kMaxGpus));
+  topology.gpus_per_node = static_cast<int>(root.int_field("gpus_per_node", 1, kMaxTopologyGpus));
   if (!root.has("nodes") && !root.has("total_gpus")) {
     root.fail("nodes", "is missing (give nodes, or total_gpus)");
   }
   if (root.has("total_gpus")) {
-    const auto total = root.int_field("total_gpus", 1, kMaxGpus);
+    const auto total = root.int_field("total_gpus", 1, kMaxTopologyGpus);
     if (total % topology.gpus_per_node != 0) {
       root.fail("gpus_per_node", std::to_string(topology.gpus_per_node) +
                                      " GPUs per node does not divide total_gpus " +
@@ -103,7 +102,7 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
     topology.nodes = static_cast<int>(total / topology.gpus_per_node);
   }
   if (root.has("nodes")) {
-    const int nodes = static_cast<int>(root.int_field("nodes", 1, kMaxGpus));
+    const int nodes = static_cast<int>(root.int_field("nodes", 1, kMaxTopologyGpus));
     if (root.has("total_gpus") && nodes != topology.nodes) {
       root.fail("nodes", std::to_string(nodes) + " nodes x " +
                              std::to_string(topology.gpus_per_node) +
@@ -111,8 +110,9 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
     }
     topology.nodes = nodes;
   }
-  if (static_cast<std::int64_t>(topology.nodes) * topology.gpus_per_node > kMaxGpus) {
-    root.fail("nodes", "nodes x gpus_per_node exceeds " + std::to_string(kMaxGpus) + " GPUs");
+  if (static_cast<std::int64_t>(topology.nodes) * topology.gpus_per_node > kMaxTopologyGpus) {
+    root.fail("nodes",
+              "nodes x gpus_per_node exceeds " + std::to_string(kMaxTopologyGpus) + " GPUs");
   }
   topology.scale_up = read_link(root.object_field("scale_up"));
   topology.scale_out = read_link(root.object_field("scale_out"));

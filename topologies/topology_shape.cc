@@ -49,4 +49,11 @@ Topology reshaped(Topology base, int nodes, int gpus_per_node) {
   return base;
 }
 
+std::string fitting_nodes_hint(const Topology& topology, int gpus, bool sweep_key) {
+  if (gpus <= 0 || gpus % topology.gpus_per_node != 0) return "";
+  const std::string n = std::to_string(gpus / topology.gpus_per_node);
+  return "; on " + n + " of its nodes it fits (--nodes " + n +
+         (sweep_key ? "; in a sweep, \"nodes\": [" + n + "]" : "") + ")";
+}
+
 }  // namespace topoep

@@ -5,6 +5,8 @@
 // scale-up domain of another size is the caller's claim about the hardware (HGX nodes hold 8
 // GPUs, an NVL72 rack 72), and nothing checks it.
 
+#include <string>
+
 #include "topologies/topology.h"
 
 namespace topoep {
@@ -16,10 +18,9 @@ namespace topoep {
 // kMaxTopologyGpus.
 Topology reshaped(Topology base, int nodes, int gpus_per_node);
 
-// How many of `topology`'s nodes hold `gpus` GPUs, for a message that suggests the reshape; 0
-// where its nodes do not divide them.
-inline int nodes_holding(const Topology& topology, int gpus) {
-  return gpus > 0 && gpus % topology.gpus_per_node == 0 ? gpus / topology.gpus_per_node : 0;
-}
+// The end of an error about `topology` not having `gpus` GPUs where its nodes divide them:
+// "; on N of its nodes it fits (--nodes N)", with "; in a sweep, "nodes": [N]" inside the
+// parentheses where `sweep_key`; "" where they do not divide.
+std::string fitting_nodes_hint(const Topology& topology, int gpus, bool sweep_key);
 
 }  // namespace topoep
