@@ -15,6 +15,10 @@ namespace {
 
 const std::vector<std::string> kMlaTypes = {"deepseek_v2", "deepseek_v3", "kimi_k2"};
 const std::vector<std::string> kQwenTypes = {"qwen2_moe", "qwen3_moe"};
+// The other families, as their config.json spells model_type (Llama 4's language model is read
+// as llama4_text from its text_config).
+const std::vector<std::string> kOtherTypes = {"ernie4_5_moe", "glm4_moe", "gpt_oss", "llama4",
+                                              "minimax_m2",   "mixtral",  "olmoe"};
 
 // Typed reads of the config's fields; a config has many more, which are ignored. A nested
 // section (Llama 4's text_config) is read with its path as `prefix` of the fields errors name.
@@ -131,13 +135,11 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   // GLM-4.5's layers are DeepSeek-V3's (its experts, shared experts and dense first layers)
   // with grouped-query attention in place of MLA.
   const bool deepseek_experts = mla || type == "glm4_moe";
-  const std::vector<std::string> others = {"ernie4_5_moe", "gpt_oss", "llama4_text",
-                                           "minimax_m2",   "mixtral", "olmoe"};
-  if (!deepseek_experts && !qwen && !is_listed(others, type)) {
-    f.fail("model_type",
-           "'" + type + "' is not a family this command reads (" + join_names(kMlaTypes) +
-               ", ernie4_5_moe, glm4_moe, gpt_oss, llama4, minimax_m2, mixtral, olmoe, " +
-               join_names(kQwenTypes) + "): write the model file by hand (models/README.md)");
+  if (!mla && !qwen && !is_listed(kOtherTypes, type) && type != "llama4_text") {
+    f.fail("model_type", "'" + type + "' is not a family this command reads (" +
+                             join_names(kMlaTypes) + ", " + join_names(kOtherTypes) + ", " +
+                             join_names(kQwenTypes) +
+                             "): write the model file by hand (models/README.md)");
   }
   ModelSpec m;
   m.name = choices.name.empty() ? std::filesystem::path(origin).stem().string() : choices.name;
@@ -191,9 +193,9 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     m.shared_experts = static_cast<int>(f.count_or("moe_num_shared_experts", 0, true));
     m.shared_expert_ffn_size = m.shared_experts > 0 ? m.expert_ffn_size : 0;
     const long long start = f.count_or("moe_layer_start_index", 0, true);
-    const long long end = f.has("moe_layer_end_index") && f.signed_count("moe_layer_end_index") >= 0
-                              ? f.signed_count("moe_layer_end_index")
-                              : layers - 1;
+    const long long listed_end =
+        f.has("moe_layer_end_index") ? f.signed_count("moe_layer_end_index") : -1;
+    const long long end = listed_end >= 0 ? listed_end : layers - 1;
     const long long every = f.count_or("moe_layer_interval", 1);
     for (long long i = start; i <= end && i < layers; ++i)
       moe_layers += (i + 1) % every == 0 ? 1 : 0;

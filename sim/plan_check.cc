@@ -22,9 +22,6 @@ void check_priced_plan(const std::string& where, const PricedPlan& priced,
     fail("shape_mismatch: the plan has " + std::to_string(priced.decision.plan.num_ranks) +
          " ranks, the topology " + std::to_string(topology.num_ranks()));
   }
-  // The validator has checked every route's ranks against the plan's: they index `node`.
-  std::vector<int> node(static_cast<std::size_t>(topology.num_ranks()));
-  for (RankId rank = 0; rank < topology.num_ranks(); ++rank) node[rank] = topology.node_of(rank);
   TokenCount nvlink_tokens = 0, ib_tokens = 0;
   if (dispatcher == Dispatcher::kDeepEP) {
     DeepepTraffic traffic(topology, tokens_per_source(priced.counts, top_k));
@@ -34,6 +31,9 @@ void check_priced_plan(const std::string& where, const PricedPlan& priced,
     nvlink_tokens = traffic.nvlink_sent();
     ib_tokens = traffic.ib_sent();
   } else {
+    // The validator has checked every route's ranks against the plan's: they index `node`.
+    std::vector<int> node(static_cast<std::size_t>(topology.num_ranks()));
+    for (RankId rank = 0; rank < topology.num_ranks(); ++rank) node[rank] = topology.node_of(rank);
     for (const Route& route : priced.decision.plan.routes) {
       if (route.src == route.dst) continue;
       (node[route.src] == node[route.dst] ? nvlink_tokens : ib_tokens) += route.tokens;
