@@ -121,7 +121,7 @@ assert layers[0]["plan_hash"] == layers[1]["plan_hash"]  # same counts, same pla
 PY
 expect "solve --json has the documented fields and properties" 0 $?
 
-for planner in topoep static eplb eplb-microbatch shadowing ideal; do
+for planner in topoep topoep-flat static eplb eplb-microbatch shadowing ideal; do
   "$topoep" solve --counts "$work/counts.json" --planner "$planner" --json >"$work/planner.json" 2>&1
   expect "solve --planner $planner exits 0" 0 $?
   python3 - "$work/planner.json" "$planner" <<'PY'
@@ -154,7 +154,7 @@ expect "--ib-slack with another planner than topoep exits 2" 2 $?
 expect_text "--ib-slack says whose option it is" "$work/out" "--ib-slack: applies to the topoep planner only, not 'eplb'"
 "$topoep" solve --counts "$work/counts.json" --planner static --max-moves 8 >"$work/out" 2>&1
 expect "--max-moves with another planner than topoep exits 2" 2 $?
-expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep planner only, not 'static'"
+expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep and topoep-flat planners only, not 'static'"
 "$topoep" solve --counts "$work/counts.json" --max-moves 2 --json >"$work/capped.json" 2>"$work/out"
 expect "solve takes a move cap" 0 $?
 "$topoep" solve --counts "$work/counts.json" --max-moves -1 >"$work/out" 2>&1
@@ -589,7 +589,17 @@ expect_text "summary.json records the move cap" "$work/capped/summary.json" '"to
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners eplb,static --topoep-max-moves 4 >"$work/out" 2>&1
 expect "simulate refuses a move cap without the topoep planner" 2 $?
-expect_text "the cap and its planner are named" "$work/out" "--topoep-max-moves: applies to the topoep planner"
+expect_text "the cap and its planners are named" "$work/out" "--topoep-max-moves: applies to the topoep and topoep-flat planners"
+# The ablation of TopoEP's topology awareness: the same solver on one flat NVLink domain.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,topoep-flat,static --topoep-max-moves 16 --check --out "$work/flat" >"$work/out" 2>&1
+expect "simulate runs topoep-flat, every plan valid" 0 $?
+expect_text "the table compares TopoEP with its hierarchy-blind self" "$work/out" "TopoEP step-time speedup over: topoep-flat"
+expect_text "summary.json has its row" "$work/flat/summary.json" '"planner": "topoep-flat"'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep-flat,static --topoep-ib-slack 0.05 >"$work/out" 2>&1
+expect "topoep-flat has no IB to trade: the slack is refused without topoep" 2 $?
+expect_text "and its one planner named" "$work/out" "--topoep-ib-slack: applies to the topoep planner, which --planners does not list"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners eplb-microbatch,static --eplb-period 2 >"$work/out" 2>&1
 expect "simulate refuses an EPLB option without the eplb planner" 2 $?

@@ -281,15 +281,71 @@ TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdl
   EXPECT_NE(second.plan.replica_expert, first.plan.replica_expert);  // else nothing was shown
 }
 
-TEST(Planners, OnlyTopoepOffersAFallback) {
+TEST(Planners, OnlyTheTopoepSolversOfferAFallback) {
   const PlannerContext context = context_for(64, 32, 1, false);
   const RoutingCounts counts = record_counts(64, 32, 1);
   for (const std::string& name : planner_names()) {
     auto planner = make_planner(name, context, PlannerOptions{});
     planner->plan(RecordId{}, counts);
     PlannerDecision fallback;
-    EXPECT_EQ(planner->static_fallback(&fallback), name == "topoep") << name;
+    EXPECT_EQ(planner->static_fallback(&fallback), name == "topoep" || name == "topoep-flat")
+        << name;
   }
+}
+
+// The ablation of TopoEP's topology awareness sees one NVLink domain of all the GPUs: how the
+// real cluster splits them into nodes cannot change its plans, and on one node it is TopoEP.
+TEST(Planners, TopoepFlatPlansAlikeOnEveryNodeSplitAndAsTopoepOnOneNode) {
+  const TopologyView splits[] = {{4, 8}, {2, 16}, {32, 1}, {1, 32}};
+  std::vector<std::uint64_t> flat_hashes, topoep_hashes;
+  for (const TopologyView& split : splits) {
+    PlannerContext context = context_for(64, 32, 2, true);
+    context.topology = split;
+    auto flat = make_planner("topoep-flat", context, PlannerOptions{});
+    auto topoep = make_planner("topoep", context, PlannerOptions{});
+    for (int microbatch = 0; microbatch < 2; ++microbatch) {  // the second with residents
+      const RoutingCounts counts = record_counts(64, 32, 40 + microbatch);
+      flat_hashes.push_back(plan_hash(flat->plan(RecordId{0, microbatch}, counts).plan));
+      topoep_hashes.push_back(plan_hash(topoep->plan(RecordId{0, microbatch}, counts).plan));
+    }
+  }
+  for (std::size_t i = 2; i < flat_hashes.size(); ++i) {
+    EXPECT_EQ(flat_hashes[i], flat_hashes[i % 2]) << "split " << i / 2;
+  }
+  // On one node (the last split) the two are the same planner.
+  EXPECT_EQ(topoep_hashes[6], flat_hashes[6]);
+  EXPECT_EQ(topoep_hashes[7], flat_hashes[7]);
+  // Else TopoEP weighs the hierarchy, so the ablation shows something.
+  EXPECT_NE(topoep_hashes[0], flat_hashes[0]);
+}
+
+// Its plans are priced where they run: no sums of the flat view (the replay walks the routes on
+// the real cluster), and the gradient reduction along the real chains, IB hops included.
+TEST(Planners, TopoepFlatIsPricedOnTheRealCluster) {
+  const PlannerContext context = context_for(64, 32, 2, true);
+  auto flat = make_planner("topoep-flat", context, PlannerOptions{});
+  auto topoep = make_planner("topoep", context, PlannerOptions{});
+  Bytes flat_ib = 0, topoep_ib = 0;
+  for (int step = 0; step < 4; ++step) {
+    const RoutingCounts counts = record_counts(64, 32, 60 + step);
+    const PlannerDecision d = flat->plan(RecordId{step, 0}, counts);
+    EXPECT_TRUE(d.tally.empty());
+    EXPECT_FALSE(d.plan.routes.empty());
+    PlannerDecision real = d;
+    charge_gradient_reduction(real, context);
+    EXPECT_EQ(d.overhead.gradient_ib_bytes, real.overhead.gradient_ib_bytes);
+    EXPECT_EQ(d.overhead.gradient_ps, real.overhead.gradient_ps);
+    PlannerDecision fallback;
+    ASSERT_TRUE(flat->static_fallback(&fallback));
+    EXPECT_TRUE(fallback.tally.empty());  // priced from the counts, on the real cluster
+    flat_ib += predict_plan_cost(context.topology, d.placement, d.plan, d.resident, context.cost)
+                   .ib_dispatch_bytes;
+    const PlannerDecision t = topoep->plan(RecordId{step, 0}, counts);
+    topoep_ib += predict_plan_cost(context.topology, t.placement, t.plan, t.resident, context.cost)
+                     .ib_dispatch_bytes;
+  }
+  // Blind to which links a move crosses, it sends more over IB than TopoEP.
+  EXPECT_GT(flat_ib, topoep_ib);
 }
 
 TEST(Planners, ShadowingUsesAtMostTheSpareSlotsAndNeverPredictsWorseThanStatic) {

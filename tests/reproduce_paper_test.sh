@@ -28,6 +28,14 @@ done
 # --quick's one-step traces end before EPLB's first replan: the summary says why its column
 # repeats static's.
 expect_text "EPLB note" "$work/out/summary.md" "it ran the home layout throughout"
+expect_text "a column for TopoEP blind to the hierarchy" "$work/out/summary.md" "| vs topoep-flat |"
+python3 - "$work/out/summary.md" <<'PY'
+import sys
+real = [line.split("|")[1:-1] for line in open(sys.argv[1]) if "(real" in line]
+# data, model, static max/mean, static, EPLB, EPLB per microbatch, topoep-flat, MoE, ideal
+assert real and all(len(r) == 9 and r[6].strip().endswith("x") for r in real), real
+PY
+expect "every real-data row has its topoep-flat speedup" 0 $?
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
 expect_text "the summary names the dispatcher" "$work/out/summary.md" "--dispatcher alltoall"

@@ -31,8 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kAllPlanners = {"topoep",    "eplb",   "eplb-microbatch",
-                                               "shadowing", "static", "ideal"};
+const std::vector<std::string> kAllPlanners = {
+    "topoep", "topoep-flat", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
 
 std::string temp_path(const std::string& name) {
   return (fs::path(::testing::TempDir()) / name).string();
@@ -75,9 +75,10 @@ class Collect : public ReplayObserver {
 
 using testing::read_file;
 
-// No planner beats the ideal, and TopoEP never loses to static, on any record or step; nor
-// sends more IB bytes, which it decides per assignment (not under DeepEP's dispatch, whose
-// sends it does not weigh: `per_assignment` false).
+// No planner beats the ideal, and TopoEP never loses to static, on any record or step, nor
+// does its hierarchy-blind ablation (topoep-flat, where listed: both fall back to the static
+// routing); nor does TopoEP send more IB bytes, which it decides per assignment (not under
+// DeepEP's dispatch, whose sends it does not weigh: `per_assignment` false).
 void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::string>& planners,
                   const std::string& what, bool per_assignment = true) {
   const auto index = [&](const std::string& name) {
@@ -85,6 +86,7 @@ void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::s
                                     planners.begin());
   };
   const std::size_t ideal = index("ideal"), topoep = index("topoep"), fixed = index("static");
+  const std::size_t flat = index("topoep-flat");
   ASSERT_LT(ideal, planners.size());
   for (const StepResult& step : steps) {
     for (const RecordResult& record : step.records) {
@@ -98,6 +100,9 @@ void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::s
             << where << " " << planners[p];
       }
       EXPECT_LE(record.planners[topoep].moe(), record.planners[fixed].moe()) << where;
+      if (flat < planners.size()) {
+        EXPECT_LE(record.planners[flat].moe(), record.planners[fixed].moe()) << where << " flat";
+      }
       if (per_assignment) {
         EXPECT_LE(record.planners[topoep].ib_dispatch_bytes,
                   record.planners[fixed].ib_dispatch_bytes)

@@ -10,6 +10,10 @@
 
 namespace topoep {
 
+Picoseconds topoep_solve_ps(const Placement& placement, const PlannerOptions& options) {
+  return placement.slots_per_rank == 0 ? 0 : us_to_ps(options.topoep_solve_us);
+}
+
 PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts) {
   PlannerDecision decision{context_.placement, static_layout(context_.placement), {}, {}, {}};
   // Its sums from one pass over the counts: the replay prices them instead of walking the
@@ -26,8 +30,7 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
       routes_(context.routes),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),
       solver_(problem_, TopoepWorkspaceUse::kThread),
-      // Without a spare slot every plan is the static one: a deployment launches no solve.
-      solve_ps_(context.placement.slots_per_rank == 0 ? 0 : us_to_ps(options.topoep_solve_us)) {
+      solve_ps_(topoep_solve_ps(context.placement, options)) {
   check_topoep_problem(problem_);
 }
 

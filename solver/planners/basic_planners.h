@@ -18,6 +18,10 @@ class StaticPlanner : public Planner {
   PlannerContext context_;
 };
 
+// TopoEP's solve on the critical path per layer and microbatch: PlannerOptions::topoep_solve_us,
+// or none without spare slots (every plan is then the static one: a deployment launches no solve).
+Picoseconds topoep_solve_ps(const Placement& placement, const PlannerOptions& options);
+
 class TopoepPlanner : public Planner {
  public:
   TopoepPlanner(const PlannerContext& context, const PlannerOptions& options);

@@ -77,8 +77,8 @@ struct PlannerDecision {
   Plan plan;
   std::vector<ExpertId> resident;  // [R][S] replicas already in place (free), or empty
   PlannerOverhead overhead;
-  // The plan's sums (every planner here hands them over), priced instead of its routes;
-  // empty: priced from the routes.
+  // The plan's sums (every planner here but topoep-flat hands them over), priced instead of
+  // its routes; empty: priced from the routes.
   PlanTally tally;
   // How the plan's new replicas receive their weights (shadowing: a broadcast).
   WeightDelivery weight_delivery = WeightDelivery::kFromHome;
@@ -113,9 +113,9 @@ class Planner {
 // at least 1, the IB load slack in [0, 1], the move cap in [0, kMaxMovesCap].
 void check_planner_options(const PlannerOptions& options);
 
-// "static", "topoep", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE layer:
-// planners keep per-layer state), with the gradient reduction of its replicas charged. Throws
-// InputError naming "planner" for an unknown name, or the field of a bad option
+// "static", "topoep", "topoep-flat", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE
+// layer: planners keep per-layer state), with the gradient reduction of its replicas charged.
+// Throws InputError naming "planner" for an unknown name, or the field of a bad option
 // (check_planner_options()).
 std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
                                       const PlannerOptions& options);

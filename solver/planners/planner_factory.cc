@@ -7,6 +7,7 @@
 #include "solver/phase_times.h"
 #include "solver/planners/basic_planners.h"
 #include "solver/planners/eplb_planner.h"
+#include "solver/planners/flat_topoep_planner.h"
 #include "solver/planners/shadowing_planner.h"
 #include "solver/topoep_layer_io.h"
 
@@ -42,6 +43,7 @@ std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerCo
                                         const PlannerOptions& options) {
   if (name == "static") return std::make_unique<StaticPlanner>(context);
   if (name == "topoep") return std::make_unique<TopoepPlanner>(context, options);
+  if (name == "topoep-flat") return std::make_unique<FlatTopoepPlanner>(context, options);
   if (name == "eplb") return std::make_unique<EplbPlanner>(context, options, false);
   if (name == "eplb-microbatch") return std::make_unique<EplbPlanner>(context, options, true);
   if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context, options);
@@ -81,13 +83,14 @@ void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& 
 }
 
 std::vector<std::string> planner_names() {
-  return {"topoep", "static", "eplb", "eplb-microbatch", "shadowing"};
+  return {"topoep", "topoep-flat", "static", "eplb", "eplb-microbatch", "shadowing"};
 }
 
 std::vector<std::string> planners_reading_option(const std::string& field) {
-  if (field == "topoep_solve_us" || field == "topoep_replica_uses" ||
-      field == "topoep_ib_load_slack" || field == "topoep_max_moves") {
-    return {"topoep"};
+  // topoep-flat plans on one node: it has no IB time to trade compute for.
+  if (field == "topoep_ib_load_slack") return {"topoep"};
+  if (field == "topoep_solve_us" || field == "topoep_replica_uses" || field == "topoep_max_moves") {
+    return {"topoep", "topoep-flat"};
   }
   if (field == "eplb_period_steps" || field == "eplb_window_steps") return {"eplb"};
   if (field == "host_roundtrip_us") return {"eplb", "eplb-microbatch", "shadowing"};

@@ -153,7 +153,8 @@ void add_simulate_command(CLI::App& app) {
                        "and top-k)");
   simulate
       ->add_option("--planners", o->planners,
-                   "Comma-separated: topoep, eplb, eplb-microbatch, shadowing, static, ideal")
+                   "Comma-separated: topoep, eplb, eplb-microbatch, shadowing, static, ideal, "
+                   "and topoep-flat (TopoEP blind to the NVLink/IB hierarchy: the ablation)")
       ->capture_default_str();
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();

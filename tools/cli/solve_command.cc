@@ -9,12 +9,14 @@
 #include <utility>
 
 #include "common/flag_errors.h"
+#include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/home_layout_check.h"
 #include "sim/own_routing.h"
 #include "sim/plan_check.h"
 #include "solver/input_error.h"
 #include "solver/plan_encoding.h"
+#include "solver/planners/basic_planners.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
@@ -78,6 +80,8 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
     }
     for (Plan& plan : plans) {
       decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}, {}});
+      // The GPU solve the topoep planner charges (its default; topoep-flat's too).
+      decisions.back().overhead.host_ps = topoep_solve_ps(problem.placement, PlannerOptions{});
       // As make_planner()'s planners are charged (the batched solve bypasses them).
       charge_gradient_reduction(decisions.back(), context);
     }
@@ -85,9 +89,12 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
   }
   if (options.backend == "cuda")
     throw InputError("--backend", "only the topoep planner runs on CUDA");
+  PlannerOptions planner_options;  // what the flags set; each planner reads its own
+  planner_options.topoep_ib_load_slack = options.ib_slack;
+  planner_options.topoep_max_moves = options.max_moves;
   for (const RoutingCounts& counts : layers) {
     decisions.push_back(
-        make_planner(options.planner, context, PlannerOptions{})->plan(RecordId{}, counts));
+        make_planner(options.planner, context, planner_options)->plan(RecordId{}, counts));
   }
   return decisions;
 }
@@ -279,7 +286,8 @@ void add_solve_command(CLI::App& app) {
           ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
-                   "topoep, static, eplb, eplb-microbatch, shadowing or ideal")
+                   "topoep, topoep-flat (blind to the NVLink/IB hierarchy), static, eplb, "
+                   "eplb-microbatch, shadowing or ideal")
       ->capture_default_str();
   solve->add_option("--threads", options->threads, "Host threads over layers")
       ->check(CLI::Range(1, 1024))
@@ -302,8 +310,9 @@ void add_solve_command(CLI::App& app) {
       const std::vector<std::string> readers = planners_reading_option(field);
       if (option->count() > 0 &&
           std::find(readers.begin(), readers.end(), options->planner) == readers.end()) {
-        throw InputError(option->get_name(),
-                         "applies to the topoep planner only, not '" + options->planner + "'");
+        throw InputError(option->get_name(), "applies to the " + spoken_list(readers) +
+                                                 (readers.size() > 1 ? " planners" : " planner") +
+                                                 " only, not '" + options->planner + "'");
       }
     }
     naming_flags({{"planner", "--planner"}, {"slots_per_rank", "--slots"}},
