@@ -27,6 +27,7 @@ expect "missing subcommand exits 2" 2 $?
 expect "demo exits 0" 0 $?
 expect_text "demo shows the paper's cluster" "$work/out" "h800-4x8"
 expect_text "demo compares TopoEP with the baselines" "$work/out" "TopoEP step-time speedup over"
+expect_text "and with itself blind to the link hierarchy" "$work/out" "topoep-flat is TopoEP's solver blind to the link hierarchy"
 expect_text "demo says what its byte columns add up" "$work/out" "token dispatch plus replica weights"
 for file in summary.json per_layer.csv per_step.csv timeline.json; do
   [[ -s "$work/demo/$file" ]]

@@ -48,7 +48,8 @@ void run_demo(const DemoOptions& options) {
   request.trace = trace.path();
   request.config.topology = load_topology("h800-4x8");
   request.config.model = load_model("deepseek-v3");
-  request.config.planners = {"topoep", "eplb", "eplb-microbatch", "shadowing", "static", "ideal"};
+  request.config.planners = {"topoep",    "topoep-flat", "eplb", "eplb-microbatch",
+                             "shadowing", "static",      "ideal"};
   request.config.slots_per_rank = 1;
   request.config.threads = options.threads;
   request.config.progress = ProgressDisplay::kTerminal;

@@ -55,6 +55,11 @@ void print_planner_notes(const RunSummary& summary, int steps, int slots,
            "the design target; the CUDA solver has not been timed on a GPU yet (sim/README.md\n"
            "shows how the gain moves with it).\n";
   }
+  if (summary.index_of("topoep-flat") >= 0) {
+    out << "\nNote: topoep-flat is TopoEP's solver blind to the link hierarchy: it plans as if\n"
+           "all GPUs shared one NVLink domain, and runs on the real cluster. TopoEP over it is\n"
+           "what weighing NVLink against IB buys.\n";
+  }
   // Its first replan is at step K (eplb_planner.cc: the steps before it are its history).
   const bool eplb_never_replanned =
       summary.index_of("eplb") >= 0 && steps <= options.eplb_period_steps;
