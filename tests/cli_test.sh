@@ -96,7 +96,7 @@ expect_text "missing file is named" "$work/out" "does-not-exist.json: cannot ope
 
 "$topoep" topology show no-such-preset >"$work/out" 2>&1
 expect "unknown preset exits 2" 2 $?
-expect_text "unknown preset lists presets" "$work/out" "presets: gb200-nvl72-2x72"
+expect_text "unknown preset lists presets" "$work/out" "presets: a100-8x8, b200-8x8, gb200-nvl72-2x72"
 
 python3 - "$work/counts.json" "$work/negative.json" <<'PY'
 import json, sys

@@ -35,8 +35,8 @@ std::string error_field_after(const std::function<void(json&)>& edit) {
 }
 
 TEST(TopologyPresets, AllPresetsLoadAndRoundTrip) {
-  const std::vector<std::string> expected = {"gb200-nvl72-2x72", "h100-8x8", "h200-8x8",
-                                             "h800-4x8"};
+  const std::vector<std::string> expected = {"a100-8x8", "b200-8x8", "gb200-nvl72-2x72",
+                                             "h100-8x8", "h200-8x8", "h800-4x8"};
   EXPECT_EQ(topology_preset_names(), expected);
   for (const std::string& name : topology_preset_names()) {
     const Topology topology = load_topology(name);
@@ -128,9 +128,14 @@ TEST(TopologyJson, RejectsMissingNodesAndTotal) {
   EXPECT_EQ(error_field_after([](json& d) { d.erase("nodes"); }), "nodes");
 }
 
-TEST(TopologyJson, RejectsZeroPeakCompute) {
-  EXPECT_EQ(error_field_after([](json& d) { d["gpu"]["peak_tflops"]["fp8"] = 0; }),
+// The experts compute at the bf16 peak, which a GPU must have; fp8 may be 0, a GPU without fp8
+// tensor cores (A100), never negative.
+TEST(TopologyJson, RejectsZeroBf16PeakAndNegativeFp8Peak) {
+  EXPECT_EQ(error_field_after([](json& d) { d["gpu"]["peak_tflops"]["bf16"] = 0; }),
+            "gpu.peak_tflops.bf16");
+  EXPECT_EQ(error_field_after([](json& d) { d["gpu"]["peak_tflops"]["fp8"] = -1; }),
             "gpu.peak_tflops.fp8");
+  EXPECT_EQ(error_field_after([](json& d) { d["gpu"]["peak_tflops"]["fp8"] = 0; }), "");
 }
 
 TEST(TopologyJson, RejectsEfficiencyOutsideZeroOne) {

@@ -24,7 +24,7 @@ struct LinkSpec {
 struct GpuSpec {
   std::string name;
   double peak_tflops_bf16 = 0;  // dense tensor-core peak
-  double peak_tflops_fp8 = 0;   // dense tensor-core peak
+  double peak_tflops_fp8 = 0;   // dense tensor-core peak; 0 where the GPU has none (A100)
   double hbm_bandwidth_gb_per_s = 0;
   double hbm_capacity_gb = 0;
   std::string source;

@@ -32,7 +32,7 @@ GpuSpec read_gpu(JsonObjectReader object) {
   gpu.name = object.string_field("name");
   JsonObjectReader peak = object.object_field("peak_tflops");
   gpu.peak_tflops_bf16 = peak.number_field("bf16", 0, true, kMaxTflops);
-  gpu.peak_tflops_fp8 = peak.number_field("fp8", 0, true, kMaxTflops);
+  gpu.peak_tflops_fp8 = peak.number_field("fp8", 0, false, kMaxTflops);  // 0: none (A100)
   peak.finish();
   gpu.hbm_bandwidth_gb_per_s =
       object.number_field("hbm_bandwidth_gb_per_s", 0, true, kMaxBandwidth);

@@ -51,7 +51,9 @@ void print_topology(const Topology& topology, std::ostream& out) {
   table.add_row({"GPU", topology.gpu.name});
   table.add_row(
       {"  peak dense", format_fixed(topology.gpu.peak_tflops_bf16, 1) + " TFLOP/s bf16, " +
-                           format_fixed(topology.gpu.peak_tflops_fp8, 1) + " TFLOP/s fp8"});
+                           (topology.gpu.peak_tflops_fp8 > 0
+                                ? format_fixed(topology.gpu.peak_tflops_fp8, 1) + " TFLOP/s fp8"
+                                : std::string("no fp8 tensor cores"))});
   table.add_row({"  HBM", format_fixed(topology.gpu.hbm_bandwidth_gb_per_s, 0) + " GB/s, " +
                               format_fixed(topology.gpu.hbm_capacity_gb, 0) + " GB"});
   const GemmEfficiencyCurve& curve = topology.gemm_efficiency;
