@@ -7,7 +7,9 @@
 // gradient reduction of their replicas runs along the real chains.
 //
 // So `topoep` against `topoep-flat` isolates what weighing NVLink against IB buys, and
-// `topoep-flat` against `eplb-microbatch` what planning on the GPU every microbatch buys.
+// `topoep-flat` against `eplb-microbatch`, roughly, what TopoEP's search on the GPU buys over
+// EPLB's on the host, both every microbatch (EPLB's hierarchical policy still keeps its
+// replicas inside nodes).
 
 #include "solver/planners/basic_planners.h"
 
