@@ -60,6 +60,9 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
                                       const std::vector<RoutingCounts>& layers,
                                       std::vector<KeptMoves>* explained) {
   std::vector<PlannerDecision> decisions;
+  PlannerOptions planner_options;  // what the flags set; each planner reads its own
+  planner_options.topoep_ib_load_slack = options.ib_slack;
+  planner_options.topoep_max_moves = options.max_moves;
   if (options.planner == "topoep") {
     std::vector<Plan> plans;
     if (options.explain) {
@@ -80,8 +83,8 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
     }
     for (Plan& plan : plans) {
       decisions.push_back(PlannerDecision{problem.placement, std::move(plan), {}, {}, {}});
-      // The GPU solve the topoep planner charges (its default; topoep-flat's too).
-      decisions.back().overhead.host_ps = topoep_solve_ps(problem.placement, PlannerOptions{});
+      // The GPU solve the topoep planner charges (topoep-flat's too).
+      decisions.back().overhead.host_ps = topoep_solve_ps(problem.placement, planner_options);
       // As make_planner()'s planners are charged (the batched solve bypasses them).
       charge_gradient_reduction(decisions.back(), context);
     }
@@ -89,9 +92,6 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
   }
   if (options.backend == "cuda")
     throw InputError("--backend", "only the topoep planner runs on CUDA");
-  PlannerOptions planner_options;  // what the flags set; each planner reads its own
-  planner_options.topoep_ib_load_slack = options.ib_slack;
-  planner_options.topoep_max_moves = options.max_moves;
   for (const RoutingCounts& counts : layers) {
     decisions.push_back(
         make_planner(options.planner, context, planner_options)->plan(RecordId{}, counts));
