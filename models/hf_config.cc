@@ -268,6 +268,14 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
            (biases > 0 ? " + attention biases " + std::to_string(biases) : "");
   }
   if (moe_layers == 0) f.fail("num_hidden_layers", "leaves no MoE layer for this family's rules");
+  // The other layers are dense: attention and one FFN of intermediate_size (Llama 4's
+  // intermediate_size_mlp; its intermediate_size is the experts').
+  const long long dense_layers = layers - moe_layers;
+  if (dense_layers > 0) {
+    m.dense_layers = static_cast<int>(dense_layers);
+    m.dense_ffn_size = static_cast<int>(
+        f.count(type == "llama4_text" ? "intermediate_size_mlp" : "intermediate_size"));
+  }
   // Sliding-window attention: gpt-oss's layers marked "sliding_attention" in layer_types (by
   // default every other one from the first), Mixtral's every layer where sliding_window is set.
   // Both families are MoE in every layer, so the count is of MoE layers. A window of 0 (or
@@ -288,22 +296,25 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   m.weight_bytes = 2;
   m.sequence_length = choices.sequence_length;
   m.tokens_per_rank = choices.tokens_per_rank;
-  m.source = origin + " (model_type " + type +
-             "), by `topoep model from-hf`: " + std::to_string(m.num_experts) +
-             " routed experts, top-" + std::to_string(m.top_k) + ", hidden " + std::to_string(h) +
-             ", expert FFN " + std::to_string(m.expert_ffn_size) + ", " +
-             std::to_string(moe_layers) + " MoE layers of " + std::to_string(layers) + ", " +
-             std::to_string(m.shared_experts) + " shared experts; dense params per layer: " + what +
-             " = " + std::to_string(m.dense_params_per_layer) + " (norms left out)" +
-             (windowed > 0
-                  ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
-                        std::to_string(m.attention_window) + " tokens"
-                  : "") +
-             ". The run's choices: " +
-             (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
-             ", bf16 combine and weights, sequence_length " +
-             std::to_string(choices.sequence_length) + ", tokens_per_rank " +
-             std::to_string(choices.tokens_per_rank) + ".";
+  m.source =
+      origin + " (model_type " + type +
+      "), by `topoep model from-hf`: " + std::to_string(m.num_experts) + " routed experts, top-" +
+      std::to_string(m.top_k) + ", hidden " + std::to_string(h) + ", expert FFN " +
+      std::to_string(m.expert_ffn_size) + ", " + std::to_string(moe_layers) + " MoE layers of " +
+      std::to_string(layers) +
+      (dense_layers > 0 ? " (the other " + std::to_string(dense_layers) + " dense, FFN " +
+                              std::to_string(m.dense_ffn_size) + ")"
+                        : "") +
+      ", " + std::to_string(m.shared_experts) + " shared experts; dense params per layer: " + what +
+      " = " + std::to_string(m.dense_params_per_layer) + " (norms left out)" +
+      (windowed > 0
+           ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
+                 std::to_string(m.attention_window) + " tokens"
+           : "") +
+      ". The run's choices: " +
+      (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
+      ", bf16 combine and weights, sequence_length " + std::to_string(choices.sequence_length) +
+      ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
 }

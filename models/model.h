@@ -41,6 +41,12 @@ struct ModelSpec {
   // the whole causal context.
   int attention_window = 0;
   int attention_window_layers = 0;
+  // Layers without routed experts (DeepSeek-V3's first 3, Llama 4 Maverick's every other one):
+  // attention as above and one dense FFN of `dense_ffn_size` (gate, up, down). Identical for
+  // every planner, yet part of every step: each simulated MoE layer carries dense_layers /
+  // moe_layers of them, so a trace of some of the layers keeps the model's proportions.
+  int dense_layers = 0;
+  int dense_ffn_size = 0;
   int tokens_per_rank = 4096;  // default tokens per rank per microbatch
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
@@ -72,6 +78,18 @@ struct ModelSpec {
            static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
                attention_span();
   }
+  // Forward FLOPs per token of one dense-only layer: its attention as a MoE layer's (2 per
+  // dense parameter, the scores) and its FFN's 6 h f_d, without shared experts.
+  double dense_layer_flops_per_token() const {
+    return 2.0 * static_cast<double>(dense_params_per_layer) +
+           6.0 * hidden_size * static_cast<double>(dense_ffn_size) +
+           static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
+               attention_span();
+  }
+  // How many dense-only layers each MoE layer stands for.
+  double dense_layers_per_moe_layer() const {
+    return moe_layers > 0 ? static_cast<double>(dense_layers) / moe_layers : 0.0;
+  }
   // Twice the mean causal context a query attends to, averaged over the MoE layers (every
   // simulated layer is charged the mean, so a step's total is exact): L for full attention;
   // for a window of W < L tokens, query i attends to min(i, W) keys, a mean of W - W^2 / (2 L),
@@ -87,10 +105,14 @@ struct ModelSpec {
     return (windowed * attention_window_layers + full * (moe_layers - attention_window_layers)) /
            moe_layers;
   }
-  // Dense parameters per layer a GPU holds optimizer state for: dense and shared experts.
+  // Dense parameters per MoE layer a GPU holds optimizer state for: dense and shared experts,
+  // and the MoE layer's share of the dense-only layers (attention and FFN).
   double dense_and_shared_params() const {
+    const double dense_layer = static_cast<double>(dense_params_per_layer) +
+                               3.0 * hidden_size * static_cast<double>(dense_ffn_size);
     return static_cast<double>(dense_params_per_layer) +
-           3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts;
+           3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
+           dense_layers_per_moe_layer() * dense_layer;
   }
 };
 

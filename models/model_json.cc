@@ -47,6 +47,20 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
     model.attention_window_layers =
         static_cast<int>(root.int_field("attention_window_layers", 0, model.moe_layers));
   }
+  if (root.has("dense_layers") || root.has("dense_ffn_size")) {
+    model.dense_layers = static_cast<int>(root.int_field("dense_layers", 0, 1 << 12));
+    model.dense_ffn_size = static_cast<int>(root.int_field("dense_ffn_size", 0, 1 << 20));
+    // A dense-only layer without an FFN, or an FFN size without layers, is a slip, not a model.
+    if (model.dense_layers > 0 && model.dense_ffn_size == 0) {
+      root.fail("dense_ffn_size", "is 0, but dense_layers is " +
+                                      std::to_string(model.dense_layers) +
+                                      ": give their FFN's intermediate size");
+    }
+    if (model.dense_layers == 0 && model.dense_ffn_size > 0) {
+      root.fail("dense_ffn_size", "is " + std::to_string(model.dense_ffn_size) +
+                                      ", but dense_layers is 0: no layer has that FFN");
+    }
+  }
   model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
   root.finish();
   return model;
@@ -76,6 +90,10 @@ nlohmann::json model_to_json(const ModelSpec& model) {
   if (model.attention_window > 0) {
     json["attention_window"] = model.attention_window;
     json["attention_window_layers"] = model.attention_window_layers;
+  }
+  if (model.dense_layers > 0) {
+    json["dense_layers"] = model.dense_layers;
+    json["dense_ffn_size"] = model.dense_ffn_size;
   }
   return json;
 }

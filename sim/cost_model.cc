@@ -105,6 +105,11 @@ Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
   return round_ps(dense_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
 }
 
+Picoseconds CostModel::dense_only_forward_ps(TokenCount tokens_on_rank) const {
+  return round_ps(
+      dense_only_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
+}
+
 Picoseconds CostModel::optimizer_ps(int layers) const {
   const double expert_params = model_.expert_params();
   // The step waits for the GPU that homes the most experts (Placement::contiguous): ceil(E / R).
@@ -150,6 +155,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
     price_deepep(decision.placement, routed ? &decision.plan : nullptr, counts, params, plan_cost);
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
+  cost.dense_only_forward = dense_only_forward_ps(busiest_tokens);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
   return cost;
@@ -161,7 +167,8 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   const TopologyView view = topology_.view();
   const TokenCount busiest_row =
       static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
-  const Picoseconds dense = dense_forward_ps((busiest_row + model_.top_k - 1) / model_.top_k);
+  const TokenCount busiest_tokens = (busiest_row + model_.top_k - 1) / model_.top_k;
+  const Picoseconds dense = dense_forward_ps(busiest_tokens);
   const CostParams params = params_for(dense);
   PlanCost plan_cost =
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
@@ -170,7 +177,9 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   if (options_.dispatcher == Dispatcher::kDeepEP) {
     price_deepep(layout.placement, nullptr, counts, params, plan_cost);
   }
-  return layer_cost(layout, plan_cost, compute, dense, params);
+  LayerCost cost = layer_cost(layout, plan_cost, compute, dense, params);
+  cost.dense_only_forward = dense_only_forward_ps(busiest_tokens);
+  return cost;
 }
 
 void CostModel::price_deepep(const Placement& placement, const Plan* routed,

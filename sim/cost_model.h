@@ -37,7 +37,10 @@ struct LayerCost {
   Picoseconds grad_reduce = 0;
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
-  Picoseconds compute_mean = 0;   // forward compute averaged over ranks (the ideal's)
+  // This MoE layer's share of the model's dense-only layers, forward (dense_layers / moe_layers
+  // of one, on the busiest rank); backward 2x. On the critical path, but no overlap window.
+  Picoseconds dense_only_forward = 0;
+  Picoseconds compute_mean = 0;  // forward compute averaged over ranks (the ideal's)
   double max_mean_load = 1.0;
   Bytes nvlink_dispatch_bytes = 0;  // forward dispatch, summed over ranks
   Bytes ib_dispatch_bytes = 0;
@@ -55,7 +58,9 @@ struct LayerCost {
   // The straggler time of the MoE layer, forward and backward.
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // Everything this record puts on the step's critical path.
-  Picoseconds critical_path() const { return 3 * dense_forward + overhead + moe() + grad_reduce; }
+  Picoseconds critical_path() const {
+    return 3 * (dense_forward + dense_only_forward) + overhead + moe() + grad_reduce;
+  }
 };
 
 // Tokens on the busiest source rank: its token-expert assignments over top-k, rounded up.
@@ -81,9 +86,12 @@ class CostModel {
   // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
   // efficiency.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
-  // Optimizer step for `layers` layers: (dense and shared-expert params + ceil(E/R) home
-  // experts' params: the GPU that homes the most) per GPU x optimizer_bytes_per_param at HBM
-  // bandwidth. Replicas hold no optimizer state.
+  // A MoE layer's share of the dense-only layers' forward on the busiest rank:
+  // dense_only_forward_time_ps() (sim/solver_cost.h).
+  Picoseconds dense_only_forward_ps(TokenCount tokens_on_rank) const;
+  // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
+  // of the dense-only layers' + ceil(E/R) home experts' params: the GPU that homes the most)
+  // per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
   // What of a layer's step-end gradient reduction taking `reduction` stays on the critical
   // path: the part beyond gradient_overlap_fraction x its block's attention backward, 2 x

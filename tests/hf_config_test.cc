@@ -30,7 +30,8 @@ const PublishedConfig kPublished[] = {
       "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
       "v_head_dim": 128, "vocab_size": 129280})"},
     {"deepseek-v2-lite", true, R"({
-      "model_type": "deepseek_v2", "hidden_size": 2048, "moe_intermediate_size": 1408,
+      "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+      "moe_intermediate_size": 1408,
       "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
       "num_hidden_layers": 27, "first_k_dense_replace": 1, "moe_layer_freq": 1,
       "num_attention_heads": 16, "q_lora_rank": null, "kv_lora_rank": 512,
@@ -135,6 +136,8 @@ TEST(HfConfig, ReadsGlm45sDeepSeekStyleExpertsWithGroupedQueryAttention) {
   EXPECT_EQ(m.top_k, 8);
   EXPECT_EQ(m.expert_ffn_size, 1536);
   EXPECT_EQ(m.moe_layers, 89);  // layers 3 to 91; the MTP layer is not among num_hidden_layers
+  EXPECT_EQ(m.dense_layers, 3);
+  EXPECT_EQ(m.dense_ffn_size, 12288);
   EXPECT_EQ(m.shared_experts, 1);
   EXPECT_EQ(m.shared_expert_ffn_size, 1536);
   EXPECT_EQ(m.attention_qk_head_dim, 128);
@@ -159,7 +162,9 @@ TEST(HfConfig, ReadsLlama4sTextConfigAndItsInterleavedMoeLayers) {
   EXPECT_EQ(m.top_k, 1);
   EXPECT_EQ(m.hidden_size, 5120);
   EXPECT_EQ(m.expert_ffn_size, 8192);
-  EXPECT_EQ(m.moe_layers, 24);  // layers 1, 3, ..., 47
+  EXPECT_EQ(m.moe_layers, 24);    // layers 1, 3, ..., 47
+  EXPECT_EQ(m.dense_layers, 24);  // layers 0, 2, ..., 46: FFNs of intermediate_size_mlp
+  EXPECT_EQ(m.dense_ffn_size, 16384);
   EXPECT_EQ(m.shared_experts, 1);
   EXPECT_EQ(m.shared_expert_ffn_size, 8192);
   EXPECT_EQ(m.dense_params_per_layer, 2LL * 5120 * 40 * 128 + 2LL * 5120 * 8 * 128);
@@ -168,6 +173,7 @@ TEST(HfConfig, ReadsLlama4sTextConfigAndItsInterleavedMoeLayers) {
   scout["text_config"]["interleave_moe_layer_step"] = 1;
   scout["text_config"]["num_local_experts"] = 16;
   EXPECT_EQ(from(scout.dump()).moe_layers, 48);
+  EXPECT_EQ(from(scout.dump()).dense_layers, 0);
   // An explicit list wins over the step; a layer past the last is named.
   scout["text_config"]["moe_layers"] = {0, 5, 5, 47};
   EXPECT_EQ(from(scout.dump()).moe_layers, 3);
@@ -183,21 +189,35 @@ TEST(HfConfig, ReadsLlama4sTextConfigAndItsInterleavedMoeLayers) {
 }
 
 // Each family's code decides which layers are MoE: DeepSeek's from first_k_dense_replace every
-// moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers.
-TEST(HfConfig, CountsTheLayersEachFamilyMakesSparse) {
-  EXPECT_EQ(from(R"({
+// moe_layer_freq-th, Qwen's every decoder_sparse_step-th but those in mlp_only_layers. The other
+// layers are dense, with an FFN of intermediate_size.
+TEST(HfConfig, CountsTheLayersEachFamilyMakesSparseAndTheDenseRest) {
+  nlohmann::json deepseek = nlohmann::json::parse(R"({
       "model_type": "deepseek_v3", "hidden_size": 1024, "moe_intermediate_size": 256,
-      "n_routed_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 10,
-      "first_k_dense_replace": 3, "moe_layer_freq": 2, "num_attention_heads": 8,
-      "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32})")
-                .moe_layers,
-            3);  // layers 4, 6, 8
-  EXPECT_EQ(from(R"({
+      "intermediate_size": 2816, "n_routed_experts": 16, "num_experts_per_tok": 2,
+      "num_hidden_layers": 10, "first_k_dense_replace": 3, "moe_layer_freq": 2,
+      "num_attention_heads": 8, "kv_lora_rank": 64, "qk_nope_head_dim": 32,
+      "qk_rope_head_dim": 16, "v_head_dim": 32})");
+  ModelSpec m = from(deepseek.dump());
+  EXPECT_EQ(m.moe_layers, 3);  // layers 4, 6, 8
+  EXPECT_EQ(m.dense_layers, 7);
+  EXPECT_EQ(m.dense_ffn_size, 2816);
+  nlohmann::json qwen = nlohmann::json::parse(R"({
       "model_type": "qwen3_moe", "hidden_size": 1024, "moe_intermediate_size": 256,
-      "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 10,
-      "num_attention_heads": 8, "decoder_sparse_step": 2, "mlp_only_layers": [3, 5]})")
-                .moe_layers,
-            3);  // layers 1, 7, 9
+      "intermediate_size": 3072, "num_experts": 16, "num_experts_per_tok": 2,
+      "num_hidden_layers": 10, "num_attention_heads": 8, "decoder_sparse_step": 2,
+      "mlp_only_layers": [3, 5]})");
+  m = from(qwen.dump());
+  EXPECT_EQ(m.moe_layers, 3);  // layers 1, 7, 9
+  EXPECT_EQ(m.dense_layers, 7);
+  EXPECT_EQ(m.dense_ffn_size, 3072);
+  // Dense layers need their FFN's size; a model whose every layer is MoE does not.
+  qwen.erase("intermediate_size");
+  EXPECT_EQ(field_of_error(qwen.dump()), "intermediate_size");
+  qwen["decoder_sparse_step"] = 1;
+  qwen["mlp_only_layers"] = nlohmann::json::array();
+  EXPECT_EQ(from(qwen.dump()).dense_layers, 0);
+  EXPECT_EQ(from(qwen.dump()).dense_ffn_size, 0);
 }
 
 // gpt-oss (openai/gpt-oss-120b's and -20b's config.json, fields as GptOssConfig reads them):

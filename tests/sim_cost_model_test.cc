@@ -161,6 +161,7 @@ void expect_same_cost(const LayerCost& a, const LayerCost& b) {
   EXPECT_EQ(a.dispatch_grad, b.dispatch_grad);
   EXPECT_EQ(a.overhead, b.overhead);
   EXPECT_EQ(a.dense_forward, b.dense_forward);
+  EXPECT_EQ(a.dense_only_forward, b.dense_only_forward);
   EXPECT_EQ(a.compute_mean, b.compute_mean);
   EXPECT_EQ(a.max_mean_load, b.max_mean_load);
   EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
@@ -179,7 +180,10 @@ TEST(SimCostModel, PricingFromTheCountsEqualsPricingTheStaticRoutes) {
   topology.gemm_efficiency.efficiency = {0.02, 0.3, 0.8};
   SimOptions options;
   options.weight_overlap_fraction = 0.5;
-  const CostModel model(topology, round_model(16, 2), options, 300);
+  ModelSpec with_dense_layers = round_model(16, 2);
+  with_dense_layers.dense_layers = 3;
+  with_dense_layers.dense_ffn_size = 1536;
+  const CostModel model(topology, with_dense_layers, options, 300);
   PlannerDecision layout;
   layout.placement.num_ranks = 8;
   layout.placement.slots_per_rank = 2;
@@ -240,6 +244,38 @@ TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
   // (1e6 dense + 2 experts x 3 x 1024 x 512) params x 28 B at 2000 GB/s, for 3 layers.
   const double bytes = 3 * (1e6 + 2 * 3 * 1024 * 512.0) * 28;
   EXPECT_EQ(model.optimizer_ps(3), std::llround(bytes / 2000 * 1000));
+}
+
+// Two dense-only layers beside the four MoE layers (FFN 2048): each MoE layer carries half of
+// one, forward and backward, on the busiest rank, whatever the plan; their weights join the
+// optimizer's.
+TEST(SimCostModel, DenseOnlyLayersAddTheirShareToEveryPlannersPathAlike) {
+  ModelSpec dense = round_model(8, 2);
+  dense.dense_layers = 2;
+  dense.dense_ffn_size = 2048;
+  const CostModel without(round_topology(2, 2), round_model(8, 2), SimOptions{}, 40);
+  const CostModel with(round_topology(2, 2), dense, SimOptions{}, 40);
+  RoutingCounts counts = uniform_counts(4, 8, 10);
+  counts.set(1, 3, 90);  // rank 1: 160 assignments, 80 tokens
+  // Half of (2 x 1e6 + 6 x 1024 x 2048) FLOP a token, 80 tokens, at 500 TFLOP/s.
+  const Picoseconds share = std::llround(0.5 * (2e6 + 6.0 * 1024 * 2048) * 80 / 500);
+  for (const char* name : {"static", "topoep"}) {
+    SCOPED_TRACE(name);
+    const PlannerContext context = context_for(with, 1);
+    const PlannerDecision decision =
+        make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
+    const LayerCost a = without.price(decision, counts);
+    const LayerCost b = with.price(decision, counts);
+    EXPECT_EQ(a.dense_only_forward, 0);
+    EXPECT_EQ(b.dense_only_forward, share);
+    EXPECT_EQ(b.dense_forward, a.dense_forward);  // the overlap window is the layer's own
+    EXPECT_EQ(b.moe(), a.moe());
+    EXPECT_EQ(b.critical_path() - a.critical_path(), 3 * share);
+  }
+  const double extra_params = 0.5 * (1e6 + 3 * 1024 * 2048.0);
+  EXPECT_EQ(with.optimizer_ps(3) - without.optimizer_ps(3),
+            std::llround(3 * (1e6 + 2 * 3 * 1024 * 512.0 + extra_params) * 28 / 2000 * 1000) -
+                std::llround(3 * (1e6 + 2 * 3 * 1024 * 512.0) * 28 / 2000 * 1000));
 }
 
 TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {

@@ -95,6 +95,37 @@ TEST(ModelJson, SlidingWindowLayersChargeTheirShorterContext) {
   EXPECT_EQ(rejected_field(model), "attention_window_layers");
 }
 
+// DeepSeek-V3's 3 dense layers of 61: attention as a MoE layer's and an FFN of 18,432. Each of
+// the 58 MoE layers carries 3 / 58 of one, in FLOPs and in optimizer parameters.
+TEST(ModelJson, DenseOnlyLayersAreCountedAsEachMoeLayersShare) {
+  const ModelSpec v3 = load_model("deepseek-v3");
+  EXPECT_EQ(v3.dense_layers, 3);
+  EXPECT_EQ(v3.dense_ffn_size, 18432);
+  EXPECT_DOUBLE_EQ(v3.dense_layers_per_moe_layer(), 3.0 / 58);
+  const double attention = 2.0 * 187105280 + 128.0 * (192 + 128) * 4096;
+  EXPECT_DOUBLE_EQ(v3.dense_layer_flops_per_token(), attention + 6.0 * 7168 * 18432);
+  nlohmann::json model = model_to_json(v3);
+  model.erase("dense_layers");
+  model.erase("dense_ffn_size");
+  const ModelSpec without = parse_model(model.dump(), "m.json");  // older files: none
+  EXPECT_EQ(without.dense_layers, 0);
+  EXPECT_FALSE(model_to_json(without).contains("dense_layers"));  // written only where set
+  EXPECT_DOUBLE_EQ(v3.dense_and_shared_params() - without.dense_and_shared_params(),
+                   3.0 / 58 * (187105280 + 3.0 * 7168 * 18432));
+  // Layers without an FFN size, a size without layers, or a size alone are named.
+  model["dense_layers"] = 3;
+  EXPECT_EQ(rejected_field(model), "dense_ffn_size");
+  model["dense_ffn_size"] = 0;
+  EXPECT_EQ(rejected_field(model), "dense_ffn_size");
+  model["dense_layers"] = 0;
+  model["dense_ffn_size"] = 18432;
+  EXPECT_EQ(rejected_field(model), "dense_ffn_size");
+  model.erase("dense_layers");
+  EXPECT_EQ(rejected_field(model), "dense_layers");
+  model["dense_layers"] = 5000;
+  EXPECT_EQ(rejected_field(model), "dense_layers");
+}
+
 TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
   GemmEfficiencyCurve curve;
   curve.tokens_per_expert = {10, 20};
