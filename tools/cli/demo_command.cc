@@ -76,10 +76,10 @@ void run_demo(const DemoOptions& options) {
                       request.config.planner_options, std::cout);
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
-         "layer, dense compute, planner overhead, optimizer; replica weights and their\n"
-         "gradient reduction where they outlast the attention they hide behind:\n"
-         "--weight-overlap, --gradient-overlap); formulas and the source of every\n"
-         "constant: sim/README.md.\n"
+         "layer, dense compute with the model's dense-only layers, planner overhead,\n"
+         "optimizer; replica weights and their gradient reduction where they outlast the\n"
+         "attention they hide behind: --weight-overlap, --gradient-overlap); formulas and\n"
+         "the source of every constant: sim/README.md.\n"
          "IB, NVLink GB/step: token dispatch plus replica weights and their gradient\n"
          "reduction; summary.json splits them (TopoEP's IB dispatch is never above static's).\n"
       << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv, "

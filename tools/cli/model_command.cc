@@ -73,6 +73,12 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                                    " tokens on " + std::to_string(model.attention_window_layers) +
                                    " of " + std::to_string(model.moe_layers) + " layers"
                              : "")});
+  table.add_row({"dense-only layers", model.dense_layers > 0
+                                          ? std::to_string(model.dense_layers) + " beside the " +
+                                                std::to_string(model.moe_layers) +
+                                                " MoE layers, FFN size " +
+                                                std::to_string(model.dense_ffn_size)
+                                          : "none"});
   table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
   // What the cost model takes from them (sim/README.md), from the ModelSpec methods the
   // solver's derivation and the simulator use.
@@ -85,6 +91,16 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "
                                         "attention scores)"});
+  if (model.dense_layers > 0) {
+    table.add_row(
+        {"  dense-only layers' share",
+         format_fixed(
+             model.dense_layers_per_moe_layer() * model.dense_layer_flops_per_token() / 1e6, 1) +
+             " MFLOP a token (" + std::to_string(model.dense_layers) + " / " +
+             std::to_string(model.moe_layers) + " of " +
+             format_fixed(model.dense_layer_flops_per_token() / 1e6, 1) +
+             " a layer), no overlap window"});
+  }
   table.add_row({"  a replica's weights", megabytes(expert_weight_bytes(model)) +
                                               " (3 x hidden x expert FFN x weight bytes), its "
                                               "gradients the same"});
