@@ -288,6 +288,9 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     windowed = type == "mixtral" ? layers : f.sliding_layers(layers);
     m.attention_window_layers = static_cast<int>(windowed);
   }
+  // The embedding and output head; a config without vocab_size leaves them uncounted.
+  m.vocab_size = static_cast<int>(f.count_or("vocab_size", 0, true));
+  m.tied_embeddings = m.vocab_size > 0 && f.flag_or("tie_word_embeddings", false);
   if (m.top_k > m.num_experts) f.fail(top_k_field, "is more than the routed experts");
   m.moe_layers = static_cast<int>(moe_layers);
   m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
@@ -307,6 +310,10 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
                         : "") +
       ", " + std::to_string(m.shared_experts) + " shared experts; dense params per layer: " + what +
       " = " + std::to_string(m.dense_params_per_layer) + " (norms left out)" +
+      (m.vocab_size > 0 ? "; vocabulary " + std::to_string(m.vocab_size) +
+                              (m.tied_embeddings ? ", embeddings tied to the output head"
+                                                 : ", embedding and output head untied")
+                        : "; no vocab_size: embeddings and output head not counted") +
       (windowed > 0
            ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
                  std::to_string(m.attention_window) + " tokens"

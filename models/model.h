@@ -47,6 +47,11 @@ struct ModelSpec {
   // moe_layers of them, so a trace of some of the layers keeps the model's proportions.
   int dense_layers = 0;
   int dense_ffn_size = 0;
+  // The token embedding and the output head (LM head) of vocab_size x hidden: the head's GEMM
+  // runs on every token once per model, and both matrices (one where tied) hold optimizer
+  // state; each simulated MoE layer carries 1 / moe_layers of them. 0: not counted.
+  int vocab_size = 0;
+  bool tied_embeddings = false;
   int tokens_per_rank = 4096;  // default tokens per rank per microbatch
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
@@ -90,6 +95,17 @@ struct ModelSpec {
   double dense_layers_per_moe_layer() const {
     return moe_layers > 0 ? static_cast<double>(dense_layers) / moe_layers : 0.0;
   }
+  // Forward FLOPs per token of the output head: 2 h V.
+  double head_flops_per_token() const {
+    return 2.0 * hidden_size * static_cast<double>(vocab_size);
+  }
+  // Forward FLOPs per token a MoE layer carries of the work outside the MoE layers, identical
+  // for every planner: its share of the dense-only layers and of the output head.
+  double outside_flops_per_token() const {
+    if (moe_layers <= 0) return 0.0;
+    return dense_layers_per_moe_layer() * dense_layer_flops_per_token() +
+           head_flops_per_token() / moe_layers;
+  }
   // Twice the mean causal context a query attends to, averaged over the MoE layers (every
   // simulated layer is charged the mean, so a step's total is exact): L for full attention;
   // for a window of W < L tokens, query i attends to min(i, W) keys, a mean of W - W^2 / (2 L),
@@ -106,13 +122,17 @@ struct ModelSpec {
            moe_layers;
   }
   // Dense parameters per MoE layer a GPU holds optimizer state for: dense and shared experts,
-  // and the MoE layer's share of the dense-only layers (attention and FFN).
+  // and the MoE layer's share of the dense-only layers (attention and FFN) and of the
+  // embedding and output head.
   double dense_and_shared_params() const {
     const double dense_layer = static_cast<double>(dense_params_per_layer) +
                                3.0 * hidden_size * static_cast<double>(dense_ffn_size);
+    const double embeddings =
+        (tied_embeddings ? 1.0 : 2.0) * hidden_size * static_cast<double>(vocab_size);
     return static_cast<double>(dense_params_per_layer) +
            3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
-           dense_layers_per_moe_layer() * dense_layer;
+           dense_layers_per_moe_layer() * dense_layer +
+           (moe_layers > 0 ? embeddings / moe_layers : 0.0);
   }
 };
 

@@ -61,6 +61,16 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
                                       ", but dense_layers is 0: no layer has that FFN");
     }
   }
+  if (root.has("vocab_size") || root.has("tied_embeddings")) {
+    model.vocab_size = static_cast<int>(root.int_field("vocab_size", 1, 1 << 24));
+    if (root.has("tied_embeddings")) {
+      const nlohmann::json& tied = root.raw_field("tied_embeddings");
+      if (!tied.is_boolean()) {
+        root.fail("tied_embeddings", "must be true or false, got " + tied.dump());
+      }
+      model.tied_embeddings = tied.get<bool>();
+    }
+  }
   model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
   root.finish();
   return model;
@@ -95,6 +105,8 @@ nlohmann::json model_to_json(const ModelSpec& model) {
     json["dense_layers"] = model.dense_layers;
     json["dense_ffn_size"] = model.dense_ffn_size;
   }
+  if (model.vocab_size > 0) json["vocab_size"] = model.vocab_size;
+  if (model.tied_embeddings) json["tied_embeddings"] = true;
   return json;
 }
 

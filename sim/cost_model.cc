@@ -105,9 +105,8 @@ Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
   return round_ps(dense_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
 }
 
-Picoseconds CostModel::dense_only_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(
-      dense_only_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
+Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
+  return round_ps(outside_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
@@ -155,7 +154,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
     price_deepep(decision.placement, routed ? &decision.plan : nullptr, counts, params, plan_cost);
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
-  cost.dense_only_forward = dense_only_forward_ps(busiest_tokens);
+  cost.outside_forward = outside_forward_ps(busiest_tokens);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
   return cost;
@@ -178,7 +177,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
     price_deepep(layout.placement, nullptr, counts, params, plan_cost);
   }
   LayerCost cost = layer_cost(layout, plan_cost, compute, dense, params);
-  cost.dense_only_forward = dense_only_forward_ps(busiest_tokens);
+  cost.outside_forward = outside_forward_ps(busiest_tokens);
   return cost;
 }
 

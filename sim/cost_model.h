@@ -37,9 +37,10 @@ struct LayerCost {
   Picoseconds grad_reduce = 0;
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
-  // This MoE layer's share of the model's dense-only layers, forward (dense_layers / moe_layers
-  // of one, on the busiest rank); backward 2x. On the critical path, but no overlap window.
-  Picoseconds dense_only_forward = 0;
+  // This MoE layer's share of the model's work outside its MoE layers, forward on the busiest
+  // rank: dense_layers / moe_layers of a dense-only layer and 1 / moe_layers of the output head;
+  // backward 2x. On the critical path, but no overlap window.
+  Picoseconds outside_forward = 0;
   Picoseconds compute_mean = 0;  // forward compute averaged over ranks (the ideal's)
   double max_mean_load = 1.0;
   Bytes nvlink_dispatch_bytes = 0;  // forward dispatch, summed over ranks
@@ -59,7 +60,7 @@ struct LayerCost {
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return 3 * (dense_forward + dense_only_forward) + overhead + moe() + grad_reduce;
+    return 3 * (dense_forward + outside_forward) + overhead + moe() + grad_reduce;
   }
 };
 
@@ -86,11 +87,12 @@ class CostModel {
   // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
   // efficiency.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
-  // A MoE layer's share of the dense-only layers' forward on the busiest rank:
-  // dense_only_forward_time_ps() (sim/solver_cost.h).
-  Picoseconds dense_only_forward_ps(TokenCount tokens_on_rank) const;
+  // A MoE layer's share of the dense-only layers' and the output head's forward on the busiest
+  // rank: outside_forward_time_ps() (sim/solver_cost.h).
+  Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
-  // of the dense-only layers' + ceil(E/R) home experts' params: the GPU that homes the most)
+  // of the dense-only layers' and the embeddings' + ceil(E/R) home experts' params: the GPU
+  // that homes the most)
   // per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
   // What of a layer's step-end gradient reduction taking `reduction` stays on the critical

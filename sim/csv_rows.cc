@@ -41,7 +41,7 @@ std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::st
                     format_us(c.dispatch_grad),
                     format_us(c.grad_reduce),
                     format_us(c.overhead),
-                    format_us(c.dense_forward + c.dense_only_forward),
+                    format_us(c.dense_forward + c.outside_forward),
                     format_us(c.critical_path()),
                     fixed(c.max_mean_load, 6),
                     std::to_string(c.nvlink_dispatch_bytes),

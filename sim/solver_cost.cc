@@ -114,9 +114,8 @@ double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, d
          (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
 }
 
-double dense_only_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  if (model.dense_layers == 0) return 0.0;
-  return model.dense_layers_per_moe_layer() * model.dense_layer_flops_per_token() * tokens /
+double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
+  return model.outside_flops_per_token() * tokens /
          (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
 }
 

@@ -45,10 +45,10 @@ inline Picoseconds picoseconds_in_range(double ps, const char* field) {
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
 // ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
-// A MoE layer's share of the dense-only layers' forward over `tokens` tokens on one GPU, in
-// picoseconds (not rounded): dense_layers / moe_layers x ModelSpec::dense_layer_flops_per_token()
-// x tokens at the same rate. 0 for a model without dense-only layers.
-double dense_only_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
+// A MoE layer's share of the work outside the MoE layers over `tokens` tokens on one GPU, in
+// picoseconds (not rounded): ModelSpec::outside_flops_per_token() (dense-only layers, output
+// head) x tokens at the same rate. 0 for a model with neither.
+double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x
 //   the curve's best efficiency); instance_min_tokens = curve_instance_min_tokens();

@@ -112,7 +112,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       const nlohmann::json args = {{"microbatch", record.microbatch}, {"layer", record.layer}};
-      timeline.shared("dense-only layers' share", c.dense_only_forward, args);
+      timeline.shared("dense-only layers and head (share)", c.outside_forward, args);
       timeline.shared("dense forward", c.dense_forward, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
@@ -127,7 +127,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.per_rank("expert compute grad", c.ranks.compute, 2, c.compute_grad, args);
       timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args);
       timeline.shared("dense backward", 2 * c.dense_forward, args);
-      timeline.shared("dense-only layers' share grad", 2 * c.dense_only_forward, args);
+      timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
     }
     for (const RecordResult& record : step.records) {
       timeline.shared("replica grad reduce", record.planners[p].grad_reduce,

@@ -46,7 +46,7 @@ expect_text "model list shows each preset with its expert's weights" "$work/out"
 expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
 expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
-expect_text "model show gives the dense-only layers' share" "$work/out" "69.0 MFLOP a token (3 / 58 of 1334.7 a layer)"
+expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"
 "$topoep" model show mixtral-8x7b --json >"$work/mixtral.json" 2>"$work/err"
 expect "model show --json exits 0" 0 $?
 "$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1

@@ -35,16 +35,19 @@ const PublishedConfig kPublished[] = {
       "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
       "num_hidden_layers": 27, "first_k_dense_replace": 1, "moe_layer_freq": 1,
       "num_attention_heads": 16, "q_lora_rank": null, "kv_lora_rank": 512,
-      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128})"},
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
+      "tie_word_embeddings": false})"},
     {"mixtral-8x7b", false, R"({
       "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
       "num_local_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 32,
-      "num_attention_heads": 32, "num_key_value_heads": 8})"},
+      "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+      "tie_word_embeddings": false})"},
     {"qwen3-30b-a3b", true, R"({
       "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
       "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
       "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
-      "head_dim": 128, "decoder_sparse_step": 1, "mlp_only_layers": []})"},
+      "head_dim": 128, "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+      "tie_word_embeddings": false})"},
 };
 
 ModelSpec from(const std::string& config, bool fp8 = false) {
@@ -218,6 +221,15 @@ TEST(HfConfig, CountsTheLayersEachFamilyMakesSparseAndTheDenseRest) {
   qwen["mlp_only_layers"] = nlohmann::json::array();
   EXPECT_EQ(from(qwen.dump()).dense_layers, 0);
   EXPECT_EQ(from(qwen.dump()).dense_ffn_size, 0);
+  // The vocabulary, where the config gives it; tie_word_embeddings as it says (default false).
+  EXPECT_EQ(from(qwen.dump()).vocab_size, 0);
+  qwen["vocab_size"] = 151936;
+  EXPECT_EQ(from(qwen.dump()).vocab_size, 151936);
+  EXPECT_FALSE(from(qwen.dump()).tied_embeddings);
+  qwen["tie_word_embeddings"] = true;
+  EXPECT_TRUE(from(qwen.dump()).tied_embeddings);
+  qwen["tie_word_embeddings"] = "yes";
+  EXPECT_EQ(field_of_error(qwen.dump()), "tie_word_embeddings");
 }
 
 // gpt-oss (openai/gpt-oss-120b's and -20b's config.json, fields as GptOssConfig reads them):

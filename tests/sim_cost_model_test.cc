@@ -161,7 +161,7 @@ void expect_same_cost(const LayerCost& a, const LayerCost& b) {
   EXPECT_EQ(a.dispatch_grad, b.dispatch_grad);
   EXPECT_EQ(a.overhead, b.overhead);
   EXPECT_EQ(a.dense_forward, b.dense_forward);
-  EXPECT_EQ(a.dense_only_forward, b.dense_only_forward);
+  EXPECT_EQ(a.outside_forward, b.outside_forward);
   EXPECT_EQ(a.compute_mean, b.compute_mean);
   EXPECT_EQ(a.max_mean_load, b.max_mean_load);
   EXPECT_EQ(a.nvlink_dispatch_bytes, b.nvlink_dispatch_bytes);
@@ -248,8 +248,8 @@ TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
 
 // Two dense-only layers beside the four MoE layers (FFN 2048): each MoE layer carries half of
 // one, forward and backward, on the busiest rank, whatever the plan; their weights join the
-// optimizer's.
-TEST(SimCostModel, DenseOnlyLayersAddTheirShareToEveryPlannersPathAlike) {
+// optimizer's. So does a quarter of the output head.
+TEST(SimCostModel, LayersOutsideTheMoeAddTheirShareToEveryPlannersPathAlike) {
   ModelSpec dense = round_model(8, 2);
   dense.dense_layers = 2;
   dense.dense_ffn_size = 2048;
@@ -266,12 +266,21 @@ TEST(SimCostModel, DenseOnlyLayersAddTheirShareToEveryPlannersPathAlike) {
         make_planner(name, context, PlannerOptions{})->plan(RecordId{}, counts);
     const LayerCost a = without.price(decision, counts);
     const LayerCost b = with.price(decision, counts);
-    EXPECT_EQ(a.dense_only_forward, 0);
-    EXPECT_EQ(b.dense_only_forward, share);
+    EXPECT_EQ(a.outside_forward, 0);
+    EXPECT_EQ(b.outside_forward, share);
     EXPECT_EQ(b.dense_forward, a.dense_forward);  // the overlap window is the layer's own
     EXPECT_EQ(b.moe(), a.moe());
     EXPECT_EQ(b.critical_path() - a.critical_path(), 3 * share);
   }
+  // An output head of 1,000 words adds a quarter of its 2 h V FLOPs a token to each layer.
+  ModelSpec head = dense;
+  head.vocab_size = 1000;
+  const CostModel with_head(round_topology(2, 2), head, SimOptions{}, 40);
+  const PlannerContext context = context_for(with_head, 0);
+  const PlannerDecision decision =
+      make_planner("static", context, PlannerOptions{})->plan(RecordId{}, counts);
+  EXPECT_EQ(with_head.price(decision, counts).outside_forward,
+            std::llround((0.5 * (2e6 + 6.0 * 1024 * 2048) + 0.25 * 2 * 1024 * 1000.0) * 80 / 500));
   const double extra_params = 0.5 * (1e6 + 3 * 1024 * 2048.0);
   EXPECT_EQ(with.optimizer_ps(3) - without.optimizer_ps(3),
             std::llround(3 * (1e6 + 2 * 3 * 1024 * 512.0 + extra_params) * 28 / 2000 * 1000) -

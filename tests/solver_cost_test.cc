@@ -126,6 +126,38 @@ TEST(ModelJson, DenseOnlyLayersAreCountedAsEachMoeLayersShare) {
   EXPECT_EQ(rejected_field(model), "dense_layers");
 }
 
+// The output head's 2 h V FLOPs a token, once per model: each of DeepSeek-V3's 58 MoE layers
+// carries 1 / 58 of it, and of the embedding's and head's parameters (one matrix where tied).
+TEST(ModelJson, TheOutputHeadIsCountedAsEachMoeLayersShare) {
+  const ModelSpec v3 = load_model("deepseek-v3");
+  EXPECT_EQ(v3.vocab_size, 129280);
+  EXPECT_FALSE(v3.tied_embeddings);
+  EXPECT_DOUBLE_EQ(v3.head_flops_per_token(), 2.0 * 7168 * 129280);
+  EXPECT_DOUBLE_EQ(v3.outside_flops_per_token(),
+                   3.0 / 58 * v3.dense_layer_flops_per_token() + 2.0 * 7168 * 129280 / 58);
+  nlohmann::json model = model_to_json(v3);
+  model.erase("vocab_size");
+  const ModelSpec without = parse_model(model.dump(), "m.json");  // older files: not counted
+  EXPECT_EQ(without.vocab_size, 0);
+  EXPECT_FALSE(model_to_json(without).contains("vocab_size"));
+  EXPECT_NEAR(v3.dense_and_shared_params() - without.dense_and_shared_params(),
+              2.0 * 7168 * 129280 / 58, 1e-3);
+  model["vocab_size"] = 129280;
+  model["tied_embeddings"] = true;
+  const ModelSpec tied = parse_model(model.dump(), "m.json");
+  EXPECT_TRUE(tied.tied_embeddings);
+  EXPECT_NEAR(tied.dense_and_shared_params() - without.dense_and_shared_params(),
+              7168.0 * 129280 / 58, 1e-3);  // a difference of sums: a few ulps apart
+  EXPECT_EQ(model_to_json(parse_model(model_to_json(tied).dump(), "m.json")), model_to_json(tied));
+  model["tied_embeddings"] = 1;
+  EXPECT_EQ(rejected_field(model), "tied_embeddings");
+  model.erase("vocab_size");
+  model["tied_embeddings"] = true;
+  EXPECT_EQ(rejected_field(model), "vocab_size");  // tied to what
+  model["vocab_size"] = 0;
+  EXPECT_EQ(rejected_field(model), "vocab_size");
+}
+
 TEST(GemmEfficiency, InterpolatesLinearlyAndClampsAtTheEnds) {
   GemmEfficiencyCurve curve;
   curve.tokens_per_expert = {10, 20};

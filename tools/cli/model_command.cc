@@ -4,10 +4,12 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/file_input_error.h"
 #include "common/json_fields.h"
+#include "common/text_list.h"
 #include "models/hf_config.h"
 #include "models/model_json.h"
 #include "sim/solver_cost.h"
@@ -79,6 +81,11 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                                                 " MoE layers, FFN size " +
                                                 std::to_string(model.dense_ffn_size)
                                           : "none"});
+  table.add_row({"vocabulary", model.vocab_size > 0
+                                   ? std::to_string(model.vocab_size) +
+                                         (model.tied_embeddings ? ", embeddings tied to the head"
+                                                                : ", embedding and head untied")
+                                   : "not counted"});
   table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
   // What the cost model takes from them (sim/README.md), from the ModelSpec methods the
   // solver's derivation and the simulator use.
@@ -91,15 +98,20 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "
                                         "attention scores)"});
-  if (model.dense_layers > 0) {
-    table.add_row(
-        {"  dense-only layers' share",
-         format_fixed(
-             model.dense_layers_per_moe_layer() * model.dense_layer_flops_per_token() / 1e6, 1) +
-             " MFLOP a token (" + std::to_string(model.dense_layers) + " / " +
-             std::to_string(model.moe_layers) + " of " +
-             format_fixed(model.dense_layer_flops_per_token() / 1e6, 1) +
-             " a layer), no overlap window"});
+  if (model.outside_flops_per_token() > 0) {
+    std::vector<std::string> parts;
+    if (model.dense_layers > 0) {
+      parts.push_back(
+          std::to_string(model.dense_layers) + " / " + std::to_string(model.moe_layers) + " of a " +
+          format_fixed(model.dense_layer_flops_per_token() / 1e6, 1) + " MFLOP dense-only layer");
+    }
+    if (model.vocab_size > 0) {
+      parts.push_back("1 / " + std::to_string(model.moe_layers) + " of a " +
+                      format_fixed(model.head_flops_per_token() / 1e6, 1) + " MFLOP output head");
+    }
+    table.add_row({"  outside the MoE layers",
+                   format_fixed(model.outside_flops_per_token() / 1e6, 1) + " MFLOP a token (" +
+                       spoken_list(parts) + "), no overlap window"});
   }
   table.add_row({"  a replica's weights", megabytes(expert_weight_bytes(model)) +
                                               " (3 x hidden x expert FFN x weight bytes), its "
