@@ -41,7 +41,7 @@ expect_text "and how to reshape a preset" "$work/out" "--nodes N, --gpus-per-nod
 
 "$topoep" model list >"$work/out" 2>&1
 expect "model list exits 0" 0 $?
-expect_text "model list shows each preset with its expert's weights" "$work/out" "deepseek-v3       256      8      7168    2048        58          88.1 MB"
+expect_text "model list shows each preset with its expert's weights" "$work/out" "deepseek-v3       256      8      7168    2048        58          3             129280      88.1 MB"
 "$topoep" model show deepseek-v3 --topology h800-4x8 >"$work/out" 2>&1
 expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"

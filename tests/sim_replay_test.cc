@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,10 @@ SimConfig small_config() {
   SimConfig config;
   config.topology = round_topology(2, 8);
   config.model = round_model(64, 8);
+  // Work outside the MoE layers, so that the step and timeline tests see its share too.
+  config.model.dense_layers = 1;
+  config.model.dense_ffn_size = 2048;
+  config.model.vocab_size = 5000;
   config.planners = kAllPlanners;
   config.planner_options.eplb_period_steps = 1;
   config.planner_options.eplb_window_steps = 1;
@@ -233,11 +238,21 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   Collect collect;
   replay_trace(small_trace(), small_config(), collect);
+  const std::size_t static_index =
+      std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin();
+  ASSERT_LT(static_index, kAllPlanners.size());
   for (const StepResult& step : collect.steps) {
     EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
     for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
       Picoseconds sum = step.planners[p].optimizer;
-      for (const RecordResult& record : step.records) sum += record.planners[p].critical_path();
+      for (const RecordResult& record : step.records) {
+        sum += record.planners[p].critical_path();
+        // The share outside the MoE layers depends on the counts alone: every planner's,
+        // the ideal's too, is static's.
+        EXPECT_GT(record.planners[p].outside_forward, 0);
+        EXPECT_EQ(record.planners[p].outside_forward,
+                  record.planners[static_index].outside_forward);
+      }
       EXPECT_EQ(step.planners[p].step_time, sum);
       EXPECT_GT(step.planners[p].optimizer, 0);
     }
@@ -478,6 +493,9 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     if (experts % ranks != 0) config.homes = HomeLayout::kUneven;
     const bool deepep = draw(0, 1) == 1;  // drawn last: the other draws stay as they were
     if (deepep) config.options.dispatcher = Dispatcher::kDeepEP;
+    config.model.dense_layers = draw(0, 2);
+    config.model.dense_ffn_size = config.model.dense_layers > 0 ? 256 << draw(0, 4) : 0;
+    config.model.vocab_size = 1000 * draw(0, 50);
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);

@@ -37,13 +37,14 @@ std::string microseconds(Picoseconds ps) {
 }  // namespace
 
 void print_model_preset_table(std::ostream& out) {
-  TextTable table(
-      {"preset", "experts", "top-k", "hidden", "expert FFN", "MoE layers", "weights an expert"});
+  TextTable table({"preset", "experts", "top-k", "hidden", "expert FFN", "MoE layers",
+                   "dense layers", "vocabulary", "weights an expert"});
   for (const std::string& name : model_preset_names()) {
     const ModelSpec model = load_model(name);
     table.add_row({name, std::to_string(model.num_experts), std::to_string(model.top_k),
                    std::to_string(model.hidden_size), std::to_string(model.expert_ffn_size),
-                   std::to_string(model.moe_layers), megabytes(expert_weight_bytes(model))});
+                   std::to_string(model.moe_layers), std::to_string(model.dense_layers),
+                   std::to_string(model.vocab_size), megabytes(expert_weight_bytes(model))});
   }
   table.print(out);
 }
