@@ -154,6 +154,7 @@ class Replay {
         totals.moe_forward += cost.moe_forward();
         totals.overhead += cost.overhead;
         totals.dense += 3 * (cost.dense_forward + cost.outside_forward);
+        totals.outside += 3 * cost.outside_forward;
         totals.grad_reduce += cost.grad_reduce;
         totals.nvlink_dispatch_bytes += cost.nvlink_dispatch_bytes;
         totals.ib_dispatch_bytes += cost.ib_dispatch_bytes;

@@ -72,7 +72,8 @@ struct StepTotals {
   Picoseconds moe = 0;  // MoE layers' straggler time, forward and backward
   Picoseconds moe_forward = 0;
   Picoseconds overhead = 0;
-  Picoseconds dense = 0;  // forward and backward
+  Picoseconds dense = 0;    // forward and backward
+  Picoseconds outside = 0;  // of `dense`: the share of the dense-only layers and output head
   Picoseconds grad_reduce = 0;
   Picoseconds optimizer = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;

@@ -37,6 +37,7 @@ void RunSummary::add(const StepResult& step) {
     s.moe_forward += totals.moe_forward;
     s.overhead += totals.overhead;
     s.dense += totals.dense;
+    s.outside += totals.outside;
     s.grad_reduce += totals.grad_reduce;
     s.optimizer += totals.optimizer;
     for (const RecordResult& record : step.records) {
@@ -120,6 +121,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"grad_reduce", per_step_us(s.grad_reduce)},
           {"planner_overhead", per_step_us(s.overhead)},
           {"dense", per_step_us(s.dense)},
+          {"dense_outside_moe_layers", per_step_us(s.outside)},
           {"optimizer", per_step_us(s.optimizer)}}},
         {"per_step_bytes",
          {{"nvlink_dispatch", per_step_bytes(s.nvlink_dispatch_bytes)},

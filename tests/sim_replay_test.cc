@@ -244,9 +244,10 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   for (const StepResult& step : collect.steps) {
     EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
     for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-      Picoseconds sum = step.planners[p].optimizer;
+      Picoseconds sum = step.planners[p].optimizer, outside = 0;
       for (const RecordResult& record : step.records) {
         sum += record.planners[p].critical_path();
+        outside += 3 * record.planners[p].outside_forward;
         // The share outside the MoE layers depends on the counts alone: every planner's,
         // the ideal's too, is static's.
         EXPECT_GT(record.planners[p].outside_forward, 0);
@@ -254,6 +255,8 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
                   record.planners[static_index].outside_forward);
       }
       EXPECT_EQ(step.planners[p].step_time, sum);
+      EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
+      EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
       EXPECT_GT(step.planners[p].optimizer, 0);
     }
   }
