@@ -74,22 +74,24 @@ struct ModelSpec {
     return static_cast<double>(hidden_size) * combine_bytes;
   }
 
-  // Forward FLOPs per token of one layer's dense part: 2 per dense parameter, 6 h f per shared
-  // expert (gate, up, down), and causal attention scores, QK^T and AV at an average context of
-  // half the sequence: 2 heads (d_qk + d_v) L / 2, with L the attention span below.
-  double dense_flops_per_token() const {
+  // Forward FLOPs per token of a layer's attention: 2 per dense parameter, and causal attention
+  // scores, QK^T and AV at an average context of half the sequence: 2 heads (d_qk + d_v) L / 2,
+  // with L the attention span below.
+  double attention_flops_per_token() const {
     return 2.0 * static_cast<double>(dense_params_per_layer) +
-           6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
            static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
                attention_span();
   }
-  // Forward FLOPs per token of one dense-only layer: its attention as a MoE layer's (2 per
-  // dense parameter, the scores) and its FFN's 6 h f_d, without shared experts.
+  // Forward FLOPs per token of a MoE layer's dense part: its attention and 6 h f per shared
+  // expert (gate, up, down).
+  double dense_flops_per_token() const {
+    return attention_flops_per_token() +
+           6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts;
+  }
+  // Forward FLOPs per token of one dense-only layer: the same attention and its FFN's 6 h f_d,
+  // without shared experts.
   double dense_layer_flops_per_token() const {
-    return 2.0 * static_cast<double>(dense_params_per_layer) +
-           6.0 * hidden_size * static_cast<double>(dense_ffn_size) +
-           static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
-               attention_span();
+    return attention_flops_per_token() + 6.0 * hidden_size * static_cast<double>(dense_ffn_size);
   }
   // How many dense-only layers each MoE layer stands for.
   double dense_layers_per_moe_layer() const {

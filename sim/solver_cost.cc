@@ -23,6 +23,12 @@ double best_efficiency(const GemmEfficiencyCurve& curve) {
   return *std::max_element(curve.efficiency.begin(), curve.efficiency.end());
 }
 
+// Dense GEMMs' time in picoseconds: FLOPs at the bf16 peak x the curve's best efficiency
+// (1 TFLOP/s is 1 FLOP per picosecond).
+double dense_gemm_ps(const Topology& topology, double flops) {
+  return flops / (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
+}
+
 }  // namespace
 
 double curve_instance_min_tokens(const GemmEfficiencyCurve& curve) {
@@ -110,13 +116,11 @@ void throw_picoseconds_out_of_range(double ps, const char* field) {
 }
 
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.dense_flops_per_token() * tokens /
-         (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
+  return dense_gemm_ps(topology, model.dense_flops_per_token() * tokens);
 }
 
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.outside_flops_per_token() * tokens /
-         (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
+  return dense_gemm_ps(topology, model.outside_flops_per_token() * tokens);
 }
 
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
