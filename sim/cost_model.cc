@@ -81,6 +81,9 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   solver_params_.weight_overlap_ps = round_ps(
       static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
   flop_per_token_ = model.expert_flops_per_token();
+  dense_flop_per_token_ = model.dense_flops_per_token();
+  outside_flop_per_token_ = model.outside_flops_per_token();
+  dense_gemm_flop_per_ps_ = dense_gemm_flop_per_ps(topology);
   // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
   // interpolates between equal values (or returns the last), so gives that value bit for bit.
   std::size_t flat = curve.efficiency.size() - 1;
@@ -101,12 +104,16 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
       (topology_.gpu.peak_tflops_bf16 * gemm_efficiency_at(topology_.gemm_efficiency, t)));
 }
 
+// dense_forward_time_ps() and outside_forward_time_ps() with their rates computed once: both are
+// priced on every record, and the curve's best efficiency is a scan of all its points.
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(dense_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
+  return round_ps(dense_flop_per_token_ * static_cast<double>(tokens_on_rank) /
+                  dense_gemm_flop_per_ps_);
 }
 
 Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(outside_forward_time_ps(topology_, model_, static_cast<double>(tokens_on_rank)));
+  return round_ps(outside_flop_per_token_ * static_cast<double>(tokens_on_rank) /
+                  dense_gemm_flop_per_ps_);
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {

@@ -92,8 +92,8 @@ class CostModel {
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
   // of the dense-only layers' and the embeddings' + ceil(E/R) home experts' params: the GPU
-  // that homes the most)
-  // per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
+  // that homes the most) per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold
+  // no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
   // What of a layer's step-end gradient reduction taking `reduction` stays on the critical
   // path: the part beyond gradient_overlap_fraction x its block's attention backward, 2 x
@@ -140,6 +140,9 @@ class CostModel {
   SimOptions options_;
   CostParams solver_params_;
   double flop_per_token_ = 0;  // forward FFN FLOP of one token at one expert
+  // Forward FLOP a token of the layer's dense part and of its share outside the MoE layers,
+  // and the rate both run at (sim/solver_cost.h).
+  double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;
   // From `saturated_tokens_` tokens on, the curve's efficiency is its last value exactly, and
   // peak x efficiency is `saturated_flop_per_ps_` (the replay prices every instance: most of
   // them past the knee need no search of the curve).

@@ -23,12 +23,6 @@ double best_efficiency(const GemmEfficiencyCurve& curve) {
   return *std::max_element(curve.efficiency.begin(), curve.efficiency.end());
 }
 
-// Dense GEMMs' time in picoseconds: FLOPs at the bf16 peak x the curve's best efficiency
-// (1 TFLOP/s is 1 FLOP per picosecond).
-double dense_gemm_ps(const Topology& topology, double flops) {
-  return flops / (topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency));
-}
-
 }  // namespace
 
 double curve_instance_min_tokens(const GemmEfficiencyCurve& curve) {
@@ -115,12 +109,16 @@ void throw_picoseconds_out_of_range(double ps, const char* field) {
   throw InputError(field, text);
 }
 
+double dense_gemm_flop_per_ps(const Topology& topology) {
+  return topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency);
+}
+
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return dense_gemm_ps(topology, model.dense_flops_per_token() * tokens);
+  return model.dense_flops_per_token() * tokens / dense_gemm_flop_per_ps(topology);
 }
 
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return dense_gemm_ps(topology, model.outside_flops_per_token() * tokens);
+  return model.outside_flops_per_token() * tokens / dense_gemm_flop_per_ps(topology);
 }
 
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

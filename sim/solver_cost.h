@@ -42,6 +42,11 @@ inline Picoseconds picoseconds_in_range(double ps, const char* field) {
   return ps - static_cast<double>(whole) >= 0.5 ? whole + 1 : whole;
 }
 
+// The rate of the dense GEMMs (attention projections, shared experts, dense-only layers, the
+// output head): the bf16 peak x the GEMM curve's best efficiency, in FLOP per picosecond
+// (1 TFLOP/s is 1 FLOP per picosecond).
+double dense_gemm_flop_per_ps(const Topology& topology);
+
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
 // ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
