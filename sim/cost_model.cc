@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/deepep_dispatch.h"
+#include "sim/dense_allreduce.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/instance_tally.h"
@@ -52,6 +53,9 @@ void check_sim_options(const SimOptions& options) {
   if (!(options.gradient_overlap_fraction >= 0 && options.gradient_overlap_fraction <= 1)) {
     throw InputError("gradient_overlap_fraction", "must be in [0, 1]");
   }
+  if (options.dense_grad_bytes < 0 || options.dense_grad_bytes > 8) {
+    throw InputError("dense_grad_bytes", "must be 0 to 8");
+  }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");
   }
@@ -92,6 +96,14 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   saturated_flop_per_ps_ = topology_.gpu.peak_tflops_bf16 * curve.efficiency.back();
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
+  const double dense_grad_bytes = model.dense_and_shared_params() * options.dense_grad_bytes;
+  if (!(dense_grad_bytes < 1e12)) {
+    throw InputError("dense_grad_bytes", "the model's dense gradients would be " +
+                                             std::to_string(dense_grad_bytes / 1e9) +
+                                             " GB a layer, at most 1000 GB");
+  }
+  dense_allreduce_ =
+      topoep::dense_allreduce(topology.view(), std::llround(dense_grad_bytes), solver_params_);
 }
 
 Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
@@ -214,7 +226,7 @@ CostParams CostModel::params_for(Picoseconds dense_forward) const {
   params.instance_min_tokens = 0;
   params.weight_overlap_ps =
       round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
-  params.gradient_overlap_ps = backward_window_ps(dense_forward);
+  params.gradient_overlap_ps = replica_window_ps(dense_forward);
   return params;
 }
 
@@ -222,8 +234,16 @@ Picoseconds CostModel::backward_window_ps(Picoseconds dense_forward) const {
   return round_ps(2.0 * static_cast<double>(dense_forward) * options_.gradient_overlap_fraction);
 }
 
+Picoseconds CostModel::replica_window_ps(Picoseconds dense_forward) const {
+  return std::max<Picoseconds>(0, backward_window_ps(dense_forward) - dense_allreduce_.time_ps);
+}
+
+Picoseconds CostModel::exposed_dense_allreduce_ps(Picoseconds dense_forward) const {
+  return std::max<Picoseconds>(0, dense_allreduce_.time_ps - backward_window_ps(dense_forward));
+}
+
 Picoseconds CostModel::exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, reduction - backward_window_ps(dense_forward));
+  return std::max<Picoseconds>(0, reduction - replica_window_ps(dense_forward));
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "sim/dense_allreduce.h"
 #include "sim/sim_options.h"
 #include "solver/plan_cost.h"
 #include "solver/planners/planner.h"
@@ -33,7 +34,11 @@ struct LayerCost {
   Picoseconds combine_grad = 0;
   Picoseconds compute_grad = 0;
   Picoseconds dispatch_grad = 0;
-  // The step's replica gradient reduction for this layer: set on the step's last microbatch.
+  // The step-end gradient reductions of this layer, set on the step's last microbatch: what the
+  // attention backward does not hide of the data-parallel all-reduce of its dense gradients
+  // (the same for every planner) and of its replicas' gradients (the window the all-reduce
+  // leaves).
+  Picoseconds dense_grad_reduce = 0;
   Picoseconds grad_reduce = 0;
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
@@ -47,8 +52,10 @@ struct LayerCost {
   Bytes ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0;  // new replicas' weights and migrations
   Bytes ib_weight_bytes = 0;
-  Bytes grad_reduce_nvlink_bytes = 0;
+  Bytes grad_reduce_nvlink_bytes = 0;  // replica gradients, summed over hops
   Bytes grad_reduce_ib_bytes = 0;
+  Bytes dense_grad_nvlink_bytes = 0;  // the dense all-reduce, summed over GPUs
+  Bytes dense_grad_ib_bytes = 0;
   int new_replicas = 0;
   std::uint64_t plan_hash = 0;    // 0 for the ideal
   std::vector<TokenCount> loads;  // tokens each rank processes, [num_ranks] (empty: the ideal)
@@ -60,7 +67,8 @@ struct LayerCost {
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return 3 * (dense_forward + outside_forward) + overhead + moe() + grad_reduce;
+    return 3 * (dense_forward + outside_forward) + overhead + moe() + dense_grad_reduce +
+           grad_reduce;
   }
 };
 
@@ -95,10 +103,16 @@ class CostModel {
   // that homes the most) per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold
   // no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
-  // What of a layer's step-end gradient reduction taking `reduction` stays on the critical
-  // path: the part beyond gradient_overlap_fraction x its block's attention backward, 2 x
-  // `dense_forward`. Plans are priced with that window (CostParams::gradient_overlap_ps); the
-  // planners decide without it (solver_params(): sim/solver_cost.h says why).
+  // The data-parallel all-reduce of one layer's dense gradients (SimOptions::dense_grad_bytes
+  // a parameter; zeros for 0 or one GPU).
+  const DenseAllReduce& dense_allreduce() const { return dense_allreduce_; }
+  // What of it stays on the critical path: the part beyond the backward window,
+  // gradient_overlap_fraction x its block's attention backward, 2 x `dense_forward`.
+  Picoseconds exposed_dense_allreduce_ps(Picoseconds dense_forward) const;
+  // What of a layer's replica gradient reduction taking `reduction` stays on the critical path:
+  // the part beyond what the all-reduce leaves of the backward window. Plans are priced with
+  // that window (CostParams::gradient_overlap_ps); the planners decide without it
+  // (solver_params(): sim/solver_cost.h says why).
   Picoseconds exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
@@ -127,6 +141,8 @@ class CostModel {
   CostParams params_for(Picoseconds dense_forward) const;
   // gradient_overlap_fraction x the attention backward, 2 x `dense_forward`.
   Picoseconds backward_window_ps(Picoseconds dense_forward) const;
+  // What the dense all-reduce leaves of that window for the replica gradients.
+  Picoseconds replica_window_ps(Picoseconds dense_forward) const;
   // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's
   // expert compute.
   LayerCost layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,
@@ -149,6 +165,7 @@ class CostModel {
   double saturated_tokens_ = 0;
   double saturated_flop_per_ps_ = 0;
   Bytes grad_bytes_per_token_ = 0;
+  DenseAllReduce dense_allreduce_;
 };
 
 }  // namespace topoep

@@ -156,6 +156,7 @@ class Replay {
         totals.dense += 3 * (cost.dense_forward + cost.outside_forward);
         totals.outside += 3 * cost.outside_forward;
         totals.grad_reduce += cost.grad_reduce;
+        totals.dense_grad_reduce += cost.dense_grad_reduce;
         totals.nvlink_dispatch_bytes += cost.nvlink_dispatch_bytes;
         totals.ib_dispatch_bytes += cost.ib_dispatch_bytes;
         totals.nvlink_weight_bytes += cost.nvlink_weight_bytes;
@@ -250,6 +251,11 @@ class Replay {
       cost.grad_reduce = cost_.exposed_gradient_ps(reduction.time_ps, cost.dense_forward);
       cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
       cost.grad_reduce_ib_bytes = reduction.ib_bytes;
+      const DenseAllReduce& dense = cost_.dense_allreduce();
+      const int gpus = config_.topology.num_gpus();
+      cost.dense_grad_reduce = cost_.exposed_dense_allreduce_ps(cost.dense_forward);
+      cost.dense_grad_nvlink_bytes = dense.nvlink_bytes_per_gpu * gpus;
+      cost.dense_grad_ib_bytes = dense.ib_bytes_per_gpu * gpus;
     }
     step_.records[result_index(record)].planners[p] = std::move(cost);
   }

@@ -72,9 +72,10 @@ struct StepTotals {
   Picoseconds moe = 0;  // MoE layers' straggler time, forward and backward
   Picoseconds moe_forward = 0;
   Picoseconds overhead = 0;
-  Picoseconds dense = 0;    // forward and backward
-  Picoseconds outside = 0;  // of `dense`: the share of the dense-only layers and output head
-  Picoseconds grad_reduce = 0;
+  Picoseconds dense = 0;        // forward and backward
+  Picoseconds outside = 0;      // of `dense`: the share of the dense-only layers and output head
+  Picoseconds grad_reduce = 0;  // replica gradients, exposed
+  Picoseconds dense_grad_reduce = 0;  // the dense all-reduce, exposed
   Picoseconds optimizer = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;

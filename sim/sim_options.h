@@ -30,6 +30,11 @@ struct SimOptions {
   // attention backward (2x the forward), as data-parallel gradient reductions overlap the
   // backward pass (Megatron-LM's overlapped gradient reduce, PyTorch DDP's buckets).
   double gradient_overlap_fraction = 1.0;
+  // Bytes per parameter of the dense gradients the data-parallel all-reduce carries at the end
+  // of the step's last microbatch, in the same window as the replica gradients
+  // (sim/dense_allreduce.h): 2, bf16 (Megatron-LM's default gradient reduce), 4 for fp32
+  // (--accumulate-allreduce-grads-in-fp32); 0 leaves the all-reduce out of the step.
+  int dense_grad_bytes = 2;
   // Bytes per element of the activation gradients the backward all-to-alls carry (bf16).
   int activation_grad_bytes = 2;
   // HBM bytes the optimizer moves per parameter: AdamW in mixed precision reads the fp32 master

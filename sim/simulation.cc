@@ -29,6 +29,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"sim_options",
        {{"weight_overlap_fraction", c.options.weight_overlap_fraction},
         {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
+        {"dense_grad_bytes", c.options.dense_grad_bytes},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)}}},
@@ -52,6 +53,10 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"backward_bytes_per_token", p.backward_bytes_per_token},
         {"weight_overlap_ps", p.weight_overlap_ps},
         {"gradient_overlap_ps", p.gradient_overlap_ps}}},
+      {"dense_allreduce",
+       {{"time_us", static_cast<double>(cost.dense_allreduce().time_ps) / 1e6},
+        {"nvlink_bytes_per_gpu", cost.dense_allreduce().nvlink_bytes_per_gpu},
+        {"ib_bytes_per_gpu", cost.dense_allreduce().ib_bytes_per_gpu}}},
   };
 }
 

@@ -17,6 +17,7 @@ namespace {
 const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "gpus_per_node",
                                                "slots",
+                                               "dense_grad_bytes",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
@@ -303,6 +304,7 @@ class GridReader {
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
           get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
+      c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       c.options.activation_grad_bytes =
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
@@ -346,6 +348,7 @@ class GridReader {
                        {"uneven_homes", c.homes == HomeLayout::kUneven},
                        {"weight_overlap_fraction", c.options.weight_overlap_fraction},
                        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
+                       {"dense_grad_bytes", c.options.dense_grad_bytes},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
@@ -390,6 +393,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "uneven_homes",
                                                    "weight_overlap_fraction",
                                                    "gradient_overlap_fraction",
+                                                   "dense_grad_bytes",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
                                                    "dispatcher",

@@ -14,8 +14,9 @@
 //   nvlink_gb_per_s, ib_gb_per_s, nvlink_latency_us, ib_latency_us
 //                                       override the achieved link figures
 //   slots                               spare slots per GPU (default 1)
-//   weight_overlap_fraction, gradient_overlap_fraction, activation_grad_bytes,
-//   optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep")  (SimOptions)
+//   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8),
+//   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep")
+//                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),
 //   topoep_max_moves (0 to 1,000,000; 0: the solver's default)   (PlannerOptions)

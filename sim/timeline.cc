@@ -130,6 +130,8 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
     }
     for (const RecordResult& record : step.records) {
+      timeline.shared("dense grad all-reduce", record.planners[p].dense_grad_reduce,
+                      {{"layer", record.layer}});
       timeline.shared("replica grad reduce", record.planners[p].grad_reduce,
                       {{"layer", record.layer}});
     }

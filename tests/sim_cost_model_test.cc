@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/cost_model.h"
+#include "sim/dense_allreduce.h"
 #include "sim/gradient_reduction.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
@@ -309,6 +310,7 @@ TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
 TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
   SimOptions options;
   options.gradient_overlap_fraction = 0.25;
+  options.dense_grad_bytes = 0;  // the whole window for the replicas (below: shared)
   const CostModel model(round_topology(1, 2), round_model(2, 1), options, 10);
   const Picoseconds dense = 1000000;
   EXPECT_EQ(model.exposed_gradient_ps(300000, dense), 0);
@@ -320,6 +322,65 @@ TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
   EXPECT_EQ(charged.exposed_gradient_ps(800000, dense), 800000);
 }
 
+// NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends 2 (R - 1) / R of the
+// buffer, 1/G of it over its own NIC when the ring spans nodes; the classes pipeline and each
+// of the 2 (R - 1) steps pays the latency of the slowest class it crosses.
+TEST(DenseAllReduce, EachGpuSendsTwiceTheBufferLessItsShareWithAnIbShareOfOneOverG) {
+  CostParams cost;
+  cost.scale_up = LinkCost{100000, 2000000};  // 100 GB/s, 2 us
+  cost.scale_out = LinkCost{25000, 5000000};  // 25 GB/s, 5 us
+  // One node of 4: 2 x 3/4 x 4 MB = 6 MB over NVLink, 6 steps of 2 us.
+  const DenseAllReduce one_node = dense_allreduce(TopologyView{1, 4}, 4000000, cost);
+  EXPECT_EQ(one_node.nvlink_bytes_per_gpu, 6000000);
+  EXPECT_EQ(one_node.ib_bytes_per_gpu, 0);
+  EXPECT_EQ(one_node.time_ps, 6 * 2000000LL + 60000000LL);
+  // Two nodes of 4: 2 x 7/8 x 4 MB = 7 MB, a quarter over IB (70 us), the rest NVLink
+  // (52.5 us); 14 steps of the IB's 5 us.
+  const DenseAllReduce two_nodes = dense_allreduce(TopologyView{2, 4}, 4000000, cost);
+  EXPECT_EQ(two_nodes.ib_bytes_per_gpu, 1750000);
+  EXPECT_EQ(two_nodes.nvlink_bytes_per_gpu, 5250000);
+  EXPECT_EQ(two_nodes.time_ps, 14 * 5000000LL + 70000000LL);
+  // One GPU a node: all of it over IB.
+  const DenseAllReduce ib_only = dense_allreduce(TopologyView{2, 1}, 4000000, cost);
+  EXPECT_EQ(ib_only.ib_bytes_per_gpu, 4000000);
+  EXPECT_EQ(ib_only.nvlink_bytes_per_gpu, 0);
+  EXPECT_EQ(ib_only.time_ps, 2 * 5000000LL + 160000000LL);
+  // Whole bytes, rounded up: 2 x 3/4 x 7 = 10.5.
+  EXPECT_EQ(dense_allreduce(TopologyView{1, 4}, 7, cost).nvlink_bytes_per_gpu, 11);
+  // Nothing to reduce: one GPU, or no bytes.
+  EXPECT_EQ(dense_allreduce(TopologyView{1, 1}, 4000000, cost).time_ps, 0);
+  EXPECT_EQ(dense_allreduce(TopologyView{2, 4}, 0, cost).time_ps, 0);
+}
+
+// The dense gradients' all-reduce and the replica gradients share the attention backward on
+// the step's last microbatch: the all-reduce's excess is every planner's, and the replicas hide
+// only in what it leaves.
+TEST(SimCostModel, DenseAllReduceSharesTheBackwardWindowWithTheReplicaGradients) {
+  // 1M dense parameters in bf16 over 2 GPUs of one node: 2 MB at 100 GB/s and 2 steps of 2 us.
+  const CostModel model(round_topology(1, 2), round_model(2, 1), SimOptions{}, 10);
+  EXPECT_EQ(model.dense_allreduce().nvlink_bytes_per_gpu, 2000000);
+  EXPECT_EQ(model.dense_allreduce().time_ps, 24000000);
+  // A 20 us dense forward: a 40 us window, 16 us of it left for the replicas.
+  EXPECT_EQ(model.exposed_dense_allreduce_ps(20000000), 0);
+  EXPECT_EQ(model.exposed_gradient_ps(10000000, 20000000), 0);
+  EXPECT_EQ(model.exposed_gradient_ps(20000000, 20000000), 4000000);
+  // A 10 us one: the all-reduce outlasts its 20 us window by 4 us and the replicas by all.
+  EXPECT_EQ(model.exposed_dense_allreduce_ps(10000000), 4000000);
+  EXPECT_EQ(model.exposed_gradient_ps(3000000, 10000000), 3000000);
+  // fp32 gradients: twice the bytes.
+  SimOptions fp32;
+  fp32.dense_grad_bytes = 4;
+  const CostModel wide(round_topology(1, 2), round_model(2, 1), fp32, 10);
+  EXPECT_EQ(wide.dense_allreduce().time_ps, 44000000);
+  // Left out: nothing exposed, the whole window the replicas'.
+  SimOptions none;
+  none.dense_grad_bytes = 0;
+  const CostModel left_out(round_topology(1, 2), round_model(2, 1), none, 10);
+  EXPECT_EQ(left_out.dense_allreduce().time_ps, 0);
+  EXPECT_EQ(left_out.exposed_dense_allreduce_ps(10000000), 0);
+  EXPECT_EQ(left_out.exposed_gradient_ps(20000000, 10000000), 0);
+}
+
 TEST(SimCostModel, RejectsOptionsOutOfRange) {
   SimOptions options;
   options.weight_overlap_fraction = 1.5;
@@ -328,6 +389,16 @@ TEST(SimCostModel, RejectsOptionsOutOfRange) {
   options.gradient_overlap_fraction = -0.1;
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), options, 10), InputError);
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), SimOptions{}, 0), InputError);
+  options.gradient_overlap_fraction = 1;
+  for (const int bytes : {-1, 9}) {
+    options.dense_grad_bytes = bytes;
+    try {
+      CostModel(round_topology(1, 2), round_model(2, 1), options, 10);
+      ADD_FAILURE() << "dense_grad_bytes " << bytes << " accepted";
+    } catch (const InputError& error) {
+      EXPECT_EQ(error.field(), "dense_grad_bytes");
+    }
+  }
 }
 
 }  // namespace

@@ -237,17 +237,28 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
 
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   Collect collect;
-  replay_trace(small_trace(), small_config(), collect);
+  const SimConfig config = small_config();
+  replay_trace(small_trace(), config, collect);
+  const CostModel cost(config.topology, config.model, config.options, 512);
+  ASSERT_GT(cost.dense_allreduce().time_ps, 0);
   const std::size_t static_index =
       std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin();
   ASSERT_LT(static_index, kAllPlanners.size());
   for (const StepResult& step : collect.steps) {
     EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
     for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-      Picoseconds sum = step.planners[p].optimizer, outside = 0;
+      Picoseconds sum = step.planners[p].optimizer, outside = 0, dense_grad = 0;
       for (const RecordResult& record : step.records) {
         sum += record.planners[p].critical_path();
         outside += 3 * record.planners[p].outside_forward;
+        dense_grad += record.planners[p].dense_grad_reduce;
+        // The dense all-reduce runs once a step, after the last microbatch's backward, and
+        // is what outlasts that record's window, for every planner alike.
+        const bool last = record.microbatch == 1;
+        EXPECT_EQ(record.planners[p].dense_grad_reduce,
+                  last ? cost.exposed_dense_allreduce_ps(record.planners[p].dense_forward) : 0);
+        EXPECT_EQ(record.planners[p].dense_grad_reduce,
+                  record.planners[static_index].dense_grad_reduce);
         // The share outside the MoE layers depends on the counts alone: every planner's,
         // the ideal's too, is static's.
         EXPECT_GT(record.planners[p].outside_forward, 0);
@@ -255,6 +266,8 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
                   record.planners[static_index].outside_forward);
       }
       EXPECT_EQ(step.planners[p].step_time, sum);
+      EXPECT_GT(dense_grad, 0);  // this model's window is far shorter than its all-reduce
+      EXPECT_EQ(step.planners[p].dense_grad_reduce, dense_grad);
       EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
       EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
       EXPECT_GT(step.planners[p].optimizer, 0);

@@ -77,9 +77,10 @@ void run_demo(const DemoOptions& options) {
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
          "layer, dense compute with the model's dense-only layers, planner overhead,\n"
-         "optimizer; replica weights and their gradient reduction where they outlast the\n"
-         "attention they hide behind: --weight-overlap, --gradient-overlap); formulas and\n"
-         "the source of every constant: sim/README.md.\n"
+         "optimizer; replica weights, the dense gradients' data-parallel all-reduce and the\n"
+         "replica gradients' reduction where they outlast the attention they hide behind:\n"
+         "--weight-overlap, --gradient-overlap, --dense-grad-bytes); formulas and the source\n"
+         "of every constant: sim/README.md.\n"
          "IB, NVLink GB/step: token dispatch plus replica weights and their gradient\n"
          "reduction; summary.json splits them (TopoEP's IB dispatch is never above static's).\n"
       << "\nWrote " << options.out << "/summary.json, per_layer.csv, per_step.csv, "

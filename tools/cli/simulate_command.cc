@@ -184,6 +184,11 @@ void add_simulate_command(CLI::App& app) {
                    "Fraction of the attention backward that hides the replica gradient reduction")
       ->capture_default_str();
   simulate
+      ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
+                   "Bytes per parameter of the dense gradients' data-parallel all-reduce "
+                   "(2: bf16; 4: fp32; 0: leave it out of the step)")
+      ->capture_default_str();
+  simulate
       ->add_option("--dispatcher", o->dispatcher,
                    "alltoall: every token-expert assignment sent on its own (Megatron-LM's "
                    "all-to-all); deepep: a token once per node over IB, then per GPU over "
@@ -256,6 +261,7 @@ void add_simulate_command(CLI::App& app) {
                   {"explain", "--explain"},
                   {"weight_overlap_fraction", "--weight-overlap"},
                   {"gradient_overlap_fraction", "--gradient-overlap"},
+                  {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
                   {"topoep_ib_load_slack", "--topoep-ib-slack"},
