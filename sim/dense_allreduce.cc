@@ -17,12 +17,16 @@ DenseAllReduce dense_allreduce(const TopologyView& topology, Bytes gradient_byte
   const int gpus = topology.gpus_per_node;
   result.ib_bytes_per_gpu = one_node ? 0 : (sent + gpus - 1) / gpus;
   result.nvlink_bytes_per_gpu = sent - result.ib_bytes_per_gpu;
-  // The bandwidth terms without their α: the ring pays a latency per step instead.
+  // The bandwidth terms without their α: the ring pays a latency per step instead, IB's on the
+  // 2 (N - 1) steps that cross nodes and NVLink's on the others (NCCL's own tuning model).
   const LinkCost nvlink{cost.scale_up.bytes_per_us, 0};
   const LinkCost ib{cost.scale_out.bytes_per_us, 0};
-  const Picoseconds hop = one_node ? cost.scale_up.alpha_ps : cost.scale_out.alpha_ps;
-  result.time_ps = 2 * (ranks - 1) * hop + max_ps(transfer_ps(result.nvlink_bytes_per_gpu, nvlink),
-                                                  transfer_ps(result.ib_bytes_per_gpu, ib));
+  const std::int64_t steps = 2 * (ranks - 1);
+  const std::int64_t inter_node_steps = 2 * (static_cast<std::int64_t>(topology.num_nodes) - 1);
+  result.time_ps = (steps - inter_node_steps) * cost.scale_up.alpha_ps +
+                   inter_node_steps * cost.scale_out.alpha_ps +
+                   max_ps(transfer_ps(result.nvlink_bytes_per_gpu, nvlink),
+                          transfer_ps(result.ib_bytes_per_gpu, ib));
   return result;
 }
 

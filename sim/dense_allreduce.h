@@ -9,9 +9,10 @@
 // one ring per GPU of a node, each ring carrying 1/G of the buffer and leaving a node through
 // its own NIC (rail-aligned, as NCCL builds rings on HGX nodes). Each GPU sends and receives
 // 2 (R - 1) / R of the buffer; with more than one node, 1/G of that crosses IB on its NIC and
-// the rest NVLink. The two classes pipeline (max), and the ring's 2 (R - 1) steps each pay the
-// latency of the slowest class it crosses. Deterministic integers: the same inputs give the
-// same picoseconds and bytes.
+// the rest NVLink. The two classes pipeline (max); of the ring's 2 (R - 1) steps, the 2 (N - 1)
+// that cross nodes pay IB's latency and the others NVLink's, as NCCL's tuning model counts them
+// (src/graph/tuning.cc). Deterministic integers: the same inputs give the same picoseconds and
+// bytes.
 
 #include "solver/cost_params.h"
 #include "solver/topology_view.h"

@@ -47,6 +47,7 @@ expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
 expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
 expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"
+expect_text "model show gives the dense gradients' all-reduce against its window" "$work/out" "6463.0 us a layer and step, as NCCL's ring over the 32 GPUs, in the attention backward's 8025.8 us window"
 "$topoep" model show mixtral-8x7b --json >"$work/mixtral.json" 2>"$work/err"
 expect "model show --json exits 0" 0 $?
 "$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1
@@ -566,6 +567,17 @@ expect_text "the gradient overlap's error names the flag typed" "$work/out" \
 expect "simulate takes a gradient overlap" 0 $?
 expect_text "summary.json records the gradient overlap" "$work/charged/summary.json" \
   '"gradient_overlap_fraction": 0.0'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --dense-grad-bytes 9 >"$work/out" 2>&1
+expect "simulate rejects dense gradients wider than 8 bytes" 2 $?
+expect_text "the dense gradients' error names the flag typed" "$work/out" \
+  "error: --dense-grad-bytes: must be 0 to 8"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --dense-grad-bytes 0 --out "$work/no_allreduce" >"$work/out" 2>&1
+expect "simulate leaves the dense all-reduce out when asked" 0 $?
+expect_text "summary.json records the dense gradients' width" "$work/no_allreduce/summary.json" \
+  '"dense_grad_bytes": 0'
+expect_text "and an all-reduce of no time" "$work/no_allreduce/summary.json" '"time_us": 0.0'
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?

@@ -323,8 +323,8 @@ TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
 }
 
 // NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends 2 (R - 1) / R of the
-// buffer, 1/G of it over its own NIC when the ring spans nodes; the classes pipeline and each
-// of the 2 (R - 1) steps pays the latency of the slowest class it crosses.
+// buffer, 1/G of it over its own NIC when the ring spans nodes; the classes pipeline, and of
+// the 2 (R - 1) steps the 2 (N - 1) that cross nodes pay IB's latency, the others NVLink's.
 TEST(DenseAllReduce, EachGpuSendsTwiceTheBufferLessItsShareWithAnIbShareOfOneOverG) {
   CostParams cost;
   cost.scale_up = LinkCost{100000, 2000000};  // 100 GB/s, 2 us
@@ -335,12 +335,12 @@ TEST(DenseAllReduce, EachGpuSendsTwiceTheBufferLessItsShareWithAnIbShareOfOneOve
   EXPECT_EQ(one_node.ib_bytes_per_gpu, 0);
   EXPECT_EQ(one_node.time_ps, 6 * 2000000LL + 60000000LL);
   // Two nodes of 4: 2 x 7/8 x 4 MB = 7 MB, a quarter over IB (70 us), the rest NVLink
-  // (52.5 us); 14 steps of the IB's 5 us.
+  // (52.5 us); of 14 steps, 2 cross nodes (5 us each) and 12 do not (2 us).
   const DenseAllReduce two_nodes = dense_allreduce(TopologyView{2, 4}, 4000000, cost);
   EXPECT_EQ(two_nodes.ib_bytes_per_gpu, 1750000);
   EXPECT_EQ(two_nodes.nvlink_bytes_per_gpu, 5250000);
-  EXPECT_EQ(two_nodes.time_ps, 14 * 5000000LL + 70000000LL);
-  // One GPU a node: all of it over IB.
+  EXPECT_EQ(two_nodes.time_ps, 2 * 5000000LL + 12 * 2000000LL + 70000000LL);
+  // One GPU a node: all of it over IB, both steps across nodes.
   const DenseAllReduce ib_only = dense_allreduce(TopologyView{2, 1}, 4000000, cost);
   EXPECT_EQ(ib_only.ib_bytes_per_gpu, 4000000);
   EXPECT_EQ(ib_only.nvlink_bytes_per_gpu, 0);

@@ -1,5 +1,6 @@
 #include "tools/cli/model_command.h"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "common/text_list.h"
 #include "models/hf_config.h"
 #include "models/model_json.h"
+#include "sim/dense_allreduce.h"
+#include "sim/sim_options.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
 #include "topologies/topology_presets.h"
@@ -29,6 +32,11 @@ std::string bytes_text(double bytes) {
 }
 
 std::string megabytes(double bytes) { return format_fixed(bytes / 1e6, 1) + " MB"; }
+
+// A GPU's copy of a MoE layer's dense gradients, at the simulator's default width.
+double dense_gradient_bytes(const ModelSpec& model) {
+  return model.dense_and_shared_params() * SimOptions{}.dense_grad_bytes;
+}
 
 std::string microseconds(Picoseconds ps) {
   return format_fixed(static_cast<double>(ps) / 1e6, 1) + " us";
@@ -117,6 +125,10 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"  a replica's weights", megabytes(expert_weight_bytes(model)) +
                                               " (3 x hidden x expert FFN x weight bytes), its "
                                               "gradients the same"});
+  table.add_row({"  dense gradients", megabytes(dense_gradient_bytes(model)) +
+                                          " in bf16 (attention, shared experts and the layer's "
+                                          "shares outside the MoE layers): the data-parallel "
+                                          "all-reduce's buffer"});
   if (topology != nullptr) {
     // The cluster's side: the solver's own derivation.
     const SolverCostDerivation derived =
@@ -139,6 +151,13 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        topology->scale_up.name + ", " +
                        microseconds(transfer_ps(p.replica_weight_bytes, p.scale_out)) + " over " +
                        topology->scale_out.name});
+    const DenseAllReduce allreduce = dense_allreduce(
+        topology->view(), static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
+    table.add_row(
+        {"  dense gradients' all-reduce",
+         microseconds(allreduce.time_ps) + " a layer and step, as NCCL's ring over the " +
+             std::to_string(topology->num_gpus()) + " GPUs, in the attention backward's " +
+             microseconds(2 * p.weight_overlap_ps) + " window (the replica gradients' too)"});
   }
   table.print(out);
   out << "\nsource: " << model.source << "\n";
