@@ -184,8 +184,10 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
         !row.contains("planner") || !row.contains("point")) {
       throw FileInputError(where, "", "is not a sweep results row");
     }
-    // Rows written before the dispatcher column were priced per assignment.
+    // Rows written before the dispatcher column were priced per assignment, and those written
+    // before the dense gradients' all-reduce joined the step (2026-12-03) without it.
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
+    if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     rows.push_back(std::move(row));
     begin = stop + 1;
   }
@@ -212,23 +214,41 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
   return by_key;
 }
 
+// A row of `point` priced with other parameters than the grid now gives it (a default the
+// toolkit changed since the row was written) would mix two models under one point key:
+// refused, naming the first such parameter.
+void check_row_matches_point(const nlohmann::json& row, const SweepPoint& point,
+                             const std::string& path, const std::string& advice) {
+  for (const std::string& column : sweep_parameter_columns()) {
+    if (!row.contains(column) || !point.columns.contains(column)) continue;
+    if (row[column] != point.columns[column]) {
+      throw FileInputError(path, column,
+                           "holds point " + point.key + " priced with " + row[column].dump() +
+                               ", where this grid prices it with " + point.columns[column].dump() +
+                               " (a default changed since it was written)" + advice);
+    }
+  }
+}
+
 // A resumed sweep keeps the rows it finds and rewrites the results from them and the points it
 // runs: a row of a point the grid (or this shard) no longer names, or of a planner it no longer
 // compares, would be dropped from the results without a word. Refuses them instead, as it does
 // a finished results file whose points lack a planner the grid compares. (A killed sweep's
 // partial file may end in a point whose rows were not all written: that point runs again.)
 void check_resumable(const std::vector<nlohmann::json>& rows, const std::string& path,
-                     bool finished, const std::set<std::string>& shard_points,
+                     bool finished, const std::map<std::string, const SweepPoint*>& shard_points,
                      const std::vector<std::string>& planners) {
   const std::string advice = ": resume with the grid that wrote it, or use another --out";
   std::map<std::string, std::vector<std::string>> planners_of;
   for (const nlohmann::json& row : rows) {
     const std::string key = row["point_key"].get<std::string>();
     const std::string planner = row["planner"].is_string() ? row["planner"].get<std::string>() : "";
-    if (shard_points.count(key) == 0) {
+    const auto point = shard_points.find(key);
+    if (point == shard_points.end()) {
       throw FileInputError(
           path, "", "holds point " + key + ", which this grid (or shard) does not name" + advice);
     }
+    check_row_matches_point(row, *point->second, path, advice);
     if (std::find(planners.begin(), planners.end(), planner) == planners.end()) {
       throw FileInputError(path, "",
                            "holds planner '" + planner + "' for point " + key +
@@ -305,9 +325,9 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
   report.csv_path = base + ".csv";
   const std::string partial = base + ".partial.jsonl";
 
-  std::set<std::string> shard_points;  // the keys of this shard's points
+  std::map<std::string, const SweepPoint*> shard_points;  // this shard's points by key
   for (const SweepPoint& point : grid.points) {
-    if (point.index % options.shards == options.shard) shard_points.insert(point.key);
+    if (point.index % options.shards == options.shard) shard_points[point.key] = &point;
   }
   std::vector<nlohmann::json> kept;
   for (const std::string& path : {report.jsonl_path, partial}) {
@@ -439,7 +459,10 @@ int merge_sweep(const SweepGrid& grid, const std::string& out_dir) {
               std::to_string(it->second.size()) + " rows, expected one per planner (" +
               std::to_string(grid.planners.size()) + "): duplicated or incomplete");
     }
-    for (nlohmann::json& row : it->second) rows.push_back(std::move(row));
+    for (nlohmann::json& row : it->second) {
+      check_row_matches_point(row, point, out_dir, ": rerun that point's shard");
+      rows.push_back(std::move(row));
+    }
     by_key.erase(it);
   }
   if (!by_key.empty()) {

@@ -332,6 +332,37 @@ TEST(Sweep, ResumeFillsTheDispatcherOfRowsWrittenBeforeIt) {
   EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
 }
 
+// Results written before the dense gradients' all-reduce joined the step were priced without
+// it: resuming them under a grid that prices it would mix two models under one point key, so
+// the resume refuses, naming the parameter, and leaves the file as it was.
+TEST(Sweep, ResumeRefusesRowsPricedWithoutTheDenseAllReduce) {
+  const char* grid = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [1]})";
+  const std::string dir = temp_path("sweep_rows_before_allreduce");
+  const std::string fresh = read_file(run(load_sweep_grid(write_grid("ar.json", grid)), dir, 1));
+  std::string old_rows;
+  std::istringstream lines(fresh);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json row = nlohmann::json::parse(line);
+    row.erase("dense_grad_bytes");
+    row.erase("dense_grad_reduce_us_per_step");
+    old_rows += row.dump() + "\n";
+  }
+  std::ofstream(dir + "/results.jsonl", std::ios::trunc) << old_rows;
+  SweepOptions options;
+  options.out_dir = dir;
+  options.resume = true;
+  try {
+    run_sweep(load_sweep_grid(write_grid("ar.json", grid)), options);
+    ADD_FAILURE() << "resumed rows priced without the all-reduce";
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.field(), "dense_grad_bytes");
+    EXPECT_NE(std::string(error.what()).find("priced with 0"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+}
+
 TEST(Sweep, ShardArgumentsAreChecked) {
   SweepOptions options;
   parse_shard("2/5", &options);
