@@ -307,6 +307,28 @@ TEST(Sweep, ResumeKeepsEveryFinishedRowOrRefuses) {
   }
 }
 
+// Rewrites DIR/results.jsonl from `fresh` rows without `columns`, as a version of the toolkit
+// before those columns wrote it; returns what it wrote.
+std::string write_rows_as_an_earlier_version_did(const std::string& dir, const std::string& fresh,
+                                                 std::initializer_list<const char*> columns) {
+  std::string old_rows;
+  std::istringstream lines(fresh);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json row = nlohmann::json::parse(line);
+    for (const char* column : columns) row.erase(column);
+    old_rows += row.dump() + "\n";
+  }
+  std::ofstream(dir + "/results.jsonl", std::ios::trunc) << old_rows;
+  return old_rows;
+}
+
+SweepOptions resume_options(const std::string& dir) {
+  SweepOptions options;
+  options.out_dir = dir;
+  options.resume = true;
+  return options;
+}
+
 // Results written before the dispatcher column existed were priced per assignment: a resume
 // keeps their rows and fills the column, as a fresh run writes it.
 TEST(Sweep, ResumeFillsTheDispatcherOfRowsWrittenBeforeIt) {
@@ -315,18 +337,9 @@ TEST(Sweep, ResumeFillsTheDispatcherOfRowsWrittenBeforeIt) {
     "nodes": [2], "slots": [0, 1]})";
   const std::string dir = temp_path("sweep_old_rows");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
-  std::string old_rows;
-  std::istringstream lines(fresh);
-  for (std::string line; std::getline(lines, line);) {
-    nlohmann::json row = nlohmann::json::parse(line);
-    row.erase("dispatcher");
-    old_rows += row.dump() + "\n";
-  }
-  std::ofstream(dir + "/results.jsonl", std::ios::trunc) << old_rows;
-  SweepOptions options;
-  options.out_dir = dir;
-  options.resume = true;
-  const SweepReport report = run_sweep(load_sweep_grid(write_grid("old.json", grid)), options);
+  write_rows_as_an_earlier_version_did(dir, fresh, {"dispatcher"});
+  const SweepReport report =
+      run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
   EXPECT_EQ(read_file(report.jsonl_path), fresh);
   EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
@@ -341,20 +354,10 @@ TEST(Sweep, ResumeRefusesRowsPricedWithoutTheDenseAllReduce) {
     "nodes": [2], "slots": [1]})";
   const std::string dir = temp_path("sweep_rows_before_allreduce");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("ar.json", grid)), dir, 1));
-  std::string old_rows;
-  std::istringstream lines(fresh);
-  for (std::string line; std::getline(lines, line);) {
-    nlohmann::json row = nlohmann::json::parse(line);
-    row.erase("dense_grad_bytes");
-    row.erase("dense_grad_reduce_us_per_step");
-    old_rows += row.dump() + "\n";
-  }
-  std::ofstream(dir + "/results.jsonl", std::ios::trunc) << old_rows;
-  SweepOptions options;
-  options.out_dir = dir;
-  options.resume = true;
+  const std::string old_rows = write_rows_as_an_earlier_version_did(
+      dir, fresh, {"dense_grad_bytes", "dense_grad_reduce_us_per_step"});
   try {
-    run_sweep(load_sweep_grid(write_grid("ar.json", grid)), options);
+    run_sweep(load_sweep_grid(write_grid("ar.json", grid)), resume_options(dir));
     ADD_FAILURE() << "resumed rows priced without the all-reduce";
   } catch (const FileInputError& error) {
     EXPECT_EQ(error.field(), "dense_grad_bytes");
