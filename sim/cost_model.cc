@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <string>
 
 #include "sim/deepep_dispatch.h"
-#include "sim/dense_allreduce.h"
+#include "sim/ring_collective.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/instance_tally.h"
@@ -19,6 +20,19 @@ namespace {
 
 // The counts set every time priced here (tokens per instance, per rank, per step).
 Picoseconds round_ps(double ps) { return picoseconds_in_range(ps, "counts"); }
+
+// The one of `values` that `name_of` spells `name`, or false.
+template <typename Enum>
+bool parse_by_name(const std::string& name, std::initializer_list<Enum> values,
+                   const char* (*name_of)(Enum), Enum* out) {
+  for (const Enum value : values) {
+    if (name == name_of(value)) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -37,13 +51,17 @@ const char* dispatcher_name(Dispatcher dispatcher) {
 }
 
 bool parse_dispatcher(const std::string& name, Dispatcher* out) {
-  for (const Dispatcher d : {Dispatcher::kPerAssignment, Dispatcher::kDeepEP}) {
-    if (name == dispatcher_name(d)) {
-      *out = d;
-      return true;
-    }
-  }
-  return false;
+  return parse_by_name(name, {Dispatcher::kPerAssignment, Dispatcher::kDeepEP}, dispatcher_name,
+                       out);
+}
+
+const char* dense_sync_name(DenseSync sync) {
+  return sync == DenseSync::kDistributedOptimizer ? "distributed" : "allreduce";
+}
+
+bool parse_dense_sync(const std::string& name, DenseSync* out) {
+  return parse_by_name(name, {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer},
+                       dense_sync_name, out);
 }
 
 void check_sim_options(const SimOptions& options) {
@@ -96,14 +114,23 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   saturated_flop_per_ps_ = topology_.gpu.peak_tflops_bf16 * curve.efficiency.back();
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
-  const double dense_grad_bytes = model.dense_and_shared_params() * options.dense_grad_bytes;
-  if (!(dense_grad_bytes < 1e12)) {
+  // The data-parallel sync (sim/ring_collective.h): no traffic where dense_grad_bytes is 0.
+  const double dense_params = model.dense_and_shared_params();
+  const double grad_bytes = dense_params * options.dense_grad_bytes;
+  if (!(grad_bytes < 1e12)) {
     throw InputError("dense_grad_bytes", "the model's dense gradients would be " +
-                                             std::to_string(dense_grad_bytes / 1e9) +
+                                             std::to_string(grad_bytes / 1e9) +
                                              " GB a layer, at most 1000 GB");
   }
-  dense_allreduce_ =
-      topoep::dense_allreduce(topology.view(), std::llround(dense_grad_bytes), solver_params_);
+  const bool distributed = options.dense_sync == DenseSync::kDistributedOptimizer;
+  gradient_sync_ =
+      ring_collective(distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce,
+                      topology.view(), std::llround(grad_bytes), solver_params_);
+  if (distributed && options.dense_grad_bytes > 0) {
+    param_gather_ =
+        ring_collective(RingCollective::kAllGather, topology.view(),
+                        std::llround(dense_params * model.weight_bytes), solver_params_);
+  }
 }
 
 Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
@@ -133,20 +160,24 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
   // The step waits for the GPU that homes the most experts (Placement::contiguous): ceil(E / R).
   const int gpus = topology_.num_gpus();
   const int most_homed = (model_.num_experts + gpus - 1) / gpus;
-  const double params_per_gpu = model_.dense_and_shared_params() + expert_params * most_homed;
+  // The distributed optimizer keeps 1/R of the dense parameters' state on each GPU.
+  const double dense_share =
+      options_.dense_sync == DenseSync::kDistributedOptimizer ? 1.0 / gpus : 1.0;
+  const double params_per_gpu =
+      model_.dense_and_shared_params() * dense_share + expert_params * most_homed;
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);
 }
 
 LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts& counts,
-                           Detail detail, TokenCount busiest_tokens) const {
+                           Detail detail, TokenCount busiest_tokens, bool step_start) const {
   const TopologyView view = topology_.view();
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
   if (busiest_tokens < 0) busiest_tokens = busiest_rank_tokens(counts, model_.top_k);
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense);
+  const CostParams params = params_for(dense, step_start);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, from the
   // planner's sums where it has them, else tallied in the same pass over the routes as the
@@ -179,15 +210,15 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   return cost;
 }
 
-LayerCost CostModel::price_all_home(const PlannerDecision& layout,
-                                    const RoutingCounts& counts) const {
+LayerCost CostModel::price_all_home(const PlannerDecision& layout, const RoutingCounts& counts,
+                                    bool step_start) const {
   thread_local PlanTally tally;  // the replay prices a fallback on every record
   const TopologyView view = topology_.view();
   const TokenCount busiest_row =
       static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
   const TokenCount busiest_tokens = (busiest_row + model_.top_k - 1) / model_.top_k;
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense);
+  const CostParams params = params_for(dense, step_start);
   PlanCost plan_cost =
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
   std::vector<Picoseconds> compute(view.num_ranks(), 0);
@@ -219,15 +250,22 @@ void CostModel::price_deepep(const Placement& placement, const Plan* routed,
   traffic.apply(params, plan_cost);
 }
 
-CostParams CostModel::params_for(Picoseconds dense_forward) const {
+CostParams CostModel::params_for(Picoseconds dense_forward, bool step_start) const {
   CostParams params = solver_params_;
   // Compute is priced here per instance on the GEMM curve (instance_compute_ps()), not by the
   // solver's approximation of it: predict_plan_cost() need not tally instances again.
   params.instance_min_tokens = 0;
-  params.weight_overlap_ps =
-      round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
+  params.weight_overlap_ps = forward_window_ps(dense_forward);
+  if (step_start) {
+    params.weight_overlap_ps =
+        std::max<Picoseconds>(0, params.weight_overlap_ps - param_gather_.time_ps);
+  }
   params.gradient_overlap_ps = replica_window_ps(dense_forward);
   return params;
+}
+
+Picoseconds CostModel::forward_window_ps(Picoseconds dense_forward) const {
+  return round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
 }
 
 Picoseconds CostModel::backward_window_ps(Picoseconds dense_forward) const {
@@ -235,11 +273,15 @@ Picoseconds CostModel::backward_window_ps(Picoseconds dense_forward) const {
 }
 
 Picoseconds CostModel::replica_window_ps(Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, backward_window_ps(dense_forward) - dense_allreduce_.time_ps);
+  return std::max<Picoseconds>(0, backward_window_ps(dense_forward) - gradient_sync_.time_ps);
 }
 
-Picoseconds CostModel::exposed_dense_allreduce_ps(Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, dense_allreduce_.time_ps - backward_window_ps(dense_forward));
+Picoseconds CostModel::exposed_gradient_sync_ps(Picoseconds dense_forward) const {
+  return std::max<Picoseconds>(0, gradient_sync_.time_ps - backward_window_ps(dense_forward));
+}
+
+Picoseconds CostModel::exposed_param_gather_ps(Picoseconds dense_forward) const {
+  return std::max<Picoseconds>(0, param_gather_.time_ps - forward_window_ps(dense_forward));
 }
 
 Picoseconds CostModel::exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/model.h"
-#include "sim/dense_allreduce.h"
+#include "sim/ring_collective.h"
 #include "sim/sim_options.h"
 #include "solver/plan_cost.h"
 #include "solver/planners/planner.h"
@@ -29,15 +29,18 @@ struct LayerCost {
   Picoseconds compute = 0;
   Picoseconds combine = 0;
   Picoseconds weight_exposed = 0;  // new replicas' weights beyond the overlap window
+  // With the distributed optimizer, on the step's first microbatch: what the attention forward
+  // before the layer does not hide of the all-gather of its updated dense parameters (the same
+  // for every planner; the replica weights hide only in what it leaves).
+  Picoseconds dense_param_gather = 0;
   // Backward: the combine's gradient travels like the dispatch, expert dgrad + wgrad is twice
   // the forward compute, then the dispatch's gradient travels like the combine.
   Picoseconds combine_grad = 0;
   Picoseconds compute_grad = 0;
   Picoseconds dispatch_grad = 0;
   // The step-end gradient reductions of this layer, set on the step's last microbatch: what the
-  // attention backward does not hide of the data-parallel all-reduce of its dense gradients
-  // (the same for every planner) and of its replicas' gradients (the window the all-reduce
-  // leaves).
+  // attention backward does not hide of the data-parallel sync of its dense gradients (the same
+  // for every planner) and of its replicas' gradients (the window the sync leaves).
   Picoseconds dense_grad_reduce = 0;
   Picoseconds grad_reduce = 0;
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
@@ -54,8 +57,8 @@ struct LayerCost {
   Bytes ib_weight_bytes = 0;
   Bytes grad_reduce_nvlink_bytes = 0;  // replica gradients, summed over hops
   Bytes grad_reduce_ib_bytes = 0;
-  Bytes dense_grad_nvlink_bytes = 0;  // the dense all-reduce, summed over GPUs
-  Bytes dense_grad_ib_bytes = 0;
+  Bytes dense_sync_nvlink_bytes = 0;  // the data-parallel sync's, summed over GPUs
+  Bytes dense_sync_ib_bytes = 0;
   int new_replicas = 0;
   std::uint64_t plan_hash = 0;    // 0 for the ideal
   std::vector<TokenCount> loads;  // tokens each rank processes, [num_ranks] (empty: the ideal)
@@ -67,8 +70,8 @@ struct LayerCost {
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return 3 * (dense_forward + outside_forward) + overhead + moe() + dense_grad_reduce +
-           grad_reduce;
+    return 3 * (dense_forward + outside_forward) + overhead + dense_param_gather + moe() +
+           dense_grad_reduce + grad_reduce;
   }
 };
 
@@ -99,36 +102,45 @@ class CostModel {
   // rank: outside_forward_time_ps() (sim/solver_cost.h).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
-  // of the dense-only layers' and the embeddings' + ceil(E/R) home experts' params: the GPU
-  // that homes the most) per GPU x optimizer_bytes_per_param at HBM bandwidth. Replicas hold
-  // no optimizer state.
+  // of the dense-only layers' and the embeddings' (1/R of them with the distributed optimizer)
+  // + ceil(E/R) home experts' params: the GPU that homes the most) per GPU x
+  // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
-  // The data-parallel all-reduce of one layer's dense gradients (SimOptions::dense_grad_bytes
-  // a parameter; zeros for 0 or one GPU).
-  const DenseAllReduce& dense_allreduce() const { return dense_allreduce_; }
-  // What of it stays on the critical path: the part beyond the backward window,
-  // gradient_overlap_fraction x its block's attention backward, 2 x `dense_forward`.
-  Picoseconds exposed_dense_allreduce_ps(Picoseconds dense_forward) const;
+  // The data-parallel sync of one layer's dense parameters (SimOptions::dense_sync and
+  // dense_grad_bytes; zeros for 0 bytes or one GPU): its gradients' all-reduce or
+  // reduce-scatter at the end of the step's last microbatch, and with the distributed optimizer
+  // its updated parameters' all-gather (at the model's weight_bytes) before the step's first.
+  const RingTraffic& dense_gradient_sync() const { return gradient_sync_; }
+  const RingTraffic& dense_param_gather() const { return param_gather_; }
+  // What of each stays on the critical path: the part beyond its window, the attention
+  // backward (gradient_overlap_fraction x 2 x `dense_forward`) and the attention forward before
+  // the layer (weight_overlap_fraction x `dense_forward`).
+  Picoseconds exposed_gradient_sync_ps(Picoseconds dense_forward) const;
+  Picoseconds exposed_param_gather_ps(Picoseconds dense_forward) const;
   // What of a layer's replica gradient reduction taking `reduction` stays on the critical path:
-  // the part beyond what the all-reduce leaves of the backward window. Plans are priced with
+  // the part beyond what the gradient sync leaves of the backward window. Plans are priced with
   // that window (CostParams::gradient_overlap_ps); the planners decide without it
   // (solver_params(): sim/solver_cost.h says why).
   Picoseconds exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
+  // On the step's first microbatch (`step_start`) the replica weights hide only in what the
+  // dense parameters' all-gather leaves of their window (the distributed optimizer's).
   // With the DeepEP dispatcher the decision's routes are read (the planners must write them:
   // PlannerContext::routes); a decision without routes is priced as all-home.
   // `busiest_tokens` is busiest_rank_tokens(counts, top-k) when the caller knows it (a trace
   // that declares tokens_per_rank: every row sums to it), -1 to compute it here (one more pass
   // over the counts: 7.5% of a static-plan record in sim_bench).
   LayerCost price(const PlannerDecision& decision, const RoutingCounts& counts,
-                  Detail detail = Detail::kWithHash, TokenCount busiest_tokens = -1) const;
+                  Detail detail = Detail::kWithHash, TokenCount busiest_tokens = -1,
+                  bool step_start = false) const;
   // What price(layout, counts, Detail::kTimes) returns once `layout.plan` routes every token to
   // its expert's home rank (route_all_home()), computed from the counts alone: `layout.plan`'s
   // routes are ignored, its replicas idle. The replay prices a planner's static fallback this
   // way on every record without building its routes.
-  LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
+  LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts,
+                           bool step_start = false) const;
 
  private:
   // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
@@ -137,11 +149,14 @@ class CostModel {
   void price_deepep(const Placement& placement, const Plan* routed, const RoutingCounts& counts,
                     const CostParams& params, PlanCost& plan_cost) const;
   // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
-  // dense forward (before it, on the busiest rank) takes `dense_forward`.
-  CostParams params_for(Picoseconds dense_forward) const;
+  // dense forward (before it, on the busiest rank) takes `dense_forward`, less what the dense
+  // sync takes of them (the all-gather only at `step_start`).
+  CostParams params_for(Picoseconds dense_forward, bool step_start) const;
+  // weight_overlap_fraction x the attention forward, `dense_forward`.
+  Picoseconds forward_window_ps(Picoseconds dense_forward) const;
   // gradient_overlap_fraction x the attention backward, 2 x `dense_forward`.
   Picoseconds backward_window_ps(Picoseconds dense_forward) const;
-  // What the dense all-reduce leaves of that window for the replica gradients.
+  // What the gradient sync leaves of that window for the replica gradients.
   Picoseconds replica_window_ps(Picoseconds dense_forward) const;
   // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's
   // expert compute.
@@ -165,7 +180,7 @@ class CostModel {
   double saturated_tokens_ = 0;
   double saturated_flop_per_ps_ = 0;
   Bytes grad_bytes_per_token_ = 0;
-  DenseAllReduce dense_allreduce_;
+  RingTraffic gradient_sync_, param_gather_;
 };
 
 }  // namespace topoep

@@ -41,6 +41,7 @@ std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::st
                     format_us(c.dispatch_grad),
                     format_us(c.grad_reduce),
                     format_us(c.dense_grad_reduce),
+                    format_us(c.dense_param_gather),
                     format_us(c.overhead),
                     format_us(c.dense_forward + c.outside_forward),
                     format_us(c.critical_path()),
@@ -80,7 +81,8 @@ std::string rank_loads_csv_rows(const StepResult& step, const std::vector<std::s
 
 std::string per_step_csv_header() {
   return "step,planner,step_time_us,tokens_per_s,moe_us,moe_forward_us,overhead_us,dense_us,"
-         "grad_reduce_us,dense_grad_reduce_us,optimizer_us,max_mean_load_mean,nvlink_dispatch_"
+         "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,optimizer_us,max_mean_load_"
+         "mean,nvlink_dispatch_"
          "bytes,"
          "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes\n";
 }
@@ -92,10 +94,10 @@ std::string per_step_csv_rows(const StepResult& step, const std::vector<std::str
     rows += join({std::to_string(step.step), planners[p], format_us(t.step_time),
                   fixed(t.tokens_per_s, 1), format_us(t.moe), format_us(t.moe_forward),
                   format_us(t.overhead), format_us(t.dense), format_us(t.grad_reduce),
-                  format_us(t.dense_grad_reduce), format_us(t.optimizer),
-                  fixed(t.max_mean_load_mean, 6), std::to_string(t.nvlink_dispatch_bytes),
-                  std::to_string(t.ib_dispatch_bytes), std::to_string(t.nvlink_weight_bytes),
-                  std::to_string(t.ib_weight_bytes)});
+                  format_us(t.dense_grad_reduce), format_us(t.dense_param_gather),
+                  format_us(t.optimizer), fixed(t.max_mean_load_mean, 6),
+                  std::to_string(t.nvlink_dispatch_bytes), std::to_string(t.ib_dispatch_bytes),
+                  std::to_string(t.nvlink_weight_bytes), std::to_string(t.ib_weight_bytes)});
   }
   return rows;
 }

@@ -157,6 +157,7 @@ class Replay {
         totals.outside += 3 * cost.outside_forward;
         totals.grad_reduce += cost.grad_reduce;
         totals.dense_grad_reduce += cost.dense_grad_reduce;
+        totals.dense_param_gather += cost.dense_param_gather;
         totals.nvlink_dispatch_bytes += cost.nvlink_dispatch_bytes;
         totals.ib_dispatch_bytes += cost.ib_dispatch_bytes;
         totals.nvlink_weight_bytes += cost.nvlink_weight_bytes;
@@ -191,17 +192,17 @@ class Replay {
   // counts; its routes are written only when it runs.
   // Returns whether it ran the fallback.
   bool overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
-                          PlannerDecision& decision, LayerCost& cost) const {
+                          bool step_start, PlannerDecision& decision, LayerCost& cost) const {
     PlannerDecision fallback;
     if (!planner.static_fallback(&fallback)) return false;
-    LayerCost fallback_cost =
-        fallback.tally.empty()
-            ? cost_.price_all_home(fallback, counts)
-            : cost_.price(fallback, counts, CostModel::Detail::kTimes, busiest_tokens());
+    LayerCost fallback_cost = fallback.tally.empty()
+                                  ? cost_.price_all_home(fallback, counts, step_start)
+                                  : cost_.price(fallback, counts, CostModel::Detail::kTimes,
+                                                busiest_tokens(), step_start);
     if (fallback_cost.moe() >= cost.moe()) return false;
     route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) {
-      fallback_cost = cost_.price(fallback, counts, level, busiest_tokens());
+      fallback_cost = cost_.price(fallback, counts, level, busiest_tokens(), step_start);
     }
     planner.ran_fallback(fallback);
     decision = std::move(fallback);
@@ -226,8 +227,12 @@ class Replay {
     // Read before anything else solves on this thread; only this task writes step_.explained.
     KeptMoves kept;
     const bool explain = explains(record, p) && state.planner->last_kept_moves(&kept);
-    LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
-    const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    // The step's first microbatch shares the weights' window with the dense parameters'
+    // all-gather (the distributed optimizer's).
+    const bool step_start = record.microbatch == 0;
+    LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens(), step_start);
+    const bool overruled =
+        overrule_if_slower(*state.planner, record.counts, level, step_start, decision, cost);
     if (explain) {
       step_.explained = ExplainedRecord{
           {record.step, record.microbatch, record.layer}, std::move(kept), overruled};
@@ -251,13 +256,21 @@ class Replay {
       cost.grad_reduce = cost_.exposed_gradient_ps(reduction.time_ps, cost.dense_forward);
       cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
       cost.grad_reduce_ib_bytes = reduction.ib_bytes;
-      const DenseAllReduce& dense = cost_.dense_allreduce();
-      const int gpus = config_.topology.num_gpus();
-      cost.dense_grad_reduce = cost_.exposed_dense_allreduce_ps(cost.dense_forward);
-      cost.dense_grad_nvlink_bytes = dense.nvlink_bytes_per_gpu * gpus;
-      cost.dense_grad_ib_bytes = dense.ib_bytes_per_gpu * gpus;
+      cost.dense_grad_reduce = cost_.exposed_gradient_sync_ps(cost.dense_forward);
+      add_dense_sync_bytes(cost_.dense_gradient_sync(), cost);
+    }
+    if (record.microbatch == 0) {
+      cost.dense_param_gather = cost_.exposed_param_gather_ps(cost.dense_forward);
+      add_dense_sync_bytes(cost_.dense_param_gather(), cost);
     }
     step_.records[result_index(record)].planners[p] = std::move(cost);
+  }
+
+  // A data-parallel collective's bytes on `cost`, summed over the GPUs.
+  void add_dense_sync_bytes(const RingTraffic& traffic, LayerCost& cost) const {
+    const int gpus = config_.topology.num_gpus();
+    cost.dense_sync_nvlink_bytes += traffic.nvlink_bytes_per_gpu * gpus;
+    cost.dense_sync_ib_bytes += traffic.ib_bytes_per_gpu * gpus;
   }
 
   const SimConfig& config_;

@@ -75,7 +75,8 @@ struct StepTotals {
   Picoseconds dense = 0;        // forward and backward
   Picoseconds outside = 0;      // of `dense`: the share of the dense-only layers and output head
   Picoseconds grad_reduce = 0;  // replica gradients, exposed
-  Picoseconds dense_grad_reduce = 0;  // the dense all-reduce, exposed
+  Picoseconds dense_grad_reduce = 0;   // the dense gradients' sync, exposed
+  Picoseconds dense_param_gather = 0;  // the dense parameters' all-gather, exposed
   Picoseconds optimizer = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;

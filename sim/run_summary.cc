@@ -40,6 +40,7 @@ void RunSummary::add(const StepResult& step) {
     s.outside += totals.outside;
     s.grad_reduce += totals.grad_reduce;
     s.dense_grad_reduce += totals.dense_grad_reduce;
+    s.dense_param_gather += totals.dense_param_gather;
     s.optimizer += totals.optimizer;
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
@@ -57,8 +58,8 @@ void RunSummary::add(const StepResult& step) {
       s.ib_weight_bytes += c.ib_weight_bytes;
       s.grad_reduce_nvlink_bytes += c.grad_reduce_nvlink_bytes;
       s.grad_reduce_ib_bytes += c.grad_reduce_ib_bytes;
-      s.dense_grad_nvlink_bytes += c.dense_grad_nvlink_bytes;
-      s.dense_grad_ib_bytes += c.dense_grad_ib_bytes;
+      s.dense_sync_nvlink_bytes += c.dense_sync_nvlink_bytes;
+      s.dense_sync_ib_bytes += c.dense_sync_ib_bytes;
       s.max_mean_loads.push_back(c.max_mean_load);
     }
   }
@@ -123,6 +124,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"dispatch_grad", per_step_us(s.dispatch_grad)},
           {"grad_reduce", per_step_us(s.grad_reduce)},
           {"dense_grad_reduce", per_step_us(s.dense_grad_reduce)},
+          {"dense_param_gather", per_step_us(s.dense_param_gather)},
           {"planner_overhead", per_step_us(s.overhead)},
           {"dense", per_step_us(s.dense)},
           {"dense_outside_moe_layers", per_step_us(s.outside)},
@@ -134,8 +136,8 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"ib_weights", per_step_bytes(s.ib_weight_bytes)},
           {"nvlink_grad_reduce", per_step_bytes(s.grad_reduce_nvlink_bytes)},
           {"ib_grad_reduce", per_step_bytes(s.grad_reduce_ib_bytes)},
-          {"nvlink_dense_grad_reduce", per_step_bytes(s.dense_grad_nvlink_bytes)},
-          {"ib_dense_grad_reduce", per_step_bytes(s.dense_grad_ib_bytes)}}},
+          {"nvlink_dense_sync", per_step_bytes(s.dense_sync_nvlink_bytes)},
+          {"ib_dense_sync", per_step_bytes(s.dense_sync_ib_bytes)}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},
           {"max", s.max_mean_loads.empty()

@@ -19,6 +19,18 @@ enum class Dispatcher {
   kDeepEP,
 };
 
+// How the data-parallel group syncs the dense parameters every GPU holds (sim/README.md, "The
+// data-parallel sync"; sim/ring_collective.h).
+enum class DenseSync {
+  // Plain data parallelism (Megatron-LM's default, PyTorch DDP): every GPU all-reduces the
+  // gradients and updates every parameter.
+  kAllReduce,
+  // Megatron-LM's distributed optimizer (ZeRO-1, as DeepSeek-V3 trained): the gradients are
+  // reduce-scattered, each GPU updates 1/R of the parameters and holds their optimizer state,
+  // and the updated parameters are all-gathered before the next step's forward.
+  kDistributedOptimizer,
+};
+
 struct SimOptions {
   // Fraction of the dense (attention) forward compute before a MoE layer during which replica
   // weights move without delaying it. 1: the copy engines and NICs move weights while the SMs
@@ -30,11 +42,12 @@ struct SimOptions {
   // attention backward (2x the forward), as data-parallel gradient reductions overlap the
   // backward pass (Megatron-LM's overlapped gradient reduce, PyTorch DDP's buckets).
   double gradient_overlap_fraction = 1.0;
-  // Bytes per parameter of the dense gradients the data-parallel all-reduce carries at the end
-  // of the step's last microbatch, in the same window as the replica gradients
-  // (sim/dense_allreduce.h): 2, bf16 (Megatron-LM's default gradient reduce), 4 for fp32
-  // (--accumulate-allreduce-grads-in-fp32); 0 leaves the all-reduce out of the step.
+  // Bytes per parameter of the dense gradients the data-parallel sync carries at the end of the
+  // step's last microbatch, in the same window as the replica gradients: 2, bf16 (Megatron-LM's
+  // default gradient reduce), 4 for fp32 (--accumulate-allreduce-grads-in-fp32); 0 leaves the
+  // data-parallel traffic out of the step (the optimizer still follows `dense_sync`).
   int dense_grad_bytes = 2;
+  DenseSync dense_sync = DenseSync::kAllReduce;
   // Bytes per element of the activation gradients the backward all-to-alls carry (bf16).
   int activation_grad_bytes = 2;
   // HBM bytes the optimizer moves per parameter: AdamW in mixed precision reads the fp32 master
@@ -46,6 +59,11 @@ struct SimOptions {
   long long tokens_per_rank = 0;
   Dispatcher dispatcher = Dispatcher::kPerAssignment;
 };
+
+// "allreduce" or "distributed", as the CLI and the sweep spell them.
+const char* dense_sync_name(DenseSync sync);
+// The sync named `name`, or false for an unknown name.
+bool parse_dense_sync(const std::string& name, DenseSync* out);
 
 // "alltoall" or "deepep", as the CLI and the sweep spell them.
 const char* dispatcher_name(Dispatcher dispatcher);

@@ -13,6 +13,12 @@
 namespace topoep {
 namespace {
 
+nlohmann::json ring_traffic_json(const RingTraffic& traffic) {
+  return {{"time_us", static_cast<double>(traffic.time_ps) / 1e6},
+          {"nvlink_bytes_per_gpu", traffic.nvlink_bytes_per_gpu},
+          {"ib_bytes_per_gpu", traffic.ib_bytes_per_gpu}};
+}
+
 namespace fs = std::filesystem;
 
 nlohmann::json run_description(const SimulationRequest& request, const TraceMetadata& metadata,
@@ -30,6 +36,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
        {{"weight_overlap_fraction", c.options.weight_overlap_fraction},
         {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
         {"dense_grad_bytes", c.options.dense_grad_bytes},
+        {"dense_sync", dense_sync_name(c.options.dense_sync)},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)}}},
@@ -53,10 +60,9 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"backward_bytes_per_token", p.backward_bytes_per_token},
         {"weight_overlap_ps", p.weight_overlap_ps},
         {"gradient_overlap_ps", p.gradient_overlap_ps}}},
-      {"dense_allreduce",
-       {{"time_us", static_cast<double>(cost.dense_allreduce().time_ps) / 1e6},
-        {"nvlink_bytes_per_gpu", cost.dense_allreduce().nvlink_bytes_per_gpu},
-        {"ib_bytes_per_gpu", cost.dense_allreduce().ib_bytes_per_gpu}}},
+      {"dense_sync",
+       {{"gradients", ring_traffic_json(cost.dense_gradient_sync())},
+        {"parameter_gather", ring_traffic_json(cost.dense_param_gather())}}},
   };
 }
 

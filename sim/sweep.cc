@@ -36,6 +36,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "overhead_us_per_step",
                                                    "grad_reduce_us_per_step",
                                                    "dense_grad_reduce_us_per_step",
+                                                   "dense_param_gather_us_per_step",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -108,6 +109,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["overhead_us_per_step"] = static_cast<double>(s.overhead) / 1e6 / steps;
     row["grad_reduce_us_per_step"] = static_cast<double>(s.grad_reduce) / 1e6 / steps;
     row["dense_grad_reduce_us_per_step"] = static_cast<double>(s.dense_grad_reduce) / 1e6 / steps;
+    row["dense_param_gather_us_per_step"] = static_cast<double>(s.dense_param_gather) / 1e6 / steps;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /

@@ -180,9 +180,18 @@ class GridReader {
       }
       return;
     }
+    if (key == "dense_sync") {
+      DenseSync parsed;
+      if (!v.is_string() || !parse_dense_sync(v.get<std::string>(), &parsed)) {
+        fail(where, "must be \"allreduce\" or \"distributed\"");
+      }
+      return;
+    }
     if (is_listed(kIntegerKeys, key)) {
-      // 0 spare slots is a cluster; 0 moves is the solver's default cap.
-      const std::int64_t min = key == "slots" || key == "topoep_max_moves" ? 0 : 1;
+      // 0 spare slots is a cluster; 0 moves is the solver's default cap; 0 dense gradient
+      // bytes leaves the data-parallel sync out.
+      const std::int64_t min =
+          key == "slots" || key == "topoep_max_moves" || key == "dense_grad_bytes" ? 0 : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
           v.get<std::int64_t>() > 1000000) {
         fail(where, "must be an integer >= " + std::to_string(min));
@@ -305,6 +314,9 @@ class GridReader {
       c.options.gradient_overlap_fraction =
           get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
+      // check_value() has read the name.
+      parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
+                       &c.options.dense_sync);
       c.options.activation_grad_bytes =
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
@@ -349,6 +361,7 @@ class GridReader {
                        {"weight_overlap_fraction", c.options.weight_overlap_fraction},
                        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
                        {"dense_grad_bytes", c.options.dense_grad_bytes},
+                       {"dense_sync", dense_sync_name(c.options.dense_sync)},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
@@ -394,6 +407,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "weight_overlap_fraction",
                                                    "gradient_overlap_fraction",
                                                    "dense_grad_bytes",
+                                                   "dense_sync",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
                                                    "dispatcher",

@@ -14,7 +14,8 @@
 //   nvlink_gb_per_s, ib_gb_per_s, nvlink_latency_us, ib_latency_us
 //                                       override the achieved link figures
 //   slots                               spare slots per GPU (default 1)
-//   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8),
+//   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8), dense_sync
+//   ("allreduce" or "distributed"),
 //   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep")
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,

@@ -114,6 +114,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       const nlohmann::json args = {{"microbatch", record.microbatch}, {"layer", record.layer}};
       timeline.shared("dense-only layers and head (share)", c.outside_forward, args);
       timeline.shared("dense forward", c.dense_forward, args);
+      timeline.shared("dense parameter all-gather", c.dense_param_gather, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
       timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args);
@@ -130,7 +131,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
     }
     for (const RecordResult& record : step.records) {
-      timeline.shared("dense grad all-reduce", record.planners[p].dense_grad_reduce,
+      timeline.shared("dense gradient sync", record.planners[p].dense_grad_reduce,
                       {{"layer", record.layer}});
       timeline.shared("replica grad reduce", record.planners[p].grad_reduce,
                       {{"layer", record.layer}});

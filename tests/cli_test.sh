@@ -579,6 +579,15 @@ expect_text "summary.json records the dense gradients' width" "$work/no_allreduc
   '"dense_grad_bytes": 0'
 expect_text "and an all-reduce of no time" "$work/no_allreduce/summary.json" '"time_us": 0.0'
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --dense-sync zero3 >"$work/out" 2>&1
+expect "simulate rejects an unknown dense sync" 2 $?
+expect_text "the bad dense sync is named" "$work/out" "--dense-sync"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --dense-sync distributed --out "$work/zero1" >"$work/out" 2>&1
+expect "simulate takes the distributed optimizer" 0 $?
+expect_text "summary.json records the dense sync" "$work/zero1/summary.json" '"dense_sync": "distributed"'
+expect_text "and its parameter all-gather" "$work/zero1/summary.json" '"parameter_gather"'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?
 expect_text "summary.json records the IB load slack" "$work/slack/summary.json" \

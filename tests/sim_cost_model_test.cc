@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "sim/cost_model.h"
-#include "sim/dense_allreduce.h"
 #include "sim/gradient_reduction.h"
+#include "sim/ring_collective.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
 #include "solver/static_plan.h"
@@ -322,34 +322,45 @@ TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
   EXPECT_EQ(charged.exposed_gradient_ps(800000, dense), 800000);
 }
 
-// NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends 2 (R - 1) / R of the
-// buffer, 1/G of it over its own NIC when the ring spans nodes; the classes pipeline, and of
-// the 2 (R - 1) steps the 2 (N - 1) that cross nodes pay IB's latency, the others NVLink's.
-TEST(DenseAllReduce, EachGpuSendsTwiceTheBufferLessItsShareWithAnIbShareOfOneOverG) {
+// NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends passes x (R - 1) / R of
+// the buffer (an all-reduce two passes, a reduce-scatter or all-gather one), 1/G of it over its
+// own NIC when the ring spans nodes; the classes pipeline, and of the passes x (R - 1) steps the
+// passes x (N - 1) that cross nodes pay IB's latency, the others NVLink's.
+TEST(RingCollective, EachGpuSendsItsPassesOfTheBufferLessItsShareWithAnIbShareOfOneOverG) {
   CostParams cost;
   cost.scale_up = LinkCost{100000, 2000000};  // 100 GB/s, 2 us
   cost.scale_out = LinkCost{25000, 5000000};  // 25 GB/s, 5 us
+  const auto all_reduce = [&](TopologyView topology, Bytes bytes) {
+    return ring_collective(RingCollective::kAllReduce, topology, bytes, cost);
+  };
   // One node of 4: 2 x 3/4 x 4 MB = 6 MB over NVLink, 6 steps of 2 us.
-  const DenseAllReduce one_node = dense_allreduce(TopologyView{1, 4}, 4000000, cost);
+  const RingTraffic one_node = all_reduce(TopologyView{1, 4}, 4000000);
   EXPECT_EQ(one_node.nvlink_bytes_per_gpu, 6000000);
   EXPECT_EQ(one_node.ib_bytes_per_gpu, 0);
   EXPECT_EQ(one_node.time_ps, 6 * 2000000LL + 60000000LL);
   // Two nodes of 4: 2 x 7/8 x 4 MB = 7 MB, a quarter over IB (70 us), the rest NVLink
   // (52.5 us); of 14 steps, 2 cross nodes (5 us each) and 12 do not (2 us).
-  const DenseAllReduce two_nodes = dense_allreduce(TopologyView{2, 4}, 4000000, cost);
+  const RingTraffic two_nodes = all_reduce(TopologyView{2, 4}, 4000000);
   EXPECT_EQ(two_nodes.ib_bytes_per_gpu, 1750000);
   EXPECT_EQ(two_nodes.nvlink_bytes_per_gpu, 5250000);
   EXPECT_EQ(two_nodes.time_ps, 2 * 5000000LL + 12 * 2000000LL + 70000000LL);
+  // One pass: half the bytes and the steps (7/8 x 4 MB = 3.5 MB; 1 step across nodes, 6 not).
+  for (const RingCollective half : {RingCollective::kReduceScatter, RingCollective::kAllGather}) {
+    const RingTraffic one_pass = ring_collective(half, TopologyView{2, 4}, 4000000, cost);
+    EXPECT_EQ(one_pass.ib_bytes_per_gpu, 875000);
+    EXPECT_EQ(one_pass.nvlink_bytes_per_gpu, 2625000);
+    EXPECT_EQ(one_pass.time_ps, 5000000LL + 6 * 2000000LL + 35000000LL);
+  }
   // One GPU a node: all of it over IB, both steps across nodes.
-  const DenseAllReduce ib_only = dense_allreduce(TopologyView{2, 1}, 4000000, cost);
+  const RingTraffic ib_only = all_reduce(TopologyView{2, 1}, 4000000);
   EXPECT_EQ(ib_only.ib_bytes_per_gpu, 4000000);
   EXPECT_EQ(ib_only.nvlink_bytes_per_gpu, 0);
   EXPECT_EQ(ib_only.time_ps, 2 * 5000000LL + 160000000LL);
   // Whole bytes, rounded up: 2 x 3/4 x 7 = 10.5.
-  EXPECT_EQ(dense_allreduce(TopologyView{1, 4}, 7, cost).nvlink_bytes_per_gpu, 11);
+  EXPECT_EQ(all_reduce(TopologyView{1, 4}, 7).nvlink_bytes_per_gpu, 11);
   // Nothing to reduce: one GPU, or no bytes.
-  EXPECT_EQ(dense_allreduce(TopologyView{1, 1}, 4000000, cost).time_ps, 0);
-  EXPECT_EQ(dense_allreduce(TopologyView{2, 4}, 0, cost).time_ps, 0);
+  EXPECT_EQ(all_reduce(TopologyView{1, 1}, 4000000).time_ps, 0);
+  EXPECT_EQ(all_reduce(TopologyView{2, 4}, 0).time_ps, 0);
 }
 
 // The dense gradients' all-reduce and the replica gradients share the attention backward on
@@ -358,27 +369,70 @@ TEST(DenseAllReduce, EachGpuSendsTwiceTheBufferLessItsShareWithAnIbShareOfOneOve
 TEST(SimCostModel, DenseAllReduceSharesTheBackwardWindowWithTheReplicaGradients) {
   // 1M dense parameters in bf16 over 2 GPUs of one node: 2 MB at 100 GB/s and 2 steps of 2 us.
   const CostModel model(round_topology(1, 2), round_model(2, 1), SimOptions{}, 10);
-  EXPECT_EQ(model.dense_allreduce().nvlink_bytes_per_gpu, 2000000);
-  EXPECT_EQ(model.dense_allreduce().time_ps, 24000000);
+  EXPECT_EQ(model.dense_gradient_sync().nvlink_bytes_per_gpu, 2000000);
+  EXPECT_EQ(model.dense_gradient_sync().time_ps, 24000000);
+  EXPECT_EQ(model.dense_param_gather().time_ps, 0);  // every GPU updates every parameter
   // A 20 us dense forward: a 40 us window, 16 us of it left for the replicas.
-  EXPECT_EQ(model.exposed_dense_allreduce_ps(20000000), 0);
+  EXPECT_EQ(model.exposed_gradient_sync_ps(20000000), 0);
   EXPECT_EQ(model.exposed_gradient_ps(10000000, 20000000), 0);
   EXPECT_EQ(model.exposed_gradient_ps(20000000, 20000000), 4000000);
   // A 10 us one: the all-reduce outlasts its 20 us window by 4 us and the replicas by all.
-  EXPECT_EQ(model.exposed_dense_allreduce_ps(10000000), 4000000);
+  EXPECT_EQ(model.exposed_gradient_sync_ps(10000000), 4000000);
   EXPECT_EQ(model.exposed_gradient_ps(3000000, 10000000), 3000000);
   // fp32 gradients: twice the bytes.
   SimOptions fp32;
   fp32.dense_grad_bytes = 4;
   const CostModel wide(round_topology(1, 2), round_model(2, 1), fp32, 10);
-  EXPECT_EQ(wide.dense_allreduce().time_ps, 44000000);
+  EXPECT_EQ(wide.dense_gradient_sync().time_ps, 44000000);
   // Left out: nothing exposed, the whole window the replicas'.
   SimOptions none;
   none.dense_grad_bytes = 0;
   const CostModel left_out(round_topology(1, 2), round_model(2, 1), none, 10);
-  EXPECT_EQ(left_out.dense_allreduce().time_ps, 0);
-  EXPECT_EQ(left_out.exposed_dense_allreduce_ps(10000000), 0);
+  EXPECT_EQ(left_out.dense_gradient_sync().time_ps, 0);
+  EXPECT_EQ(left_out.exposed_gradient_sync_ps(10000000), 0);
   EXPECT_EQ(left_out.exposed_gradient_ps(20000000, 10000000), 0);
+}
+
+// The distributed optimizer (ZeRO-1) reduce-scatters the gradients (one pass round the ring),
+// keeps 1/R of the dense parameters' optimizer state on each GPU, and all-gathers the updated
+// parameters before the step's first forward, where they share the attention forward with the
+// new replicas' weights.
+TEST(SimCostModel, DistributedOptimizerHalvesTheGradientSyncAndGathersTheParametersAtStepStart) {
+  SimOptions options;
+  options.dense_sync = DenseSync::kDistributedOptimizer;
+  options.weight_overlap_fraction = 0.1;
+  const CostModel all_reduce(round_topology(2, 2), round_model(8, 1), SimOptions{}, 100000);
+  const CostModel distributed(round_topology(2, 2), round_model(8, 1), options, 100000);
+  // 2 MB of bf16 gradients over 2 x 2 GPUs: 3/4 of it sent, half over IB (30 us) and half over
+  // NVLink (7.5 us); 1 step across nodes (5 us) and 2 inside (2 us each).
+  for (const RingTraffic& half :
+       {distributed.dense_gradient_sync(), distributed.dense_param_gather()}) {
+    EXPECT_EQ(half.ib_bytes_per_gpu, 750000);
+    EXPECT_EQ(half.time_ps, 5000000 + 2 * 2000000 + 30000000);
+  }
+  EXPECT_EQ(all_reduce.dense_gradient_sync().ib_bytes_per_gpu, 1500000);
+  // The optimizer: a quarter of the 1e6 dense parameters, the GPU's two experts whole.
+  EXPECT_EQ(distributed.optimizer_ps(1),
+            std::llround((0.25e6 + 2 * 3 * 1024 * 512.0) * 28 / 2000 * 1000));
+  // A hot expert spread by TopoEP: its new replicas' weights outlast the 10% window, and on
+  // the step's first microbatch the all-gather (39 us, inside the window) takes its part.
+  RoutingCounts counts(4, 8);
+  for (RankId r = 0; r < 4; ++r) counts.set(r, 0, 100000);
+  const PlannerDecision decision =
+      make_planner("topoep", context_for(distributed, 1), PlannerOptions{})
+          ->plan(RecordId{}, counts);
+  const LayerCost later = distributed.price(decision, counts, CostModel::Detail::kTimes);
+  const LayerCost start = distributed.price(decision, counts, CostModel::Detail::kTimes, -1, true);
+  const Picoseconds window = std::llround(0.1 * static_cast<double>(later.dense_forward));
+  const Picoseconds gather = distributed.dense_param_gather().time_ps;
+  ASSERT_GT(later.weight_exposed, 0);
+  ASSERT_LT(gather, window);
+  EXPECT_EQ(distributed.exposed_param_gather_ps(later.dense_forward), 0);
+  EXPECT_EQ(start.weight_exposed, later.weight_exposed + gather);
+  EXPECT_EQ(start.compute, later.compute);
+  // Without the distributed optimizer nothing is gathered: the first microbatch is priced alike.
+  EXPECT_EQ(all_reduce.price(decision, counts, CostModel::Detail::kTimes, -1, true).moe(),
+            all_reduce.price(decision, counts, CostModel::Detail::kTimes).moe());
 }
 
 TEST(SimCostModel, RejectsOptionsOutOfRange) {

@@ -235,42 +235,55 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
   EXPECT_GT(kept, 0);
 }
 
+// The step is its records' critical paths and the optimizer. The data-parallel sync of the
+// dense parameters runs once a step, the gradients' after the last microbatch's backward and
+// (with the distributed optimizer) the parameters' all-gather before the first microbatch's
+// forward; what outlasts its window is every planner's alike, as is the layers' share outside
+// the MoE layers.
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
-  Collect collect;
-  const SimConfig config = small_config();
-  replay_trace(small_trace(), config, collect);
-  const CostModel cost(config.topology, config.model, config.options, 512);
-  ASSERT_GT(cost.dense_allreduce().time_ps, 0);
-  const std::size_t static_index =
-      std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin();
-  ASSERT_LT(static_index, kAllPlanners.size());
-  for (const StepResult& step : collect.steps) {
-    EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
-    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-      Picoseconds sum = step.planners[p].optimizer, outside = 0, dense_grad = 0;
-      for (const RecordResult& record : step.records) {
-        sum += record.planners[p].critical_path();
-        outside += 3 * record.planners[p].outside_forward;
-        dense_grad += record.planners[p].dense_grad_reduce;
-        // The dense all-reduce runs once a step, after the last microbatch's backward, and
-        // is what outlasts that record's window, for every planner alike.
-        const bool last = record.microbatch == 1;
-        EXPECT_EQ(record.planners[p].dense_grad_reduce,
-                  last ? cost.exposed_dense_allreduce_ps(record.planners[p].dense_forward) : 0);
-        EXPECT_EQ(record.planners[p].dense_grad_reduce,
-                  record.planners[static_index].dense_grad_reduce);
-        // The share outside the MoE layers depends on the counts alone: every planner's,
-        // the ideal's too, is static's.
-        EXPECT_GT(record.planners[p].outside_forward, 0);
-        EXPECT_EQ(record.planners[p].outside_forward,
-                  record.planners[static_index].outside_forward);
+  for (const DenseSync sync : {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer}) {
+    SCOPED_TRACE(dense_sync_name(sync));
+    Collect collect;
+    SimConfig config = small_config();
+    config.options.dense_sync = sync;
+    replay_trace(small_trace(), config, collect);
+    const CostModel cost(config.topology, config.model, config.options, 512);
+    ASSERT_GT(cost.dense_gradient_sync().time_ps, 0);
+    const bool gathers = sync == DenseSync::kDistributedOptimizer;
+    ASSERT_EQ(cost.dense_param_gather().time_ps > 0, gathers);
+    const std::size_t static_index =
+        std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin();
+    ASSERT_LT(static_index, kAllPlanners.size());
+    for (const StepResult& step : collect.steps) {
+      EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        Picoseconds sum = step.planners[p].optimizer, outside = 0, grad_sync = 0, gather = 0;
+        for (const RecordResult& record : step.records) {
+          const LayerCost& c = record.planners[p];
+          const LayerCost& fixed = record.planners[static_index];
+          sum += c.critical_path();
+          outside += 3 * c.outside_forward;
+          grad_sync += c.dense_grad_reduce;
+          gather += c.dense_param_gather;
+          const bool first = record.microbatch == 0, last = record.microbatch == 1;
+          EXPECT_EQ(c.dense_grad_reduce, last ? cost.exposed_gradient_sync_ps(c.dense_forward) : 0);
+          EXPECT_EQ(c.dense_param_gather,
+                    first ? cost.exposed_param_gather_ps(c.dense_forward) : 0);
+          // Every planner's, the ideal's too, is static's.
+          EXPECT_EQ(c.dense_grad_reduce, fixed.dense_grad_reduce);
+          EXPECT_EQ(c.dense_param_gather, fixed.dense_param_gather);
+          EXPECT_GT(c.outside_forward, 0);
+          EXPECT_EQ(c.outside_forward, fixed.outside_forward);
+        }
+        EXPECT_EQ(step.planners[p].step_time, sum);
+        EXPECT_GT(grad_sync, 0);  // this model's window is far shorter than its sync
+        EXPECT_EQ(gather > 0, gathers);
+        EXPECT_EQ(step.planners[p].dense_grad_reduce, grad_sync);
+        EXPECT_EQ(step.planners[p].dense_param_gather, gather);
+        EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
+        EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
+        EXPECT_GT(step.planners[p].optimizer, 0);
       }
-      EXPECT_EQ(step.planners[p].step_time, sum);
-      EXPECT_GT(dense_grad, 0);  // this model's window is far shorter than its all-reduce
-      EXPECT_EQ(step.planners[p].dense_grad_reduce, dense_grad);
-      EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
-      EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
-      EXPECT_GT(step.planners[p].optimizer, 0);
     }
   }
 }
@@ -512,6 +525,8 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.model.dense_layers = draw(0, 2);
     config.model.dense_ffn_size = config.model.dense_layers > 0 ? 256 << draw(0, 4) : 0;
     config.model.vocab_size = 1000 * draw(0, 50);
+    config.options.dense_grad_bytes = 2 * draw(0, 2);
+    if (draw(0, 1) == 1) config.options.dense_sync = DenseSync::kDistributedOptimizer;
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);

@@ -197,6 +197,35 @@ TEST(SweepGrid, SweepsTheDispatcher) {
   EXPECT_EQ(plain.points[0].columns["dispatcher"], "alltoall");
 }
 
+// The data-parallel sync's axes: a name out of the two, and 0 to 8 bytes (0 leaves it out).
+TEST(SweepGrid, DenseSyncAxesAreChecked) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("dense_sync": ["zero3"])", "dense_sync[0]"},
+      {R"("dense_sync": [2])", "dense_sync[0]"},
+      {R"("dense_grad_bytes": [9])", "dense_grad_bytes"},
+      {R"("dense_grad_bytes": [-1])", "dense_grad_bytes[0]"},
+      {R"("dense_grad_bytes": [0], "dense_sync": ["distributed"])", "no error"},
+  };
+  for (const auto& [axis, field] : cases) {
+    EXPECT_EQ(field_of_grid_error(std::string(R"({"trace": [{"synthetic": {}}], )") + axis + "}"),
+              field)
+        << axis;
+  }
+}
+
+TEST(SweepGrid, SweepsTheDenseSync) {
+  const SweepGrid grid = load_sweep_grid(write_grid("dense_syncs.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "dense_sync": ["allreduce", "distributed"], "dense_grad_bytes": [0, 4]
+  })"));
+  ASSERT_EQ(grid.points.size(), 4u);
+  EXPECT_EQ(grid.points[0].config.options.dense_sync, DenseSync::kAllReduce);
+  EXPECT_EQ(grid.points[0].config.options.dense_grad_bytes, 0);
+  EXPECT_EQ(grid.points[3].config.options.dense_sync, DenseSync::kDistributedOptimizer);
+  EXPECT_EQ(grid.points[3].config.options.dense_grad_bytes, 4);
+  EXPECT_EQ(grid.points[3].columns["dense_sync"], "distributed");
+}
+
 // Without a model axis a recorded trace is priced with the one preset of its experts and top-k,
 // as `topoep simulate` prices it; a trace no preset fits asks for the axis.
 TEST(SweepGrid, ARecordedTraceWithoutAModelAxisTakesThePresetItFits) {

@@ -13,7 +13,7 @@
 #include "common/text_list.h"
 #include "models/hf_config.h"
 #include "models/model_json.h"
-#include "sim/dense_allreduce.h"
+#include "sim/ring_collective.h"
 #include "sim/sim_options.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -151,8 +151,9 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        topology->scale_up.name + ", " +
                        microseconds(transfer_ps(p.replica_weight_bytes, p.scale_out)) + " over " +
                        topology->scale_out.name});
-    const DenseAllReduce allreduce = dense_allreduce(
-        topology->view(), static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
+    const RingTraffic allreduce =
+        ring_collective(RingCollective::kAllReduce, topology->view(),
+                        static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
     table.add_row(
         {"  dense gradients' all-reduce",
          microseconds(allreduce.time_ps) + " a layer and step, as NCCL's ring over the " +

@@ -39,6 +39,7 @@ struct SimulateOptions {
   bool check = false;
   std::string explain;  // STEP:MICROBATCH:LAYER, or empty
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
+  std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -79,6 +80,7 @@ void run_simulate(const SimulateOptions& options) {
                             : options.model);
   request.config.options = options.sim;
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
+  parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
   request.config.planner_options = options.planner;
   request.config.planners = split_names(options.planners);
   request.config.slots_per_rank = options.slots;
@@ -137,6 +139,12 @@ void run_simulate(const SimulateOptions& options) {
   }
 }
 
+// An option that takes one of `choices` (each a name its enum's parser reads).
+void add_choice(CLI::App* command, const std::string& flag, std::string& target,
+                const std::string& help, const std::vector<std::string>& choices) {
+  command->add_option(flag, target, help)->check(CLI::IsMember(choices))->capture_default_str();
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app) {
@@ -185,17 +193,20 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
-                   "Bytes per parameter of the dense gradients' data-parallel all-reduce "
-                   "(2: bf16; 4: fp32; 0: leave it out of the step)")
+                   "Bytes per parameter of the dense gradients' data-parallel sync "
+                   "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
       ->capture_default_str();
-  simulate
-      ->add_option("--dispatcher", o->dispatcher,
-                   "alltoall: every token-expert assignment sent on its own (Megatron-LM's "
-                   "all-to-all); deepep: a token once per node over IB, then per GPU over "
-                   "NVLink (sim/README.md, Dispatchers)")
-      ->check(CLI::IsMember({std::string(dispatcher_name(Dispatcher::kPerAssignment)),
-                             std::string(dispatcher_name(Dispatcher::kDeepEP))}))
-      ->capture_default_str();
+  add_choice(
+      simulate, "--dense-sync", o->dense_sync,
+      "How the dense parameters sync: allreduce (plain data parallelism) or distributed "
+      "(Megatron-LM's distributed optimizer, ZeRO-1: reduce-scatter, 1/R of the "
+      "optimizer, all-gather before the next forward)",
+      {dense_sync_name(DenseSync::kAllReduce), dense_sync_name(DenseSync::kDistributedOptimizer)});
+  add_choice(simulate, "--dispatcher", o->dispatcher,
+             "alltoall: every token-expert assignment sent on its own (Megatron-LM's "
+             "all-to-all); deepep: a token once per node over IB, then per GPU over NVLink "
+             "(sim/README.md, Dispatchers)",
+             {dispatcher_name(Dispatcher::kPerAssignment), dispatcher_name(Dispatcher::kDeepEP)});
   simulate
       ->add_option("--topoep-solve-us", o->planner.topoep_solve_us,
                    "TopoEP's GPU solve time per layer, on the critical path")
