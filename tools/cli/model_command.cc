@@ -159,6 +159,19 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
          microseconds(allreduce.time_ps) + " a layer and step, as NCCL's ring over the " +
              std::to_string(topology->num_gpus()) + " GPUs, in the attention backward's " +
              microseconds(2 * p.weight_overlap_ps) + " window (the replica gradients' too)"});
+    // The distributed optimizer's halves: one pass round the ring each, the all-gather of
+    // the parameters at their weight bytes.
+    const RingTraffic scatter =
+        ring_collective(RingCollective::kReduceScatter, topology->view(),
+                        static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
+    const RingTraffic gather = ring_collective(
+        RingCollective::kAllGather, topology->view(),
+        static_cast<Bytes>(std::llround(model.dense_and_shared_params() * model.weight_bytes)), p);
+    table.add_row({"  with --dense-sync distributed",
+                   microseconds(scatter.time_ps) + " reduce-scatter in that window, " +
+                       microseconds(gather.time_ps) + " all-gather in the forward's " +
+                       microseconds(p.weight_overlap_ps) +
+                       " on the step's first microbatch (the new replicas' weights' too)"});
   }
   table.print(out);
   out << "\nsource: " << model.source << "\n";
