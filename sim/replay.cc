@@ -79,12 +79,18 @@ class Replay {
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
     // Plans are read for their routes only to hash or check them, or to count DeepEP's sends.
-    const PlannerContext context{config.topology.view(),
-                                 Placement::contiguous(metadata.num_experts, metadata.num_ranks,
-                                                       config.slots_per_rank, config.homes),
-                                 cost_.solver_params(), metadata.microbatches,
-                                 config.plan_hashes || config.check_plans ||
-                                     config.options.dispatcher == Dispatcher::kDeepEP};
+    PlannerContext context{config.topology.view(),
+                           Placement::contiguous(metadata.num_experts, metadata.num_ranks,
+                                                 config.slots_per_rank, config.homes),
+                           cost_.solver_params(), metadata.microbatches,
+                           config.plan_hashes || config.check_plans ||
+                               config.options.dispatcher == Dispatcher::kDeepEP};
+    // The distributed optimizer's all-gather takes its part of the weights' window on a step's
+    // first microbatch, as the replay prices it.
+    if (cost_.dense_param_gather().time_ps > 0) {
+      context.step_start_weight_overlap_ps = std::max<Picoseconds>(
+          0, context.cost.weight_overlap_ps - cost_.dense_param_gather().time_ps);
+    }
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);
