@@ -256,10 +256,7 @@ CostParams CostModel::params_for(Picoseconds dense_forward, bool step_start) con
   // solver's approximation of it: predict_plan_cost() need not tally instances again.
   params.instance_min_tokens = 0;
   params.weight_overlap_ps = forward_window_ps(dense_forward);
-  if (step_start) {
-    params.weight_overlap_ps =
-        std::max<Picoseconds>(0, params.weight_overlap_ps - param_gather_.time_ps);
-  }
+  if (step_start) params.weight_overlap_ps = step_start_window_ps(params.weight_overlap_ps);
   params.gradient_overlap_ps = replica_window_ps(dense_forward);
   return params;
 }
@@ -278,6 +275,10 @@ Picoseconds CostModel::replica_window_ps(Picoseconds dense_forward) const {
 
 Picoseconds CostModel::exposed_gradient_sync_ps(Picoseconds dense_forward) const {
   return std::max<Picoseconds>(0, gradient_sync_.time_ps - backward_window_ps(dense_forward));
+}
+
+Picoseconds CostModel::step_start_window_ps(Picoseconds window) const {
+  return std::max<Picoseconds>(0, window - param_gather_.time_ps);
 }
 
 Picoseconds CostModel::exposed_param_gather_ps(Picoseconds dense_forward) const {

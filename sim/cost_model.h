@@ -117,6 +117,9 @@ class CostModel {
   // the layer (weight_overlap_fraction x `dense_forward`).
   Picoseconds exposed_gradient_sync_ps(Picoseconds dense_forward) const;
   Picoseconds exposed_param_gather_ps(Picoseconds dense_forward) const;
+  // What the all-gather leaves of a weights' window `window` on a step's first microbatch:
+  // the window itself without the distributed optimizer.
+  Picoseconds step_start_window_ps(Picoseconds window) const;
   // What of a layer's replica gradient reduction taking `reduction` stays on the critical path:
   // the part beyond what the gradient sync leaves of the backward window. Plans are priced with
   // that window (CostParams::gradient_overlap_ps); the planners decide without it

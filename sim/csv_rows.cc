@@ -81,9 +81,8 @@ std::string rank_loads_csv_rows(const StepResult& step, const std::vector<std::s
 
 std::string per_step_csv_header() {
   return "step,planner,step_time_us,tokens_per_s,moe_us,moe_forward_us,overhead_us,dense_us,"
-         "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,optimizer_us,max_mean_load_"
-         "mean,nvlink_dispatch_"
-         "bytes,"
+         "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,optimizer_us,"
+         "max_mean_load_mean,nvlink_dispatch_bytes,"
          "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes\n";
 }
 

@@ -88,8 +88,8 @@ class Replay {
     // The distributed optimizer's all-gather takes its part of the weights' window on a step's
     // first microbatch, as the replay prices it.
     if (cost_.dense_param_gather().time_ps > 0) {
-      context.step_start_weight_overlap_ps = std::max<Picoseconds>(
-          0, context.cost.weight_overlap_ps - cost_.dense_param_gather().time_ps);
+      context.step_start_weight_overlap_ps =
+          cost_.step_start_window_ps(context.cost.weight_overlap_ps);
     }
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {

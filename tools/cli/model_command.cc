@@ -1,6 +1,5 @@
 #include "tools/cli/model_command.h"
 
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -13,7 +12,7 @@
 #include "common/text_list.h"
 #include "models/hf_config.h"
 #include "models/model_json.h"
-#include "sim/ring_collective.h"
+#include "sim/cost_model.h"
 #include "sim/sim_options.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -151,26 +150,22 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        topology->scale_up.name + ", " +
                        microseconds(transfer_ps(p.replica_weight_bytes, p.scale_out)) + " over " +
                        topology->scale_out.name});
-    const RingTraffic allreduce =
-        ring_collective(RingCollective::kAllReduce, topology->view(),
-                        static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
+    // The simulator's own collectives, as it prices them for either sync.
+    const CostModel all_reduce(*topology, model, SimOptions{}, model.tokens_per_rank);
+    SimOptions zero1;
+    zero1.dense_sync = DenseSync::kDistributedOptimizer;
+    const CostModel distributed(*topology, model, zero1, model.tokens_per_rank);
     table.add_row(
         {"  dense gradients' all-reduce",
-         microseconds(allreduce.time_ps) + " a layer and step, as NCCL's ring over the " +
-             std::to_string(topology->num_gpus()) + " GPUs, in the attention backward's " +
-             microseconds(2 * p.weight_overlap_ps) + " window (the replica gradients' too)"});
-    // The distributed optimizer's halves: one pass round the ring each, the all-gather of
-    // the parameters at their weight bytes.
-    const RingTraffic scatter =
-        ring_collective(RingCollective::kReduceScatter, topology->view(),
-                        static_cast<Bytes>(std::llround(dense_gradient_bytes(model))), p);
-    const RingTraffic gather = ring_collective(
-        RingCollective::kAllGather, topology->view(),
-        static_cast<Bytes>(std::llround(model.dense_and_shared_params() * model.weight_bytes)), p);
+         microseconds(all_reduce.dense_gradient_sync().time_ps) +
+             " a layer and step, as NCCL's ring over the " + std::to_string(topology->num_gpus()) +
+             " GPUs, in the attention backward's " + microseconds(2 * p.weight_overlap_ps) +
+             " window (the replica gradients' too)"});
     table.add_row({"  with --dense-sync distributed",
-                   microseconds(scatter.time_ps) + " reduce-scatter in that window, " +
-                       microseconds(gather.time_ps) + " all-gather in the forward's " +
-                       microseconds(p.weight_overlap_ps) +
+                   microseconds(distributed.dense_gradient_sync().time_ps) +
+                       " reduce-scatter in that window, " +
+                       microseconds(distributed.dense_param_gather().time_ps) +
+                       " all-gather in the forward's " + microseconds(p.weight_overlap_ps) +
                        " on the step's first microbatch (the new replicas' weights' too)"});
   }
   table.print(out);
