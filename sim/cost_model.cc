@@ -74,6 +74,9 @@ void check_sim_options(const SimOptions& options) {
   if (options.dense_grad_bytes < 0 || options.dense_grad_bytes > 8) {
     throw InputError("dense_grad_bytes", "must be 0 to 8");
   }
+  if (options.data_parallel < 1 || options.data_parallel > kMaxDataParallel) {
+    throw InputError("data_parallel", "must be 1 to " + std::to_string(kMaxDataParallel));
+  }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");
   }
@@ -122,14 +125,38 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                                              std::to_string(grad_bytes / 1e9) +
                                              " GB a layer, at most 1000 GB");
   }
+  // The D groups side by side: D times the nodes, each group's own.
+  const std::int64_t all_nodes = static_cast<std::int64_t>(topology.nodes) * options.data_parallel;
+  if (all_nodes * topology.gpus_per_node > std::numeric_limits<int>::max()) {
+    throw InputError("data_parallel", std::to_string(options.data_parallel) + " groups of " +
+                                          std::to_string(topology.num_gpus()) +
+                                          " GPUs would be more than 2^31 - 1 GPUs");
+  }
+  const TopologyView all_groups{static_cast<int>(all_nodes), topology.gpus_per_node};
+  // One GPU of each group, each on its own node and NIC.
+  const TopologyView peers{options.data_parallel, 1};
   const bool distributed = options.dense_sync == DenseSync::kDistributedOptimizer;
-  gradient_sync_ =
-      ring_collective(distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce,
-                      topology.view(), std::llround(grad_bytes), solver_params_);
+  const RingCollective reduce =
+      distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce;
+  gradient_sync_ = ring_collective(reduce, all_groups, std::llround(grad_bytes), solver_params_);
+  // The GPU that homes the most experts (Placement::contiguous) syncs the most.
+  const int most_homed = (model.num_experts + topology.num_gpus() - 1) / topology.num_gpus();
+  const double home_expert_params = model.expert_params() * most_homed;
+  if (!(home_expert_params * options.dense_grad_bytes < 1e12)) {
+    throw InputError("dense_grad_bytes",
+                     "a GPU's home experts' gradients would be " +
+                         std::to_string(home_expert_params * options.dense_grad_bytes / 1e9) +
+                         " GB a layer, at most 1000 GB");
+  }
+  expert_sync_ = ring_collective(
+      reduce, peers, std::llround(home_expert_params * options.dense_grad_bytes), solver_params_);
   if (distributed && options.dense_grad_bytes > 0) {
     param_gather_ =
-        ring_collective(RingCollective::kAllGather, topology.view(),
+        ring_collective(RingCollective::kAllGather, all_groups,
                         std::llround(dense_params * model.weight_bytes), solver_params_);
+    expert_gather_ =
+        ring_collective(RingCollective::kAllGather, peers,
+                        std::llround(home_expert_params * model.weight_bytes), solver_params_);
   }
 }
 
@@ -160,11 +187,14 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
   // The step waits for the GPU that homes the most experts (Placement::contiguous): ceil(E / R).
   const int gpus = topology_.num_gpus();
   const int most_homed = (model_.num_experts + gpus - 1) / gpus;
-  // The distributed optimizer keeps 1/R of the dense parameters' state on each GPU.
-  const double dense_share =
-      options_.dense_sync == DenseSync::kDistributedOptimizer ? 1.0 / gpus : 1.0;
+  // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
+  // of its home experts' (D = data_parallel).
+  const bool distributed = options_.dense_sync == DenseSync::kDistributedOptimizer;
+  const double groups = options_.data_parallel;
+  const double dense_share = distributed ? 1.0 / (groups * gpus) : 1.0;
+  const double expert_share = distributed ? 1.0 / groups : 1.0;
   const double params_per_gpu =
-      model_.dense_and_shared_params() * dense_share + expert_params * most_homed;
+      model_.dense_and_shared_params() * dense_share + expert_params * most_homed * expert_share;
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);
@@ -278,15 +308,27 @@ Picoseconds CostModel::exposed_gradient_sync_ps(Picoseconds dense_forward) const
 }
 
 Picoseconds CostModel::step_start_window_ps(Picoseconds window) const {
-  return std::max<Picoseconds>(0, window - param_gather_.time_ps);
+  return std::max<Picoseconds>(0, window - param_gather_.time_ps - expert_gather_.time_ps);
 }
 
 Picoseconds CostModel::exposed_param_gather_ps(Picoseconds dense_forward) const {
   return std::max<Picoseconds>(0, param_gather_.time_ps - forward_window_ps(dense_forward));
 }
 
+Picoseconds CostModel::exposed_expert_gather_ps(Picoseconds dense_forward) const {
+  const Picoseconds left =
+      std::max<Picoseconds>(0, forward_window_ps(dense_forward) - param_gather_.time_ps);
+  return std::max<Picoseconds>(0, expert_gather_.time_ps - left);
+}
+
 Picoseconds CostModel::exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const {
   return std::max<Picoseconds>(0, reduction - replica_window_ps(dense_forward));
+}
+
+Picoseconds CostModel::exposed_expert_sync_ps(Picoseconds reduction,
+                                              Picoseconds dense_forward) const {
+  const Picoseconds left = std::max<Picoseconds>(0, replica_window_ps(dense_forward) - reduction);
+  return std::max<Picoseconds>(0, expert_sync_.time_ps - left);
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -33,6 +33,9 @@ struct LayerCost {
   // before the layer does not hide of the all-gather of its updated dense parameters (the same
   // for every planner; the replica weights hide only in what it leaves).
   Picoseconds dense_param_gather = 0;
+  // With data_parallel > 1, on the same microbatch: what that window leaves unhidden of the
+  // all-gather of the layer's updated home experts across the groups (after the dense one).
+  Picoseconds expert_param_gather = 0;
   // Backward: the combine's gradient travels like the dispatch, expert dgrad + wgrad is twice
   // the forward compute, then the dispatch's gradient travels like the combine.
   Picoseconds combine_grad = 0;
@@ -43,6 +46,9 @@ struct LayerCost {
   // for every planner) and of its replicas' gradients (the window the sync leaves).
   Picoseconds dense_grad_reduce = 0;
   Picoseconds grad_reduce = 0;
+  // With data_parallel > 1: what the window leaves unhidden of the sync of the home experts'
+  // gradients across the groups, which waits for the replica gradients to reach their homes.
+  Picoseconds expert_grad_sync = 0;
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
   // This MoE layer's share of the model's work outside its MoE layers, forward on the busiest
@@ -59,6 +65,7 @@ struct LayerCost {
   Bytes grad_reduce_ib_bytes = 0;
   Bytes dense_sync_nvlink_bytes = 0;  // the data-parallel sync's, summed over GPUs
   Bytes dense_sync_ib_bytes = 0;
+  Bytes expert_sync_ib_bytes = 0;  // the expert gradients' sync across groups, summed over GPUs
   int new_replicas = 0;
   std::uint64_t plan_hash = 0;    // 0 for the ideal
   std::vector<TokenCount> loads;  // tokens each rank processes, [num_ranks] (empty: the ideal)
@@ -70,8 +77,8 @@ struct LayerCost {
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return 3 * (dense_forward + outside_forward) + overhead + dense_param_gather + moe() +
-           dense_grad_reduce + grad_reduce;
+    return 3 * (dense_forward + outside_forward) + overhead + dense_param_gather +
+           expert_param_gather + moe() + dense_grad_reduce + grad_reduce + expert_grad_sync;
   }
 };
 
@@ -102,22 +109,31 @@ class CostModel {
   // rank: outside_forward_time_ps() (sim/solver_cost.h).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
-  // of the dense-only layers' and the embeddings' (1/R of them with the distributed optimizer)
-  // + ceil(E/R) home experts' params: the GPU that homes the most) per GPU x
-  // optimizer_bytes_per_param at HBM bandwidth. Replicas hold no optimizer state.
+  // of the dense-only layers' and the embeddings' (1/(D R) of them with the distributed
+  // optimizer, D = data_parallel) + ceil(E/R) home experts' params (1/D of them with the
+  // distributed optimizer): the GPU that homes the most) per GPU x optimizer_bytes_per_param at
+  // HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
   // The data-parallel sync of one layer's dense parameters (SimOptions::dense_sync and
   // dense_grad_bytes; zeros for 0 bytes or one GPU): its gradients' all-reduce or
-  // reduce-scatter at the end of the step's last microbatch, and with the distributed optimizer
-  // its updated parameters' all-gather (at the model's weight_bytes) before the step's first.
+  // reduce-scatter over the D x R GPUs of the D = data_parallel groups at the end of the step's
+  // last microbatch, and with the distributed optimizer its updated parameters' all-gather (at
+  // the model's weight_bytes) before the step's first.
   const RingTraffic& dense_gradient_sync() const { return gradient_sync_; }
   const RingTraffic& dense_param_gather() const { return param_gather_; }
+  // The same for one layer's expert parameters of the GPU that homes the most (ceil(E/R)
+  // experts) with its peers of the same rank in the other groups: a ring of D GPUs on D nodes,
+  // all of it over IB (zeros for D = 1).
+  const RingTraffic& expert_gradient_sync() const { return expert_sync_; }
+  const RingTraffic& expert_param_gather() const { return expert_gather_; }
   // What of each stays on the critical path: the part beyond its window, the attention
   // backward (gradient_overlap_fraction x 2 x `dense_forward`) and the attention forward before
   // the layer (weight_overlap_fraction x `dense_forward`).
   Picoseconds exposed_gradient_sync_ps(Picoseconds dense_forward) const;
   Picoseconds exposed_param_gather_ps(Picoseconds dense_forward) const;
-  // What the all-gather leaves of a weights' window `window` on a step's first microbatch:
+  // The experts' all-gather runs after the dense one: what is left of that window hides it.
+  Picoseconds exposed_expert_gather_ps(Picoseconds dense_forward) const;
+  // What the all-gathers leave of a weights' window `window` on a step's first microbatch:
   // the window itself without the distributed optimizer.
   Picoseconds step_start_window_ps(Picoseconds window) const;
   // What of a layer's replica gradient reduction taking `reduction` stays on the critical path:
@@ -125,6 +141,9 @@ class CostModel {
   // that window (CostParams::gradient_overlap_ps); the planners decide without it
   // (solver_params(): sim/solver_cost.h says why).
   Picoseconds exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const;
+  // What of the experts' gradient sync across groups stays on the critical path once the
+  // replica gradients took `reduction` of the window after the dense sync.
+  Picoseconds exposed_expert_sync_ps(Picoseconds reduction, Picoseconds dense_forward) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
@@ -183,7 +202,7 @@ class CostModel {
   double saturated_tokens_ = 0;
   double saturated_flop_per_ps_ = 0;
   Bytes grad_bytes_per_token_ = 0;
-  RingTraffic gradient_sync_, param_gather_;
+  RingTraffic gradient_sync_, param_gather_, expert_sync_, expert_gather_;
 };
 
 }  // namespace topoep

@@ -42,6 +42,8 @@ std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::st
                     format_us(c.grad_reduce),
                     format_us(c.dense_grad_reduce),
                     format_us(c.dense_param_gather),
+                    format_us(c.expert_grad_sync),
+                    format_us(c.expert_param_gather),
                     format_us(c.overhead),
                     format_us(c.dense_forward + c.outside_forward),
                     format_us(c.critical_path()),
@@ -81,7 +83,8 @@ std::string rank_loads_csv_rows(const StepResult& step, const std::vector<std::s
 
 std::string per_step_csv_header() {
   return "step,planner,step_time_us,tokens_per_s,moe_us,moe_forward_us,overhead_us,dense_us,"
-         "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,optimizer_us,"
+         "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,"
+         "expert_param_gather_us,optimizer_us,"
          "max_mean_load_mean,nvlink_dispatch_bytes,"
          "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes\n";
 }
@@ -94,6 +97,7 @@ std::string per_step_csv_rows(const StepResult& step, const std::vector<std::str
                   fixed(t.tokens_per_s, 1), format_us(t.moe), format_us(t.moe_forward),
                   format_us(t.overhead), format_us(t.dense), format_us(t.grad_reduce),
                   format_us(t.dense_grad_reduce), format_us(t.dense_param_gather),
+                  format_us(t.expert_grad_sync), format_us(t.expert_param_gather),
                   format_us(t.optimizer), fixed(t.max_mean_load_mean, 6),
                   std::to_string(t.nvlink_dispatch_bytes), std::to_string(t.ib_dispatch_bytes),
                   std::to_string(t.nvlink_weight_bytes), std::to_string(t.ib_weight_bytes)});

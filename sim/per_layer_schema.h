@@ -10,7 +10,8 @@ namespace topoep {
 inline std::string per_layer_csv_header() {
   return "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
          "weight_exposed_us,combine_grad_us,compute_grad_us,dispatch_grad_us,grad_reduce_us,"
-         "dense_grad_reduce_us,dense_param_gather_us,overhead_us,dense_forward_us,"
+         "dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,expert_param_gather_us,"
+         "overhead_us,dense_forward_us,"
          "critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
          "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash\n";
 }

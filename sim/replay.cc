@@ -85,9 +85,9 @@ class Replay {
                            cost_.solver_params(), metadata.microbatches,
                            config.plan_hashes || config.check_plans ||
                                config.options.dispatcher == Dispatcher::kDeepEP};
-    // The distributed optimizer's all-gather takes its part of the weights' window on a step's
-    // first microbatch, as the replay prices it.
-    if (cost_.dense_param_gather().time_ps > 0) {
+    // The distributed optimizer's all-gathers take their part of the weights' window on a
+    // step's first microbatch, as the replay prices it.
+    if (cost_.dense_param_gather().time_ps > 0 || cost_.expert_param_gather().time_ps > 0) {
       context.step_start_weight_overlap_ps =
           cost_.step_start_window_ps(context.cost.weight_overlap_ps);
     }
@@ -147,7 +147,12 @@ class Replay {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
         for (const int p : planned_) planned.push_back(&record.planners[p]);
-        record.planners[ideal_index_] = ideal_cost(planned);
+        LayerCost& ideal = record.planners[ideal_index_];
+        ideal = ideal_cost(planned);
+        // No replica gradients delay the experts' sync across groups.
+        if (record.microbatch == metadata_.microbatches - 1) {
+          ideal.expert_grad_sync = cost_.exposed_expert_sync_ps(0, ideal.dense_forward);
+        }
       }
     }
     result.planners.resize(config_.planners.size());
@@ -164,6 +169,8 @@ class Replay {
         totals.grad_reduce += cost.grad_reduce;
         totals.dense_grad_reduce += cost.dense_grad_reduce;
         totals.dense_param_gather += cost.dense_param_gather;
+        totals.expert_grad_sync += cost.expert_grad_sync;
+        totals.expert_param_gather += cost.expert_param_gather;
         totals.nvlink_dispatch_bytes += cost.nvlink_dispatch_bytes;
         totals.ib_dispatch_bytes += cost.ib_dispatch_bytes;
         totals.nvlink_weight_bytes += cost.nvlink_weight_bytes;
@@ -264,19 +271,23 @@ class Replay {
       cost.grad_reduce_ib_bytes = reduction.ib_bytes;
       cost.dense_grad_reduce = cost_.exposed_gradient_sync_ps(cost.dense_forward);
       add_dense_sync_bytes(cost_.dense_gradient_sync(), cost);
+      cost.expert_grad_sync = cost_.exposed_expert_sync_ps(reduction.time_ps, cost.dense_forward);
+      cost.expert_sync_ib_bytes += cost_.expert_gradient_sync().ib_bytes_per_gpu * gpus();
     }
     if (record.microbatch == 0) {
       cost.dense_param_gather = cost_.exposed_param_gather_ps(cost.dense_forward);
       add_dense_sync_bytes(cost_.dense_param_gather(), cost);
+      cost.expert_param_gather = cost_.exposed_expert_gather_ps(cost.dense_forward);
+      cost.expert_sync_ib_bytes += cost_.expert_param_gather().ib_bytes_per_gpu * gpus();
     }
     step_.records[result_index(record)].planners[p] = std::move(cost);
   }
 
-  // A data-parallel collective's bytes on `cost`, summed over the GPUs.
+  int gpus() const { return config_.topology.num_gpus(); }
+  // A data-parallel collective's bytes on `cost`, summed over the group's GPUs.
   void add_dense_sync_bytes(const RingTraffic& traffic, LayerCost& cost) const {
-    const int gpus = config_.topology.num_gpus();
-    cost.dense_sync_nvlink_bytes += traffic.nvlink_bytes_per_gpu * gpus;
-    cost.dense_sync_ib_bytes += traffic.ib_bytes_per_gpu * gpus;
+    cost.dense_sync_nvlink_bytes += traffic.nvlink_bytes_per_gpu * gpus();
+    cost.dense_sync_ib_bytes += traffic.ib_bytes_per_gpu * gpus();
   }
 
   const SimConfig& config_;

@@ -75,8 +75,10 @@ struct StepTotals {
   Picoseconds dense = 0;        // forward and backward
   Picoseconds outside = 0;      // of `dense`: the share of the dense-only layers and output head
   Picoseconds grad_reduce = 0;  // replica gradients, exposed
-  Picoseconds dense_grad_reduce = 0;   // the dense gradients' sync, exposed
-  Picoseconds dense_param_gather = 0;  // the dense parameters' all-gather, exposed
+  Picoseconds dense_grad_reduce = 0;    // the dense gradients' sync, exposed
+  Picoseconds dense_param_gather = 0;   // the dense parameters' all-gather, exposed
+  Picoseconds expert_grad_sync = 0;     // the expert gradients' sync across groups, exposed
+  Picoseconds expert_param_gather = 0;  // the expert parameters' all-gather across groups
   Picoseconds optimizer = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;

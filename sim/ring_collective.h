@@ -4,6 +4,8 @@
 // shared experts, a layer's shares of the dense-only layers and embeddings) are held by every
 // GPU of the group; plain data parallelism all-reduces their gradients once a step, Megatron-LM's
 // distributed optimizer (ZeRO-1) reduce-scatters them and all-gathers the updated parameters.
+// Between data-parallel copies of the group, a GPU's home experts sync with their peers the same
+// way: a ring of one GPU on each of D nodes (TopologyView{D, 1}), all of it over IB.
 //
 // Model: R GPUs, one ring per GPU of a node, each ring carrying 1/G of the buffer and leaving a
 // node through its own NIC (rail-aligned, as NCCL builds rings on HGX nodes). An all-reduce is

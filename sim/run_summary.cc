@@ -41,6 +41,8 @@ void RunSummary::add(const StepResult& step) {
     s.grad_reduce += totals.grad_reduce;
     s.dense_grad_reduce += totals.dense_grad_reduce;
     s.dense_param_gather += totals.dense_param_gather;
+    s.expert_grad_sync += totals.expert_grad_sync;
+    s.expert_param_gather += totals.expert_param_gather;
     s.optimizer += totals.optimizer;
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
@@ -60,6 +62,7 @@ void RunSummary::add(const StepResult& step) {
       s.grad_reduce_ib_bytes += c.grad_reduce_ib_bytes;
       s.dense_sync_nvlink_bytes += c.dense_sync_nvlink_bytes;
       s.dense_sync_ib_bytes += c.dense_sync_ib_bytes;
+      s.expert_sync_ib_bytes += c.expert_sync_ib_bytes;
       s.max_mean_loads.push_back(c.max_mean_load);
     }
   }
@@ -125,6 +128,8 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"grad_reduce", per_step_us(s.grad_reduce)},
           {"dense_grad_reduce", per_step_us(s.dense_grad_reduce)},
           {"dense_param_gather", per_step_us(s.dense_param_gather)},
+          {"expert_grad_sync", per_step_us(s.expert_grad_sync)},
+          {"expert_param_gather", per_step_us(s.expert_param_gather)},
           {"planner_overhead", per_step_us(s.overhead)},
           {"dense", per_step_us(s.dense)},
           {"dense_outside_moe_layers", per_step_us(s.outside)},
@@ -137,7 +142,8 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"nvlink_grad_reduce", per_step_bytes(s.grad_reduce_nvlink_bytes)},
           {"ib_grad_reduce", per_step_bytes(s.grad_reduce_ib_bytes)},
           {"nvlink_dense_sync", per_step_bytes(s.dense_sync_nvlink_bytes)},
-          {"ib_dense_sync", per_step_bytes(s.dense_sync_ib_bytes)}}},
+          {"ib_dense_sync", per_step_bytes(s.dense_sync_ib_bytes)},
+          {"ib_expert_sync", per_step_bytes(s.expert_sync_ib_bytes)}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},
           {"max", s.max_mean_loads.empty()

@@ -17,12 +17,13 @@ struct PlannerRunSummary {
   std::int64_t tokens = 0;
   // Sums over the run, picoseconds.
   Picoseconds step_time = 0, moe = 0, moe_forward = 0, overhead = 0, dense = 0, outside = 0,
-              grad_reduce = 0, dense_grad_reduce = 0, dense_param_gather = 0, optimizer = 0;
+              grad_reduce = 0, dense_grad_reduce = 0, dense_param_gather = 0, expert_grad_sync = 0,
+              expert_param_gather = 0, optimizer = 0;
   Picoseconds dispatch = 0, compute = 0, combine = 0, weight_exposed = 0, combine_grad = 0,
               compute_grad = 0, dispatch_grad = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0, nvlink_weight_bytes = 0,
         ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0,
-        dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0;
+        dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0, expert_sync_ib_bytes = 0;
   std::vector<double> max_mean_loads;  // one per record
 
   double step_time_us() const;  // mean over steps

@@ -31,6 +31,9 @@ enum class DenseSync {
   kDistributedOptimizer,
 };
 
+// The most expert-parallel groups SimOptions::data_parallel accepts.
+constexpr int kMaxDataParallel = 65536;
+
 struct SimOptions {
   // Fraction of the dense (attention) forward compute before a MoE layer during which replica
   // weights move without delaying it. 1: the copy engines and NICs move weights while the SMs
@@ -46,8 +49,15 @@ struct SimOptions {
   // step's last microbatch, in the same window as the replica gradients: 2, bf16 (Megatron-LM's
   // default gradient reduce), 4 for fp32 (--accumulate-allreduce-grads-in-fp32); 0 leaves the
   // data-parallel traffic out of the step (the optimizer still follows `dense_sync`).
+  // With data_parallel > 1 the expert gradients' sync across the groups carries the same.
   int dense_grad_bytes = 2;
   DenseSync dense_sync = DenseSync::kAllReduce;
+  // Copies of the simulated expert-parallel group that train data-parallel (Megatron-LM's
+  // expert data parallelism), each on its own nodes, each routing its own tokens like the
+  // trace's. Above 1, the dense sync spans all of their GPUs, and each GPU's home experts'
+  // gradients are synced with the GPUs of the same rank in the other groups over IB, after its
+  // replicas' gradients reach it (sim/README.md, "The data-parallel sync"). 1: one group.
+  int data_parallel = 1;
   // Bytes per element of the activation gradients the backward all-to-alls carry (bf16).
   int activation_grad_bytes = 2;
   // HBM bytes the optimizer moves per parameter: AdamW in mixed precision reads the fp32 master

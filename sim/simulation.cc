@@ -37,6 +37,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
         {"dense_grad_bytes", c.options.dense_grad_bytes},
         {"dense_sync", dense_sync_name(c.options.dense_sync)},
+        {"data_parallel", c.options.data_parallel},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)}}},
@@ -62,7 +63,9 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"gradient_overlap_ps", p.gradient_overlap_ps}}},
       {"dense_sync",
        {{"gradients", ring_traffic_json(cost.dense_gradient_sync())},
-        {"parameter_gather", ring_traffic_json(cost.dense_param_gather())}}},
+        {"parameter_gather", ring_traffic_json(cost.dense_param_gather())},
+        {"expert_gradients", ring_traffic_json(cost.expert_gradient_sync())},
+        {"expert_parameter_gather", ring_traffic_json(cost.expert_param_gather())}}},
   };
 }
 

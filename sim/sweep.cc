@@ -37,6 +37,8 @@ const std::vector<std::string>& metric_columns() {
                                                    "grad_reduce_us_per_step",
                                                    "dense_grad_reduce_us_per_step",
                                                    "dense_param_gather_us_per_step",
+                                                   "expert_grad_sync_us_per_step",
+                                                   "expert_param_gather_us_per_step",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -110,6 +112,9 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["grad_reduce_us_per_step"] = static_cast<double>(s.grad_reduce) / 1e6 / steps;
     row["dense_grad_reduce_us_per_step"] = static_cast<double>(s.dense_grad_reduce) / 1e6 / steps;
     row["dense_param_gather_us_per_step"] = static_cast<double>(s.dense_param_gather) / 1e6 / steps;
+    row["expert_grad_sync_us_per_step"] = static_cast<double>(s.expert_grad_sync) / 1e6 / steps;
+    row["expert_param_gather_us_per_step"] =
+        static_cast<double>(s.expert_param_gather) / 1e6 / steps;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -187,9 +192,11 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       throw FileInputError(where, "", "is not a sweep results row");
     }
     // Rows written before the dispatcher column were priced per assignment, and those written
-    // before the dense gradients' all-reduce joined the step (2026-12-03) without it.
+    // before the dense gradients' all-reduce joined the step (2026-12-03) without it, and for
+    // one expert-parallel group (before data_parallel).
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
+    if (!row.contains("data_parallel")) row["data_parallel"] = 1;
     rows.push_back(std::move(row));
     begin = stop + 1;
   }

@@ -18,6 +18,7 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "gpus_per_node",
                                                "slots",
                                                "dense_grad_bytes",
+                                               "data_parallel",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
@@ -317,6 +318,7 @@ class GridReader {
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
                        &c.options.dense_sync);
+      c.options.data_parallel = get("data_parallel", c.options.data_parallel);
       c.options.activation_grad_bytes =
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
@@ -362,6 +364,7 @@ class GridReader {
                        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
                        {"dense_grad_bytes", c.options.dense_grad_bytes},
                        {"dense_sync", dense_sync_name(c.options.dense_sync)},
+                       {"data_parallel", c.options.data_parallel},
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
@@ -408,6 +411,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "gradient_overlap_fraction",
                                                    "dense_grad_bytes",
                                                    "dense_sync",
+                                                   "data_parallel",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
                                                    "dispatcher",

@@ -15,7 +15,7 @@
 //                                       override the achieved link figures
 //   slots                               spare slots per GPU (default 1)
 //   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8), dense_sync
-//   ("allreduce" or "distributed"),
+//   ("allreduce" or "distributed"), data_parallel (expert-parallel groups, 1 to 65,536),
 //   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep")
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,

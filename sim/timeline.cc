@@ -115,6 +115,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense-only layers and head (share)", c.outside_forward, args);
       timeline.shared("dense forward", c.dense_forward, args);
       timeline.shared("dense parameter all-gather", c.dense_param_gather, args);
+      timeline.shared("expert parameter all-gather", c.expert_param_gather, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
       timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args);
@@ -134,6 +135,8 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense gradient sync", record.planners[p].dense_grad_reduce,
                       {{"layer", record.layer}});
       timeline.shared("replica grad reduce", record.planners[p].grad_reduce,
+                      {{"layer", record.layer}});
+      timeline.shared("expert gradient sync", record.planners[p].expert_grad_sync,
                       {{"layer", record.layer}});
     }
     timeline.shared("optimizer", step.planners[p].optimizer, nlohmann::json::object());

@@ -589,6 +589,17 @@ expect "simulate takes the distributed optimizer" 0 $?
 expect_text "summary.json records the dense sync" "$work/zero1/summary.json" '"dense_sync": "distributed"'
 expect_text "and its parameter all-gather" "$work/zero1/summary.json" '"parameter_gather"'
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --data-parallel 0 --out "$work/no_groups" >"$work/out" 2>&1
+expect "simulate rejects zero data-parallel groups" 2 $?
+expect_text "the groups' error names the flag typed" "$work/out" "--data-parallel"
+expect "and writes nothing" 1 "$(test -e "$work/no_groups"; echo $?)"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --data-parallel 4 --out "$work/groups" >"$work/out" 2>&1
+expect "simulate takes data-parallel groups" 0 $?
+expect_text "summary.json records the groups" "$work/groups/summary.json" '"data_parallel": 4'
+expect_text "and the experts' sync between them" "$work/groups/summary.json" '"expert_gradients"'
+expect_text "per_step.csv has its column" "$work/groups/per_step.csv" 'expert_grad_sync_us'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?
 expect_text "summary.json records the IB load slack" "$work/slack/summary.json" \

@@ -435,6 +435,74 @@ TEST(SimCostModel, DistributedOptimizerHalvesTheGradientSyncAndGathersTheParamet
             all_reduce.price(decision, counts, CostModel::Detail::kTimes).moe());
 }
 
+// D copies of the expert-parallel group train data-parallel: the dense sync spans all D x R
+// GPUs, and each GPU syncs its home experts' gradients with its D - 1 peers (one a group, each
+// on its own node) over IB, after its replicas' gradients have reached it.
+TEST(SimCostModel, DataParallelGroupsSyncTheHomeExpertsOverIbAfterTheReplicaGradients) {
+  SimOptions options;
+  options.data_parallel = 2;
+  // Two GPUs of one node, two experts each: 2 x 3 x 1024 x 512 parameters, 6,291,456 bf16 bytes.
+  const CostModel model(round_topology(1, 2), round_model(4, 1), options, 10);
+  // Between the two groups: 2 x 1/2 of it over IB (251.65824 us at 25 GB/s), 2 steps of 5 us.
+  const RingTraffic& experts = model.expert_gradient_sync();
+  EXPECT_EQ(experts.ib_bytes_per_gpu, 6291456);
+  EXPECT_EQ(experts.nvlink_bytes_per_gpu, 0);
+  EXPECT_EQ(experts.time_ps, 2 * 5000000LL + 251658240LL);
+  EXPECT_EQ(model.expert_param_gather().time_ps, 0);
+  // The dense all-reduce runs round both groups' 4 GPUs on 2 nodes: 3 MB sent, half over IB
+  // (60 us), half over NVLink (15 us); 2 of its 6 steps cross nodes.
+  EXPECT_EQ(model.dense_gradient_sync().ib_bytes_per_gpu, 1500000);
+  EXPECT_EQ(model.dense_gradient_sync().time_ps, 2 * 5000000LL + 4 * 2000000LL + 60000000LL);
+  // A 200 us dense forward: a 400 us backward window, 322 us of it left after the dense sync.
+  EXPECT_EQ(model.exposed_gradient_sync_ps(200000000), 0);
+  EXPECT_EQ(model.exposed_expert_sync_ps(0, 200000000), 0);
+  // Replica gradients taking 100 us leave 222 us: 39.65824 us of the experts' sync shows.
+  EXPECT_EQ(model.exposed_gradient_ps(100000000, 200000000), 0);
+  EXPECT_EQ(model.exposed_expert_sync_ps(100000000, 200000000), 39658240);
+  // Taking the whole window, the replicas leave none.
+  EXPECT_EQ(model.exposed_expert_sync_ps(400000000, 200000000), experts.time_ps);
+  // One group has no peers: nothing to sync, every earlier figure as it was.
+  const CostModel one_group(round_topology(1, 2), round_model(4, 1), SimOptions{}, 10);
+  EXPECT_EQ(one_group.expert_gradient_sync().time_ps, 0);
+  EXPECT_EQ(one_group.exposed_expert_sync_ps(400000000, 10000000), 0);
+  EXPECT_EQ(one_group.dense_gradient_sync().time_ps, 24000000);
+  // Without gradient bytes the data-parallel traffic is left out, the experts' too.
+  options.dense_grad_bytes = 0;
+  EXPECT_EQ(CostModel(round_topology(1, 2), round_model(4, 1), options, 10)
+                .expert_gradient_sync()
+                .time_ps,
+            0);
+}
+
+// With the distributed optimizer each group keeps 1/D of its home experts' optimizer state:
+// the experts' gradients are reduce-scattered between the groups and the updated experts
+// all-gathered before the step's first forward, after the dense parameters, in the window the
+// new replicas' weights then get what is left of.
+TEST(SimCostModel, DistributedOptimizerShardsTheHomeExpertsAcrossDataParallelGroups) {
+  SimOptions options;
+  options.data_parallel = 2;
+  options.dense_sync = DenseSync::kDistributedOptimizer;
+  const CostModel model(round_topology(1, 2), round_model(4, 1), options, 10);
+  // One pass: half the bytes (125.82912 us over IB) and one step of 5 us, each way.
+  for (const RingTraffic& half : {model.expert_gradient_sync(), model.expert_param_gather()}) {
+    EXPECT_EQ(half.ib_bytes_per_gpu, 3145728);
+    EXPECT_EQ(half.time_ps, 5000000LL + 125829120LL);
+  }
+  // The dense all-gather round 4 GPUs: 0.75 MB over IB (30 us) and NVLink (7.5 us), 1 step
+  // across nodes and 2 inside.
+  const Picoseconds dense_gather = 5000000LL + 2 * 2000000LL + 30000000LL;
+  EXPECT_EQ(model.dense_param_gather().time_ps, dense_gather);
+  // A 200 us forward window: both gathers hide, 30.17088 us is left for the replicas' weights.
+  EXPECT_EQ(model.exposed_param_gather_ps(200000000), 0);
+  EXPECT_EQ(model.exposed_expert_gather_ps(200000000), 0);
+  EXPECT_EQ(model.step_start_window_ps(200000000), 200000000 - dense_gather - 130829120);
+  // A 100 us one: the dense gather leaves 61 us, 69.82912 us of the experts' shows.
+  EXPECT_EQ(model.exposed_expert_gather_ps(100000000), 130829120 - (100000000 - dense_gather));
+  EXPECT_EQ(model.step_start_window_ps(100000000), 0);
+  // The optimizer: 1/(2 x 2) of the 1e6 dense parameters, half of the GPU's two experts.
+  EXPECT_EQ(model.optimizer_ps(1), std::llround((0.25e6 + 3 * 1024 * 512.0) * 28 / 2000 * 1000));
+}
+
 TEST(SimCostModel, RejectsOptionsOutOfRange) {
   SimOptions options;
   options.weight_overlap_fraction = 1.5;
@@ -453,6 +521,19 @@ TEST(SimCostModel, RejectsOptionsOutOfRange) {
       EXPECT_EQ(error.field(), "dense_grad_bytes");
     }
   }
+  options.dense_grad_bytes = 2;
+  for (const int groups : {0, kMaxDataParallel + 1}) {
+    options.data_parallel = groups;
+    EXPECT_EQ(testing::input_error_field(
+                  [&] { CostModel(round_topology(1, 2), round_model(2, 1), options, 10); }),
+              "data_parallel")
+        << groups;
+  }
+  // More GPUs than a rank id holds.
+  options.data_parallel = kMaxDataParallel;
+  EXPECT_EQ(testing::input_error_field(
+                [&] { CostModel(round_topology(64, 1024), round_model(65536, 1), options, 10); }),
+            "data_parallel");
 }
 
 }  // namespace

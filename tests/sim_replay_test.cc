@@ -239,50 +239,81 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
 // dense parameters runs once a step, the gradients' after the last microbatch's backward and
 // (with the distributed optimizer) the parameters' all-gather before the first microbatch's
 // forward; what outlasts its window is every planner's alike, as is the layers' share outside
-// the MoE layers.
+// the MoE layers. With two data-parallel groups the home experts' sync follows the replica
+// gradients: the static plan and the ideal, which reduce none, show the least of it.
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
-  for (const DenseSync sync : {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer}) {
-    SCOPED_TRACE(dense_sync_name(sync));
-    Collect collect;
-    SimConfig config = small_config();
-    config.options.dense_sync = sync;
-    replay_trace(small_trace(), config, collect);
-    const CostModel cost(config.topology, config.model, config.options, 512);
-    ASSERT_GT(cost.dense_gradient_sync().time_ps, 0);
-    const bool gathers = sync == DenseSync::kDistributedOptimizer;
-    ASSERT_EQ(cost.dense_param_gather().time_ps > 0, gathers);
-    const std::size_t static_index =
-        std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin();
-    ASSERT_LT(static_index, kAllPlanners.size());
-    for (const StepResult& step : collect.steps) {
-      EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
-      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-        Picoseconds sum = step.planners[p].optimizer, outside = 0, grad_sync = 0, gather = 0;
-        for (const RecordResult& record : step.records) {
-          const LayerCost& c = record.planners[p];
-          const LayerCost& fixed = record.planners[static_index];
-          sum += c.critical_path();
-          outside += 3 * c.outside_forward;
-          grad_sync += c.dense_grad_reduce;
-          gather += c.dense_param_gather;
-          const bool first = record.microbatch == 0, last = record.microbatch == 1;
-          EXPECT_EQ(c.dense_grad_reduce, last ? cost.exposed_gradient_sync_ps(c.dense_forward) : 0);
-          EXPECT_EQ(c.dense_param_gather,
-                    first ? cost.exposed_param_gather_ps(c.dense_forward) : 0);
-          // Every planner's, the ideal's too, is static's.
-          EXPECT_EQ(c.dense_grad_reduce, fixed.dense_grad_reduce);
-          EXPECT_EQ(c.dense_param_gather, fixed.dense_param_gather);
-          EXPECT_GT(c.outside_forward, 0);
-          EXPECT_EQ(c.outside_forward, fixed.outside_forward);
+  for (const int groups : {1, 2}) {
+    for (const DenseSync sync : {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer}) {
+      SCOPED_TRACE(std::string(dense_sync_name(sync)) + ", " + std::to_string(groups) + " groups");
+      Collect collect;
+      SimConfig config = small_config();
+      config.options.dense_sync = sync;
+      config.options.data_parallel = groups;
+      replay_trace(small_trace(), config, collect);
+      const CostModel cost(config.topology, config.model, config.options, 512);
+      ASSERT_GT(cost.dense_gradient_sync().time_ps, 0);
+      const bool gathers = sync == DenseSync::kDistributedOptimizer;
+      ASSERT_EQ(cost.dense_param_gather().time_ps > 0, gathers);
+      ASSERT_EQ(cost.expert_gradient_sync().time_ps > 0, groups > 1);
+      ASSERT_EQ(cost.expert_param_gather().time_ps > 0, groups > 1 && gathers);
+      const auto index = [](const std::string& name) {
+        return static_cast<std::size_t>(std::find(kAllPlanners.begin(), kAllPlanners.end(), name) -
+                                        kAllPlanners.begin());
+      };
+      const std::size_t static_index = index("static"), ideal_index = index("ideal");
+      ASSERT_LT(static_index, kAllPlanners.size());
+      ASSERT_LT(ideal_index, kAllPlanners.size());
+      for (const StepResult& step : collect.steps) {
+        EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
+        for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+          Picoseconds sum = step.planners[p].optimizer, outside = 0, grad_sync = 0, gather = 0;
+          Picoseconds expert_sync = 0, expert_gather = 0;
+          for (const RecordResult& record : step.records) {
+            const LayerCost& c = record.planners[p];
+            const LayerCost& fixed = record.planners[static_index];
+            sum += c.critical_path();
+            outside += 3 * c.outside_forward;
+            grad_sync += c.dense_grad_reduce;
+            gather += c.dense_param_gather;
+            expert_sync += c.expert_grad_sync;
+            expert_gather += c.expert_param_gather;
+            const bool first = record.microbatch == 0, last = record.microbatch == 1;
+            EXPECT_EQ(c.dense_grad_reduce,
+                      last ? cost.exposed_gradient_sync_ps(c.dense_forward) : 0);
+            EXPECT_EQ(c.dense_param_gather,
+                      first ? cost.exposed_param_gather_ps(c.dense_forward) : 0);
+            EXPECT_EQ(c.expert_param_gather,
+                      first ? cost.exposed_expert_gather_ps(c.dense_forward) : 0);
+            const Picoseconds unhindered =
+                last ? cost.exposed_expert_sync_ps(0, c.dense_forward) : 0;
+            if (p == static_index || p == ideal_index) {
+              EXPECT_EQ(c.expert_grad_sync, unhindered);
+            } else {
+              EXPECT_GE(c.expert_grad_sync, unhindered);
+              if (!last) {
+                EXPECT_EQ(c.expert_grad_sync, 0);
+              }
+            }
+            // Every planner's, the ideal's too, is static's.
+            EXPECT_EQ(c.dense_grad_reduce, fixed.dense_grad_reduce);
+            EXPECT_EQ(c.dense_param_gather, fixed.dense_param_gather);
+            EXPECT_EQ(c.expert_param_gather, fixed.expert_param_gather);
+            EXPECT_EQ(c.expert_sync_ib_bytes, fixed.expert_sync_ib_bytes);
+            EXPECT_GT(c.outside_forward, 0);
+            EXPECT_EQ(c.outside_forward, fixed.outside_forward);
+          }
+          EXPECT_EQ(step.planners[p].step_time, sum);
+          EXPECT_GT(grad_sync, 0);  // this model's window is far shorter than its sync
+          EXPECT_EQ(gather > 0, gathers);
+          EXPECT_EQ(expert_sync > 0, groups > 1);
+          EXPECT_EQ(step.planners[p].dense_grad_reduce, grad_sync);
+          EXPECT_EQ(step.planners[p].dense_param_gather, gather);
+          EXPECT_EQ(step.planners[p].expert_grad_sync, expert_sync);
+          EXPECT_EQ(step.planners[p].expert_param_gather, expert_gather);
+          EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
+          EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
+          EXPECT_GT(step.planners[p].optimizer, 0);
         }
-        EXPECT_EQ(step.planners[p].step_time, sum);
-        EXPECT_GT(grad_sync, 0);  // this model's window is far shorter than its sync
-        EXPECT_EQ(gather > 0, gathers);
-        EXPECT_EQ(step.planners[p].dense_grad_reduce, grad_sync);
-        EXPECT_EQ(step.planners[p].dense_param_gather, gather);
-        EXPECT_EQ(step.planners[p].outside, outside);  // forward and backward, part of `dense`
-        EXPECT_LT(step.planners[p].outside, step.planners[p].dense);
-        EXPECT_GT(step.planners[p].optimizer, 0);
       }
     }
   }
@@ -527,6 +558,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.model.vocab_size = 1000 * draw(0, 50);
     config.options.dense_grad_bytes = 2 * draw(0, 2);
     if (draw(0, 1) == 1) config.options.dense_sync = DenseSync::kDistributedOptimizer;
+    config.options.data_parallel = draw(1, 3);
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(trace, config, collect);

@@ -197,7 +197,8 @@ TEST(SweepGrid, SweepsTheDispatcher) {
   EXPECT_EQ(plain.points[0].columns["dispatcher"], "alltoall");
 }
 
-// The data-parallel sync's axes: a name out of the two, and 0 to 8 bytes (0 leaves it out).
+// The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
+// 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
   const std::pair<const char*, const char*> cases[] = {
       {R"("dense_sync": ["zero3"])", "dense_sync[0]"},
@@ -205,6 +206,9 @@ TEST(SweepGrid, DenseSyncAxesAreChecked) {
       {R"("dense_grad_bytes": [9])", "dense_grad_bytes"},
       {R"("dense_grad_bytes": [-1])", "dense_grad_bytes[0]"},
       {R"("dense_grad_bytes": [0], "dense_sync": ["distributed"])", "no error"},
+      {R"("data_parallel": [0])", "data_parallel[0]"},
+      {R"("data_parallel": [70000])", "data_parallel"},
+      {R"("data_parallel": [1.5])", "data_parallel[0]"},
   };
   for (const auto& [axis, field] : cases) {
     EXPECT_EQ(field_of_grid_error(std::string(R"({"trace": [{"synthetic": {}}], )") + axis + "}"),
@@ -224,6 +228,18 @@ TEST(SweepGrid, SweepsTheDenseSync) {
   EXPECT_EQ(grid.points[3].config.options.dense_sync, DenseSync::kDistributedOptimizer);
   EXPECT_EQ(grid.points[3].config.options.dense_grad_bytes, 4);
   EXPECT_EQ(grid.points[3].columns["dense_sync"], "distributed");
+  EXPECT_EQ(grid.points[3].columns["data_parallel"], 1);
+}
+
+TEST(SweepGrid, SweepsTheDataParallelGroups) {
+  const SweepGrid grid = load_sweep_grid(write_grid("data_parallel.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "data_parallel": [1, 4]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[0].config.options.data_parallel, 1);
+  EXPECT_EQ(grid.points[1].config.options.data_parallel, 4);
+  EXPECT_EQ(grid.points[1].columns["data_parallel"], 4);
 }
 
 // Without a model axis a recorded trace is priced with the one preset of its experts and top-k,

@@ -167,6 +167,20 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        microseconds(distributed.dense_param_gather().time_ps) +
                        " all-gather in the forward's " + microseconds(p.weight_overlap_ps) +
                        " on the step's first microbatch (the new replicas' weights' too)"});
+    SimOptions two_groups;
+    two_groups.data_parallel = 2;
+    const CostModel experts(*topology, model, two_groups, model.tokens_per_rank);
+    const int gpus = topology->num_gpus();
+    const int most_homed = (model.num_experts + gpus - 1) / gpus;
+    table.add_row({"  with --data-parallel 2",
+                   microseconds(experts.expert_gradient_sync().time_ps) + " all-reduce of " +
+                       megabytes(model.expert_params() * most_homed * two_groups.dense_grad_bytes) +
+                       " (" + std::to_string(most_homed) +
+                       (most_homed == 1 ? " home expert's" : " home experts'") +
+                       " gradients) with the other group over " + topology->scale_out.name +
+                       ", after the replica gradients, in what is " +
+                       "left of that window; the dense all-reduce " +
+                       microseconds(experts.dense_gradient_sync().time_ps)});
   }
   table.print(out);
   out << "\nsource: " << model.source << "\n";

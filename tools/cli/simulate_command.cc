@@ -193,8 +193,14 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
-                   "Bytes per parameter of the dense gradients' data-parallel sync "
+                   "Bytes per parameter of the gradients' data-parallel sync "
                    "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
+      ->capture_default_str();
+  simulate
+      ->add_option("--data-parallel", o->sim.data_parallel,
+                   "Copies of the expert-parallel group training data-parallel: the dense sync "
+                   "spans them all and each GPU syncs its home experts' gradients with its peers "
+                   "over IB")
       ->capture_default_str();
   add_choice(
       simulate, "--dense-sync", o->dense_sync,
@@ -273,6 +279,7 @@ void add_simulate_command(CLI::App& app) {
                   {"weight_overlap_fraction", "--weight-overlap"},
                   {"gradient_overlap_fraction", "--gradient-overlap"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
+                  {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
                   {"topoep_ib_load_slack", "--topoep-ib-slack"},
