@@ -287,7 +287,7 @@ CostParams CostModel::params_for(Picoseconds dense_forward, bool step_start) con
   params.instance_min_tokens = 0;
   params.weight_overlap_ps = forward_window_ps(dense_forward);
   if (step_start) params.weight_overlap_ps = step_start_window_ps(params.weight_overlap_ps);
-  params.gradient_overlap_ps = replica_window_ps(dense_forward);
+  params.gradient_overlap_ps = backward_idle_ps(2 * dense_forward);
   return params;
 }
 
@@ -295,16 +295,8 @@ Picoseconds CostModel::forward_window_ps(Picoseconds dense_forward) const {
   return round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
 }
 
-Picoseconds CostModel::backward_window_ps(Picoseconds dense_forward) const {
-  return round_ps(2.0 * static_cast<double>(dense_forward) * options_.gradient_overlap_fraction);
-}
-
-Picoseconds CostModel::replica_window_ps(Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, backward_window_ps(dense_forward) - gradient_sync_.time_ps);
-}
-
-Picoseconds CostModel::exposed_gradient_sync_ps(Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, gradient_sync_.time_ps - backward_window_ps(dense_forward));
+Picoseconds CostModel::backward_idle_ps(Picoseconds compute) const {
+  return round_ps(static_cast<double>(compute) * options_.gradient_overlap_fraction);
 }
 
 Picoseconds CostModel::step_start_window_ps(Picoseconds window) const {
@@ -321,14 +313,15 @@ Picoseconds CostModel::exposed_expert_gather_ps(Picoseconds dense_forward) const
   return std::max<Picoseconds>(0, expert_gather_.time_ps - left);
 }
 
-Picoseconds CostModel::exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, reduction - replica_window_ps(dense_forward));
-}
-
-Picoseconds CostModel::exposed_expert_sync_ps(Picoseconds reduction,
-                                              Picoseconds dense_forward) const {
-  const Picoseconds left = std::max<Picoseconds>(0, replica_window_ps(dense_forward) - reduction);
-  return std::max<Picoseconds>(0, expert_sync_.time_ps - left);
+LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
+  LayerSyncWork work;
+  work.expert_compute_idle = backward_idle_ps(cost.compute_grad);
+  work.attention_idle = backward_idle_ps(2 * cost.dense_forward);
+  work.outside_idle = backward_idle_ps(2 * cost.outside_forward);
+  work.replica_reduction = cost.replica_reduction;
+  work.expert_sync = expert_sync_.time_ps;
+  work.dense_sync = gradient_sync_.time_ps;
+  return work;
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "sim/backward_sync.h"
 #include "sim/ring_collective.h"
 #include "sim/sim_options.h"
 #include "solver/plan_cost.h"
@@ -41,14 +42,14 @@ struct LayerCost {
   Picoseconds combine_grad = 0;
   Picoseconds compute_grad = 0;
   Picoseconds dispatch_grad = 0;
-  // The step-end gradient reductions of this layer, set on the step's last microbatch: what the
-  // attention backward does not hide of the data-parallel sync of its dense gradients (the same
-  // for every planner) and of its replicas' gradients (the window the sync leaves).
+  // The step-end gradient syncs of this layer, set on the step's last microbatch: what of each
+  // is still running when the backward pass ends (sim/backward_sync.h): the data-parallel sync
+  // of its dense gradients, its replicas' gradients into their homes, and with data_parallel >
+  // 1 its home experts' sync between the groups.
   Picoseconds dense_grad_reduce = 0;
   Picoseconds grad_reduce = 0;
-  // With data_parallel > 1: what the window leaves unhidden of the sync of the home experts'
-  // gradients across the groups, which waits for the replica gradients to reach their homes.
   Picoseconds expert_grad_sync = 0;
+  Picoseconds replica_reduction = 0;  // the replica gradients' own reduction time, whole
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
   // This MoE layer's share of the model's work outside its MoE layers, forward on the busiest
@@ -126,24 +127,19 @@ class CostModel {
   // all of it over IB (zeros for D = 1).
   const RingTraffic& expert_gradient_sync() const { return expert_sync_; }
   const RingTraffic& expert_param_gather() const { return expert_gather_; }
-  // What of each stays on the critical path: the part beyond its window, the attention
-  // backward (gradient_overlap_fraction x 2 x `dense_forward`) and the attention forward before
-  // the layer (weight_overlap_fraction x `dense_forward`).
-  Picoseconds exposed_gradient_sync_ps(Picoseconds dense_forward) const;
+  // What of the dense parameters' all-gather stays on the critical path: the part beyond the
+  // attention forward before the layer (weight_overlap_fraction x `dense_forward`).
   Picoseconds exposed_param_gather_ps(Picoseconds dense_forward) const;
   // The experts' all-gather runs after the dense one: what is left of that window hides it.
   Picoseconds exposed_expert_gather_ps(Picoseconds dense_forward) const;
   // What the all-gathers leave of a weights' window `window` on a step's first microbatch:
   // the window itself without the distributed optimizer.
   Picoseconds step_start_window_ps(Picoseconds window) const;
-  // What of a layer's replica gradient reduction taking `reduction` stays on the critical path:
-  // the part beyond what the gradient sync leaves of the backward window. Plans are priced with
-  // that window (CostParams::gradient_overlap_ps); the planners decide without it
-  // (solver_params(): sim/solver_cost.h says why).
-  Picoseconds exposed_gradient_ps(Picoseconds reduction, Picoseconds dense_forward) const;
-  // What of the experts' gradient sync across groups stays on the critical path once the
-  // replica gradients took `reduction` of the window after the dense sync.
-  Picoseconds exposed_expert_sync_ps(Picoseconds reduction, Picoseconds dense_forward) const;
+  // The step-end syncs of a layer priced `cost` on the step's last microbatch, whose replica
+  // gradients take `cost.replica_reduction` to reach their homes, and the link-idle compute
+  // they may hide in (gradient_overlap_fraction of it): expose_backward_syncs() runs them. The
+  // planners decide without it (solver_params(): sim/solver_cost.h says why).
+  LayerSyncWork backward_sync_work(const LayerCost& cost) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
@@ -176,10 +172,8 @@ class CostModel {
   CostParams params_for(Picoseconds dense_forward, bool step_start) const;
   // weight_overlap_fraction x the attention forward, `dense_forward`.
   Picoseconds forward_window_ps(Picoseconds dense_forward) const;
-  // gradient_overlap_fraction x the attention backward, 2 x `dense_forward`.
-  Picoseconds backward_window_ps(Picoseconds dense_forward) const;
-  // What the gradient sync leaves of that window for the replica gradients.
-  Picoseconds replica_window_ps(Picoseconds dense_forward) const;
+  // gradient_overlap_fraction x `compute` of link-idle backward compute.
+  Picoseconds backward_idle_ps(Picoseconds compute) const;
   // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's
   // expert compute.
   LayerCost layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

@@ -45,7 +45,8 @@ void note_replicas(const PlannerDecision& decision, std::vector<ReplicaInstance>
 }
 
 // The force-balanced bound for one record: compute at the best planner's mean, every transfer
-// no worse than the best planner's, nothing else (see solver/planners/ideal.h).
+// and every exposed gradient sync no worse than the best planner's, no replicas (see
+// solver/planners/ideal.h).
 LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
   LayerCost ideal = *planned.front();
   for (const LayerCost* cost : planned) {
@@ -57,10 +58,12 @@ LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
     ideal.nvlink_dispatch_bytes =
         std::min(ideal.nvlink_dispatch_bytes, cost->nvlink_dispatch_bytes);
     ideal.ib_dispatch_bytes = std::min(ideal.ib_dispatch_bytes, cost->ib_dispatch_bytes);
+    ideal.dense_grad_reduce = std::min(ideal.dense_grad_reduce, cost->dense_grad_reduce);
+    ideal.expert_grad_sync = std::min(ideal.expert_grad_sync, cost->expert_grad_sync);
   }
   ideal.compute = ideal.compute_mean;
   ideal.compute_grad = 2 * ideal.compute;
-  ideal.weight_exposed = ideal.grad_reduce = ideal.overhead = 0;
+  ideal.weight_exposed = ideal.grad_reduce = ideal.replica_reduction = ideal.overhead = 0;
   ideal.max_mean_load = 1.0;
   ideal.nvlink_weight_bytes = ideal.ib_weight_bytes = 0;
   ideal.grad_reduce_nvlink_bytes = ideal.grad_reduce_ib_bytes = 0;
@@ -140,19 +143,16 @@ class Replay {
     });
   }
 
-  // Closes the step: the ideal bound of each record and every planner's totals.
+  // Closes the step: what each planner's gradient syncs leave exposed, the ideal bound of each
+  // record and every planner's totals.
   StepResult finish_step() {
     StepResult& result = step_;
+    for (const int p : planned_) expose_gradient_syncs(p);
     if (ideal_index_ >= 0) {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
         for (const int p : planned_) planned.push_back(&record.planners[p]);
-        LayerCost& ideal = record.planners[ideal_index_];
-        ideal = ideal_cost(planned);
-        // No replica gradients delay the experts' sync across groups.
-        if (record.microbatch == metadata_.microbatches - 1) {
-          ideal.expert_grad_sync = cost_.exposed_expert_sync_ps(0, ideal.dense_forward);
-        }
+        record.planners[ideal_index_] = ideal_cost(planned);
       }
     }
     result.planners.resize(config_.planners.size());
@@ -266,12 +266,11 @@ class Replay {
           std::move(state.step_replicas), config_.topology.view(),
           cost_.solver_params().replica_weight_bytes, cost_.solver_params());
       state.step_replicas.clear();
-      cost.grad_reduce = cost_.exposed_gradient_ps(reduction.time_ps, cost.dense_forward);
+      // What of it shows is known once the whole backward is: finish_step().
+      cost.replica_reduction = reduction.time_ps;
       cost.grad_reduce_nvlink_bytes = reduction.nvlink_bytes;
       cost.grad_reduce_ib_bytes = reduction.ib_bytes;
-      cost.dense_grad_reduce = cost_.exposed_gradient_sync_ps(cost.dense_forward);
       add_dense_sync_bytes(cost_.dense_gradient_sync(), cost);
-      cost.expert_grad_sync = cost_.exposed_expert_sync_ps(reduction.time_ps, cost.dense_forward);
       cost.expert_sync_ib_bytes += cost_.expert_gradient_sync().ib_bytes_per_gpu * gpus();
     }
     if (record.microbatch == 0) {
@@ -281,6 +280,26 @@ class Replay {
       cost.expert_sync_ib_bytes += cost_.expert_param_gather().ib_bytes_per_gpu * gpus();
     }
     step_.records[result_index(record)].planners[p] = std::move(cost);
+  }
+
+  // The step-end syncs of planner `p`'s last microbatch, run as its backward leaves the links
+  // idle (sim/backward_sync.h): what of each is left when the backward ends goes onto its
+  // layer's record.
+  void expose_gradient_syncs(int p) {
+    const int num_layers = metadata_.num_layers;
+    const std::size_t last = static_cast<std::size_t>(metadata_.microbatches - 1) * num_layers;
+    std::vector<LayerSyncWork> work;
+    work.reserve(num_layers);
+    for (int layer = 0; layer < num_layers; ++layer) {
+      work.push_back(cost_.backward_sync_work(step_.records[last + layer].planners[p]));
+    }
+    const std::vector<LayerSyncExposed> exposed = expose_backward_syncs(work);
+    for (int layer = 0; layer < num_layers; ++layer) {
+      LayerCost& cost = step_.records[last + layer].planners[p];
+      cost.grad_reduce = exposed[layer].replica_reduction;
+      cost.expert_grad_sync = exposed[layer].expert_sync;
+      cost.dense_grad_reduce = exposed[layer].dense_sync;
+    }
   }
 
   int gpus() const { return config_.topology.num_gpus(); }

@@ -65,8 +65,8 @@ double outside_forward_time_ps(const Topology& topology, const ModelSpec& model,
 //   the simulator's CostModel uses its activation_grad_bytes option);
 // weight overlap = the dense window: dense_forward_time_ps() at tokens_per_rank; gradient
 //   overlap 0: planners weigh a replica's whole gradient reduction, although the simulator
-//   prices only what the attention backward does not hide (solver/DECISIONS.md, "Gradients
-//   the step owes");
+//   prices only what the backward's link-idle compute does not hide (sim/backward_sync.h;
+//   solver/DECISIONS.md, "Gradients the step owes");
 // links: bandwidth GB/s x 1000 = bytes/us, latency us x 1e6 = ps. Rounded to the nearest
 // integer (at least 1 where a zero would be meaningless).
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

@@ -304,22 +304,73 @@ TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
   EXPECT_EQ(reduce_replica_gradients({}, topology, 1000000, cost).time_ps, 0);
 }
 
-// A layer's replica gradients reduce while its block's attention backward runs (2x the dense
-// forward); only what goes beyond gradient_overlap_fraction of it is on the critical path. The
+// The step-end syncs run on one stream while the backward leaves the links idle, first ready
+// first served: a layer's replica gradients and experts' sync when its MoE backward ends, its
+// dense sync when its attention backward ends. What is left when the backward ends is exposed,
+// each remainder on its own layer.
+TEST(BackwardSync, SyncsRunInTheIdleTimeTheLayersBelowLeaveAndTheRestIsExposed) {
+  // Two layers; the backward runs layer 1, then layer 0 (times in ps).
+  std::vector<LayerSyncWork> layers(2);
+  layers[1] = {/*expert_compute_idle=*/100,
+               /*attention_idle=*/50,
+               /*outside_idle=*/10,
+               /*replica_reduction=*/30,
+               /*expert_sync=*/40,
+               /*dense_sync=*/60};
+  layers[0] = {100, 50, 10, 0, 40, 60};
+  // Layer 1: its compute's 100 precede its syncs; its attention's 50 run its replicas (30) and
+  // 20 of its experts' 40, its outside share 10 more. Layer 0: its compute's 100 finish layer
+  // 1's experts (10) and dense sync (60), 30 going unused; its attention runs its experts (40),
+  // its outside share 10 of its dense sync's 60: 50 exposed, on layer 0's dense field.
+  std::vector<LayerSyncExposed> exposed = expose_backward_syncs(layers);
+  EXPECT_EQ(exposed[1].replica_reduction + exposed[1].expert_sync + exposed[1].dense_sync, 0);
+  EXPECT_EQ(exposed[0].expert_sync, 0);
+  EXPECT_EQ(exposed[0].dense_sync, 50);
+  // Less idle time below layer 1: its own syncs are still waiting when the backward ends.
+  layers[0].expert_compute_idle = 20;
+  exposed = expose_backward_syncs(layers);
+  // Layer 0's compute finishes layer 1's experts (10) and 10 of its dense sync; the other 50
+  // take layer 0's attention ahead of layer 0's experts, which get 10 in its outside share.
+  EXPECT_EQ(exposed[1].expert_sync, 0);
+  EXPECT_EQ(exposed[1].dense_sync, 0);
+  EXPECT_EQ(exposed[0].expert_sync, 30);
+  EXPECT_EQ(exposed[0].dense_sync, 60);
+  // No idle time at all: every sync whole, on its own layer.
+  for (LayerSyncWork& layer : layers) {
+    layer.expert_compute_idle = layer.attention_idle = layer.outside_idle = 0;
+  }
+  exposed = expose_backward_syncs(layers);
+  EXPECT_EQ(exposed[1].replica_reduction, 30);
+  EXPECT_EQ(exposed[1].expert_sync, 40);
+  EXPECT_EQ(exposed[1].dense_sync, 60);
+  EXPECT_EQ(exposed[0].dense_sync, 60);
+  EXPECT_TRUE(expose_backward_syncs({}).empty());
+}
+
+// The idle time a layer offers is gradient_overlap_fraction of its expert backward compute, of
+// its attention backward (2x the dense forward) and of its share outside the MoE layers; the
 // planners still weigh the whole reduction (sim/solver_cost.h).
-TEST(SimCostModel, GradientReductionHidesBehindTheAttentionBackward) {
+TEST(SimCostModel, BackwardSyncWorkScalesTheLayersIdleComputeByTheOverlapFraction) {
   SimOptions options;
   options.gradient_overlap_fraction = 0.25;
-  options.dense_grad_bytes = 0;  // the whole window for the replicas (below: shared)
   const CostModel model(round_topology(1, 2), round_model(2, 1), options, 10);
-  const Picoseconds dense = 1000000;
-  EXPECT_EQ(model.exposed_gradient_ps(300000, dense), 0);
-  EXPECT_EQ(model.exposed_gradient_ps(500000, dense), 0);
-  EXPECT_EQ(model.exposed_gradient_ps(800000, dense), 300000);
+  LayerCost cost;
+  cost.compute_grad = 800000;
+  cost.dense_forward = 1000000;
+  cost.outside_forward = 40000;
+  cost.replica_reduction = 300000;
+  const LayerSyncWork work = model.backward_sync_work(cost);
+  EXPECT_EQ(work.expert_compute_idle, 200000);
+  EXPECT_EQ(work.attention_idle, 500000);
+  EXPECT_EQ(work.outside_idle, 20000);
+  EXPECT_EQ(work.replica_reduction, 300000);
+  EXPECT_EQ(work.dense_sync, model.dense_gradient_sync().time_ps);
+  EXPECT_EQ(work.expert_sync, 0);  // one data-parallel group
   EXPECT_EQ(model.solver_params().gradient_overlap_ps, 0);
   options.gradient_overlap_fraction = 0;
   const CostModel charged(round_topology(1, 2), round_model(2, 1), options, 10);
-  EXPECT_EQ(charged.exposed_gradient_ps(800000, dense), 800000);
+  const LayerSyncWork whole = charged.backward_sync_work(cost);
+  EXPECT_EQ(whole.expert_compute_idle + whole.attention_idle + whole.outside_idle, 0);
 }
 
 // NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends passes x (R - 1) / R of
@@ -363,34 +414,25 @@ TEST(RingCollective, EachGpuSendsItsPassesOfTheBufferLessItsShareWithAnIbShareOf
   EXPECT_EQ(all_reduce(TopologyView{2, 4}, 0).time_ps, 0);
 }
 
-// The dense gradients' all-reduce and the replica gradients share the attention backward on
-// the step's last microbatch: the all-reduce's excess is every planner's, and the replicas hide
-// only in what it leaves.
-TEST(SimCostModel, DenseAllReduceSharesTheBackwardWindowWithTheReplicaGradients) {
+// The dense gradients' all-reduce as NCCL's ring runs it, at the gradients' width; 0 bytes
+// leaves it out.
+TEST(SimCostModel, DenseAllReduceCarriesTheGradientsAtTheirWidth) {
   // 1M dense parameters in bf16 over 2 GPUs of one node: 2 MB at 100 GB/s and 2 steps of 2 us.
   const CostModel model(round_topology(1, 2), round_model(2, 1), SimOptions{}, 10);
   EXPECT_EQ(model.dense_gradient_sync().nvlink_bytes_per_gpu, 2000000);
   EXPECT_EQ(model.dense_gradient_sync().time_ps, 24000000);
   EXPECT_EQ(model.dense_param_gather().time_ps, 0);  // every GPU updates every parameter
-  // A 20 us dense forward: a 40 us window, 16 us of it left for the replicas.
-  EXPECT_EQ(model.exposed_gradient_sync_ps(20000000), 0);
-  EXPECT_EQ(model.exposed_gradient_ps(10000000, 20000000), 0);
-  EXPECT_EQ(model.exposed_gradient_ps(20000000, 20000000), 4000000);
-  // A 10 us one: the all-reduce outlasts its 20 us window by 4 us and the replicas by all.
-  EXPECT_EQ(model.exposed_gradient_sync_ps(10000000), 4000000);
-  EXPECT_EQ(model.exposed_gradient_ps(3000000, 10000000), 3000000);
   // fp32 gradients: twice the bytes.
   SimOptions fp32;
   fp32.dense_grad_bytes = 4;
   const CostModel wide(round_topology(1, 2), round_model(2, 1), fp32, 10);
   EXPECT_EQ(wide.dense_gradient_sync().time_ps, 44000000);
-  // Left out: nothing exposed, the whole window the replicas'.
+  // Left out: nothing to sync.
   SimOptions none;
   none.dense_grad_bytes = 0;
   const CostModel left_out(round_topology(1, 2), round_model(2, 1), none, 10);
   EXPECT_EQ(left_out.dense_gradient_sync().time_ps, 0);
-  EXPECT_EQ(left_out.exposed_gradient_sync_ps(10000000), 0);
-  EXPECT_EQ(left_out.exposed_gradient_ps(20000000, 10000000), 0);
+  EXPECT_EQ(left_out.backward_sync_work(LayerCost{}).dense_sync, 0);
 }
 
 // The distributed optimizer (ZeRO-1) reduce-scatters the gradients (one pass round the ring),
@@ -437,8 +479,8 @@ TEST(SimCostModel, DistributedOptimizerHalvesTheGradientSyncAndGathersTheParamet
 
 // D copies of the expert-parallel group train data-parallel: the dense sync spans all D x R
 // GPUs, and each GPU syncs its home experts' gradients with its D - 1 peers (one a group, each
-// on its own node) over IB, after its replicas' gradients have reached it.
-TEST(SimCostModel, DataParallelGroupsSyncTheHomeExpertsOverIbAfterTheReplicaGradients) {
+// on its own node) over IB.
+TEST(SimCostModel, DataParallelGroupsSyncTheHomeExpertsOverIb) {
   SimOptions options;
   options.data_parallel = 2;
   // Two GPUs of one node, two experts each: 2 x 3 x 1024 x 512 parameters, 6,291,456 bf16 bytes.
@@ -453,18 +495,11 @@ TEST(SimCostModel, DataParallelGroupsSyncTheHomeExpertsOverIbAfterTheReplicaGrad
   // (60 us), half over NVLink (15 us); 2 of its 6 steps cross nodes.
   EXPECT_EQ(model.dense_gradient_sync().ib_bytes_per_gpu, 1500000);
   EXPECT_EQ(model.dense_gradient_sync().time_ps, 2 * 5000000LL + 4 * 2000000LL + 60000000LL);
-  // A 200 us dense forward: a 400 us backward window, 322 us of it left after the dense sync.
-  EXPECT_EQ(model.exposed_gradient_sync_ps(200000000), 0);
-  EXPECT_EQ(model.exposed_expert_sync_ps(0, 200000000), 0);
-  // Replica gradients taking 100 us leave 222 us: 39.65824 us of the experts' sync shows.
-  EXPECT_EQ(model.exposed_gradient_ps(100000000, 200000000), 0);
-  EXPECT_EQ(model.exposed_expert_sync_ps(100000000, 200000000), 39658240);
-  // Taking the whole window, the replicas leave none.
-  EXPECT_EQ(model.exposed_expert_sync_ps(400000000, 200000000), experts.time_ps);
+  // The stream runs it after the layer's replica gradients (sim/backward_sync.h).
+  EXPECT_EQ(model.backward_sync_work(LayerCost{}).expert_sync, experts.time_ps);
   // One group has no peers: nothing to sync, every earlier figure as it was.
   const CostModel one_group(round_topology(1, 2), round_model(4, 1), SimOptions{}, 10);
   EXPECT_EQ(one_group.expert_gradient_sync().time_ps, 0);
-  EXPECT_EQ(one_group.exposed_expert_sync_ps(400000000, 10000000), 0);
   EXPECT_EQ(one_group.dense_gradient_sync().time_ps, 24000000);
   // Without gradient bytes the data-parallel traffic is left out, the experts' too.
   options.dense_grad_bytes = 0;

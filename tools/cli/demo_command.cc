@@ -77,9 +77,10 @@ void run_demo(const DemoOptions& options) {
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
          "layer, dense compute with the model's dense-only layers, planner overhead,\n"
-         "optimizer; replica weights, the dense gradients' data-parallel all-reduce and the\n"
-         "replica gradients' reduction where they outlast the attention they hide behind:\n"
-         "--weight-overlap, --gradient-overlap, --dense-grad-bytes, --dense-sync); formulas\n"
+         "optimizer; replica weights where they outlast the attention they hide behind, and\n"
+         "the dense gradients' data-parallel all-reduce and the replica gradients' reduction\n"
+         "where they outlast the backward's link-idle compute: --weight-overlap,\n"
+         "--gradient-overlap, --dense-grad-bytes, --dense-sync, --data-parallel); formulas\n"
          "and the source of every constant: sim/README.md.\n"
          "IB, NVLink GB/step: token dispatch plus replica weights and their gradient\n"
          "reduction; summary.json splits them (TopoEP's IB dispatch is never above static's).\n"

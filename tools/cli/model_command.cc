@@ -159,11 +159,12 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
         {"  dense gradients' all-reduce",
          microseconds(all_reduce.dense_gradient_sync().time_ps) +
              " a layer and step, as NCCL's ring over the " + std::to_string(topology->num_gpus()) +
-             " GPUs, in the attention backward's " + microseconds(2 * p.weight_overlap_ps) +
-             " window (the replica gradients' too)"});
+             " GPUs, with the replica gradients' in the backward's link-idle compute (the "
+             "attention backward after it: " +
+             microseconds(2 * p.weight_overlap_ps) + ")"});
     table.add_row({"  with --dense-sync distributed",
                    microseconds(distributed.dense_gradient_sync().time_ps) +
-                       " reduce-scatter in that window, " +
+                       " reduce-scatter overlapped alike, " +
                        microseconds(distributed.dense_param_gather().time_ps) +
                        " all-gather in the forward's " + microseconds(p.weight_overlap_ps) +
                        " on the step's first microbatch (the new replicas' weights' too)"});
@@ -178,8 +179,7 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        " (" + std::to_string(most_homed) +
                        (most_homed == 1 ? " home expert's" : " home experts'") +
                        " gradients) with the other group over " + topology->scale_out.name +
-                       ", after the replica gradients, in what is " +
-                       "left of that window; the dense all-reduce " +
+                       ", after the replica gradients, overlapped alike; the dense all-reduce " +
                        microseconds(experts.dense_gradient_sync().time_ps)});
   }
   table.print(out);
