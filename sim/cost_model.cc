@@ -139,9 +139,8 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   const RingCollective reduce =
       distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce;
   gradient_sync_ = ring_collective(reduce, all_groups, std::llround(grad_bytes), solver_params_);
-  // The GPU that homes the most experts (Placement::contiguous) syncs the most.
-  const int most_homed = (model.num_experts + topology.num_gpus() - 1) / topology.num_gpus();
-  const double home_expert_params = model.expert_params() * most_homed;
+  most_homed_ = (model.num_experts + topology.num_gpus() - 1) / topology.num_gpus();
+  const double home_expert_params = model.expert_params() * most_homed_;
   if (!(home_expert_params * options.dense_grad_bytes < 1e12)) {
     throw InputError("dense_grad_bytes",
                      "a GPU's home experts' gradients would be " +
@@ -184,9 +183,7 @@ Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
   const double expert_params = model_.expert_params();
-  // The step waits for the GPU that homes the most experts (Placement::contiguous): ceil(E / R).
   const int gpus = topology_.num_gpus();
-  const int most_homed = (model_.num_experts + gpus - 1) / gpus;
   // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
   // of its home experts' (D = data_parallel).
   const bool distributed = options_.dense_sync == DenseSync::kDistributedOptimizer;
@@ -194,7 +191,7 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
   const double dense_share = distributed ? 1.0 / (groups * gpus) : 1.0;
   const double expert_share = distributed ? 1.0 / groups : 1.0;
   const double params_per_gpu =
-      model_.dense_and_shared_params() * dense_share + expert_params * most_homed * expert_share;
+      model_.dense_and_shared_params() * dense_share + expert_params * most_homed_ * expert_share;
   const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);

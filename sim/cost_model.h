@@ -115,6 +115,9 @@ class CostModel {
   // distributed optimizer): the GPU that homes the most) per GPU x optimizer_bytes_per_param at
   // HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
+  // Experts homed on the GPU that homes the most (Placement::contiguous): ceil(E / R). The
+  // optimizer and the experts' sync between data-parallel groups wait for that GPU.
+  int most_homed_experts() const { return most_homed_; }
   // The data-parallel sync of one layer's dense parameters (SimOptions::dense_sync and
   // dense_grad_bytes; zeros for 0 bytes or one GPU): its gradients' all-reduce or
   // reduce-scatter over the D x R GPUs of the D = data_parallel groups at the end of the step's
@@ -196,6 +199,7 @@ class CostModel {
   double saturated_tokens_ = 0;
   double saturated_flop_per_ps_ = 0;
   Bytes grad_bytes_per_token_ = 0;
+  int most_homed_ = 0;
   RingTraffic gradient_sync_, param_gather_, expert_sync_, expert_gather_;
 };
 

@@ -171,8 +171,7 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
     SimOptions two_groups;
     two_groups.data_parallel = 2;
     const CostModel experts(*topology, model, two_groups, model.tokens_per_rank);
-    const int gpus = topology->num_gpus();
-    const int most_homed = (model.num_experts + gpus - 1) / gpus;
+    const int most_homed = experts.most_homed_experts();
     table.add_row({"  with --data-parallel 2",
                    microseconds(experts.expert_gradient_sync().time_ps) + " all-reduce of " +
                        megabytes(model.expert_params() * most_homed * two_groups.dense_grad_bytes) +
