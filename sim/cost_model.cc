@@ -21,6 +21,17 @@ namespace {
 // The counts set every time priced here (tokens per instance, per rank, per step).
 Picoseconds round_ps(double ps) { return picoseconds_in_range(ps, "counts"); }
 
+// A gradient sync's buffer, `params` parameters at `bytes_per_param`, in whole bytes. Throws
+// InputError naming dense_grad_bytes beyond 1000 GB (`what`: whose gradients they are).
+Bytes gradient_buffer_bytes(double params, int bytes_per_param, const std::string& what) {
+  const double bytes = params * bytes_per_param;
+  if (!(bytes < 1e12)) {
+    throw InputError("dense_grad_bytes", what + " would be " + std::to_string(bytes / 1e9) +
+                                             " GB a layer, at most 1000 GB");
+  }
+  return std::llround(bytes);
+}
+
 // The one of `values` that `name_of` spells `name`, or false.
 template <typename Enum>
 bool parse_by_name(const std::string& name, std::initializer_list<Enum> values,
@@ -119,12 +130,8 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
   // The data-parallel sync (sim/ring_collective.h): no traffic where dense_grad_bytes is 0.
   const double dense_params = model.dense_and_shared_params();
-  const double grad_bytes = dense_params * options.dense_grad_bytes;
-  if (!(grad_bytes < 1e12)) {
-    throw InputError("dense_grad_bytes", "the model's dense gradients would be " +
-                                             std::to_string(grad_bytes / 1e9) +
-                                             " GB a layer, at most 1000 GB");
-  }
+  const Bytes dense_grad_bytes =
+      gradient_buffer_bytes(dense_params, options.dense_grad_bytes, "the model's dense gradients");
   // The D groups side by side: D times the nodes, each group's own.
   const std::int64_t all_nodes = static_cast<std::int64_t>(topology.nodes) * options.data_parallel;
   if (all_nodes * topology.gpus_per_node > std::numeric_limits<int>::max()) {
@@ -138,17 +145,13 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   const bool distributed = options.dense_sync == DenseSync::kDistributedOptimizer;
   const RingCollective reduce =
       distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce;
-  gradient_sync_ = ring_collective(reduce, all_groups, std::llround(grad_bytes), solver_params_);
+  gradient_sync_ = ring_collective(reduce, all_groups, dense_grad_bytes, solver_params_);
   most_homed_ = (model.num_experts + topology.num_gpus() - 1) / topology.num_gpus();
   const double home_expert_params = model.expert_params() * most_homed_;
-  if (!(home_expert_params * options.dense_grad_bytes < 1e12)) {
-    throw InputError("dense_grad_bytes",
-                     "a GPU's home experts' gradients would be " +
-                         std::to_string(home_expert_params * options.dense_grad_bytes / 1e9) +
-                         " GB a layer, at most 1000 GB");
-  }
-  expert_sync_ = ring_collective(
-      reduce, peers, std::llround(home_expert_params * options.dense_grad_bytes), solver_params_);
+  expert_sync_ = ring_collective(reduce, peers,
+                                 gradient_buffer_bytes(home_expert_params, options.dense_grad_bytes,
+                                                       "a GPU's home experts' gradients"),
+                                 solver_params_);
   if (distributed && options.dense_grad_bytes > 0) {
     param_gather_ =
         ring_collective(RingCollective::kAllGather, all_groups,

@@ -89,10 +89,12 @@ class Replay {
                            config.plan_hashes || config.check_plans ||
                                config.options.dispatcher == Dispatcher::kDeepEP};
     // The distributed optimizer's all-gathers take their part of the weights' window on a
-    // step's first microbatch, as the replay prices it.
-    if (cost_.dense_param_gather().time_ps > 0 || cost_.expert_param_gather().time_ps > 0) {
-      context.step_start_weight_overlap_ps =
-          cost_.step_start_window_ps(context.cost.weight_overlap_ps);
+    // step's first microbatch, as the replay prices it; a second solver only where that
+    // narrows the window.
+    const Picoseconds step_start_window =
+        cost_.step_start_window_ps(context.cost.weight_overlap_ps);
+    if (step_start_window != context.cost.weight_overlap_ps) {
+      context.step_start_weight_overlap_ps = step_start_window;
     }
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
