@@ -201,13 +201,13 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
 }
 
 LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts& counts,
-                           Detail detail, TokenCount busiest_tokens, bool step_start) const {
+                           Detail detail, TokenCount busiest_tokens) const {
   const TopologyView view = topology_.view();
   const int num_ranks = view.num_ranks();
   const int num_experts = counts.num_experts();
   if (busiest_tokens < 0) busiest_tokens = busiest_rank_tokens(counts, model_.top_k);
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense, step_start);
+  const CostParams params = params_for(dense);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, from the
   // planner's sums where it has them, else tallied in the same pass over the routes as the
@@ -240,15 +240,15 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   return cost;
 }
 
-LayerCost CostModel::price_all_home(const PlannerDecision& layout, const RoutingCounts& counts,
-                                    bool step_start) const {
+LayerCost CostModel::price_all_home(const PlannerDecision& layout,
+                                    const RoutingCounts& counts) const {
   thread_local PlanTally tally;  // the replay prices a fallback on every record
   const TopologyView view = topology_.view();
   const TokenCount busiest_row =
       static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
   const TokenCount busiest_tokens = (busiest_row + model_.top_k - 1) / model_.top_k;
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense, step_start);
+  const CostParams params = params_for(dense);
   PlanCost plan_cost =
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
   std::vector<Picoseconds> compute(view.num_ranks(), 0);
@@ -280,36 +280,36 @@ void CostModel::price_deepep(const Placement& placement, const Plan* routed,
   traffic.apply(params, plan_cost);
 }
 
-CostParams CostModel::params_for(Picoseconds dense_forward, bool step_start) const {
+CostParams CostModel::params_for(Picoseconds dense_forward) const {
   CostParams params = solver_params_;
   // Compute is priced here per instance on the GEMM curve (instance_compute_ps()), not by the
   // solver's approximation of it: predict_plan_cost() need not tally instances again.
   params.instance_min_tokens = 0;
   params.weight_overlap_ps = forward_window_ps(dense_forward);
-  if (step_start) params.weight_overlap_ps = step_start_window_ps(params.weight_overlap_ps);
   params.gradient_overlap_ps = backward_idle_ps(2 * dense_forward);
   return params;
 }
 
-Picoseconds CostModel::forward_window_ps(Picoseconds dense_forward) const {
-  return round_ps(static_cast<double>(dense_forward) * options_.weight_overlap_fraction);
+Picoseconds CostModel::forward_window_ps(Picoseconds compute) const {
+  return round_ps(static_cast<double>(compute) * options_.weight_overlap_fraction);
 }
 
 Picoseconds CostModel::backward_idle_ps(Picoseconds compute) const {
   return round_ps(static_cast<double>(compute) * options_.gradient_overlap_fraction);
 }
 
-Picoseconds CostModel::step_start_window_ps(Picoseconds window) const {
-  return std::max<Picoseconds>(0, window - param_gather_.time_ps - expert_gather_.time_ps);
+Picoseconds CostModel::forward_idle_ps(const LayerCost& cost) const {
+  const Picoseconds window_left =
+      std::max<Picoseconds>(0, forward_window_ps(cost.dense_forward) - cost.weight_window_used);
+  return window_left + forward_window_ps(cost.compute + cost.outside_forward);
 }
 
-Picoseconds CostModel::exposed_param_gather_ps(Picoseconds dense_forward) const {
-  return std::max<Picoseconds>(0, param_gather_.time_ps - forward_window_ps(dense_forward));
+Picoseconds CostModel::exposed_param_gather_ps(Picoseconds idle) const {
+  return std::max<Picoseconds>(0, param_gather_.time_ps - idle);
 }
 
-Picoseconds CostModel::exposed_expert_gather_ps(Picoseconds dense_forward) const {
-  const Picoseconds left =
-      std::max<Picoseconds>(0, forward_window_ps(dense_forward) - param_gather_.time_ps);
+Picoseconds CostModel::exposed_expert_gather_ps(Picoseconds idle) const {
+  const Picoseconds left = std::max<Picoseconds>(0, idle - param_gather_.time_ps);
   return std::max<Picoseconds>(0, expert_gather_.time_ps - left);
 }
 
@@ -339,6 +339,9 @@ LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost&
   cost.ib_dispatch_bytes = plan_cost.ib_dispatch_bytes;
   cost.new_replicas = plan_cost.new_replicas;
   cost.overhead = overhead_time_ps(decision.overhead, plan_cost, params);
+  // Migrations follow the new replicas' weights on the same links (overhead_time_ps()).
+  cost.weight_window_used = std::min(params.weight_overlap_ps,
+                                     plan_cost.weight_transfer + decision.overhead.migration_ps);
   cost.nvlink_weight_bytes =
       plan_cost.nvlink_weight_bytes + decision.overhead.migration_nvlink_bytes;
   cost.ib_weight_bytes = plan_cost.ib_weight_bytes + decision.overhead.migration_ib_bytes;

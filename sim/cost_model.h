@@ -30,11 +30,12 @@ struct LayerCost {
   Picoseconds compute = 0;
   Picoseconds combine = 0;
   Picoseconds weight_exposed = 0;  // new replicas' weights beyond the overlap window
-  // With the distributed optimizer, on the step's first microbatch: what the attention forward
-  // before the layer does not hide of the all-gather of its updated dense parameters (the same
-  // for every planner; the replica weights hide only in what it leaves).
+  // With the distributed optimizer, on the step's first microbatch: what the link-idle forward
+  // of the layer before does not hide of the all-gather of this layer's updated dense
+  // parameters (one bucket of prefetch: CostModel::exposed_param_gather_ps(); set by the replay
+  // once the layer before is priced).
   Picoseconds dense_param_gather = 0;
-  // With data_parallel > 1, on the same microbatch: what that window leaves unhidden of the
+  // With data_parallel > 1, on the same microbatch: what that idle time leaves unhidden of the
   // all-gather of the layer's updated home experts across the groups (after the dense one).
   Picoseconds expert_param_gather = 0;
   // Backward: the combine's gradient travels like the dispatch, expert dgrad + wgrad is twice
@@ -71,6 +72,10 @@ struct LayerCost {
   std::uint64_t plan_hash = 0;    // 0 for the ideal
   std::vector<TokenCount> loads;  // tokens each rank processes, [num_ranks] (empty: the ideal)
   RankPhaseTimes ranks;           // filled only when asked for
+  // Of the weights' overlap window (weight_overlap_fraction x dense_forward), what the new
+  // replicas' weights and the planner's migrations take; the next layer's parameter all-gather
+  // has the rest (earliest deadline first: these are needed sooner).
+  Picoseconds weight_window_used = 0;
 
   Picoseconds moe_forward() const { return dispatch + compute + combine + weight_exposed; }
   Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }
@@ -130,14 +135,18 @@ class CostModel {
   // all of it over IB (zeros for D = 1).
   const RingTraffic& expert_gradient_sync() const { return expert_sync_; }
   const RingTraffic& expert_param_gather() const { return expert_gather_; }
-  // What of the dense parameters' all-gather stays on the critical path: the part beyond the
-  // attention forward before the layer (weight_overlap_fraction x `dense_forward`).
-  Picoseconds exposed_param_gather_ps(Picoseconds dense_forward) const;
-  // The experts' all-gather runs after the dense one: what is left of that window hides it.
-  Picoseconds exposed_expert_gather_ps(Picoseconds dense_forward) const;
-  // What the all-gathers leave of a weights' window `window` on a step's first microbatch:
-  // the window itself without the distributed optimizer.
-  Picoseconds step_start_window_ps(Picoseconds window) const;
+  // The link-idle forward of a layer priced `cost` that the next layer's parameter all-gathers
+  // may hide in (Megatron-LM prefetches one bucket ahead: a layer's gather starts as the layer
+  // before begins its forward): what the weights leave of their window, the expert compute
+  // between the two all-to-alls and the layer's share outside the MoE layers, all scaled by
+  // weight_overlap_fraction.
+  Picoseconds forward_idle_ps(const LayerCost& cost) const;
+  // What of the dense parameters' all-gather stays on the critical path given `idle` of
+  // link-idle forward before the layer (forward_idle_ps() of the layer before; 0 for the first
+  // MoE layer, whose bucket the step's optimizer leaves to its forward).
+  Picoseconds exposed_param_gather_ps(Picoseconds idle) const;
+  // The experts' all-gather runs after the dense one: what is left of `idle` hides it.
+  Picoseconds exposed_expert_gather_ps(Picoseconds idle) const;
   // The step-end syncs of a layer priced `cost` on the step's last microbatch, whose replica
   // gradients take `cost.replica_reduction` to reach their homes, and the link-idle compute
   // they may hide in (gradient_overlap_fraction of it): expose_backward_syncs() runs them. The
@@ -146,22 +155,20 @@ class CostModel {
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.
-  // On the step's first microbatch (`step_start`) the replica weights hide only in what the
-  // dense parameters' all-gather leaves of their window (the distributed optimizer's).
+  // The parameter all-gathers are not priced here: they depend on the layer before
+  // (forward_idle_ps()).
   // With the DeepEP dispatcher the decision's routes are read (the planners must write them:
   // PlannerContext::routes); a decision without routes is priced as all-home.
   // `busiest_tokens` is busiest_rank_tokens(counts, top-k) when the caller knows it (a trace
   // that declares tokens_per_rank: every row sums to it), -1 to compute it here (one more pass
   // over the counts: 7.5% of a static-plan record in sim_bench).
   LayerCost price(const PlannerDecision& decision, const RoutingCounts& counts,
-                  Detail detail = Detail::kWithHash, TokenCount busiest_tokens = -1,
-                  bool step_start = false) const;
+                  Detail detail = Detail::kWithHash, TokenCount busiest_tokens = -1) const;
   // What price(layout, counts, Detail::kTimes) returns once `layout.plan` routes every token to
   // its expert's home rank (route_all_home()), computed from the counts alone: `layout.plan`'s
   // routes are ignored, its replicas idle. The replay prices a planner's static fallback this
   // way on every record without building its routes.
-  LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts,
-                           bool step_start = false) const;
+  LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
   // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
@@ -170,11 +177,11 @@ class CostModel {
   void price_deepep(const Placement& placement, const Plan* routed, const RoutingCounts& counts,
                     const CostParams& params, PlanCost& plan_cost) const;
   // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
-  // dense forward (before it, on the busiest rank) takes `dense_forward`, less what the dense
-  // sync takes of them (the all-gather only at `step_start`).
-  CostParams params_for(Picoseconds dense_forward, bool step_start) const;
-  // weight_overlap_fraction x the attention forward, `dense_forward`.
-  Picoseconds forward_window_ps(Picoseconds dense_forward) const;
+  // dense forward (before it, on the busiest rank) takes `dense_forward`.
+  CostParams params_for(Picoseconds dense_forward) const;
+  // weight_overlap_fraction x `compute` of link-idle forward compute (the weights' window: x the
+  // attention forward).
+  Picoseconds forward_window_ps(Picoseconds compute) const;
   // gradient_overlap_fraction x `compute` of link-idle backward compute.
   Picoseconds backward_idle_ps(Picoseconds compute) const;
   // The phase maxima, bytes and loads of a plan priced with `params`; `compute` is each rank's

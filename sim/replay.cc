@@ -45,7 +45,7 @@ void note_replicas(const PlannerDecision& decision, std::vector<ReplicaInstance>
 }
 
 // The force-balanced bound for one record: compute at the best planner's mean, every transfer
-// and every exposed gradient sync no worse than the best planner's, no replicas (see
+// and every exposed sync or gather no worse than the best planner's, no replicas (see
 // solver/planners/ideal.h).
 LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
   LayerCost ideal = *planned.front();
@@ -60,10 +60,13 @@ LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
     ideal.ib_dispatch_bytes = std::min(ideal.ib_dispatch_bytes, cost->ib_dispatch_bytes);
     ideal.dense_grad_reduce = std::min(ideal.dense_grad_reduce, cost->dense_grad_reduce);
     ideal.expert_grad_sync = std::min(ideal.expert_grad_sync, cost->expert_grad_sync);
+    ideal.dense_param_gather = std::min(ideal.dense_param_gather, cost->dense_param_gather);
+    ideal.expert_param_gather = std::min(ideal.expert_param_gather, cost->expert_param_gather);
   }
   ideal.compute = ideal.compute_mean;
   ideal.compute_grad = 2 * ideal.compute;
   ideal.weight_exposed = ideal.grad_reduce = ideal.replica_reduction = ideal.overhead = 0;
+  ideal.weight_window_used = 0;
   ideal.max_mean_load = 1.0;
   ideal.nvlink_weight_bytes = ideal.ib_weight_bytes = 0;
   ideal.grad_reduce_nvlink_bytes = ideal.grad_reduce_ib_bytes = 0;
@@ -82,20 +85,12 @@ class Replay {
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
     // Plans are read for their routes only to hash or check them, or to count DeepEP's sends.
-    PlannerContext context{config.topology.view(),
-                           Placement::contiguous(metadata.num_experts, metadata.num_ranks,
-                                                 config.slots_per_rank, config.homes),
-                           cost_.solver_params(), metadata.microbatches,
-                           config.plan_hashes || config.check_plans ||
-                               config.options.dispatcher == Dispatcher::kDeepEP};
-    // The distributed optimizer's all-gathers take their part of the weights' window on a
-    // step's first microbatch, as the replay prices it; a second solver only where that
-    // narrows the window.
-    const Picoseconds step_start_window =
-        cost_.step_start_window_ps(context.cost.weight_overlap_ps);
-    if (step_start_window != context.cost.weight_overlap_ps) {
-      context.step_start_weight_overlap_ps = step_start_window;
-    }
+    const PlannerContext context{config.topology.view(),
+                                 Placement::contiguous(metadata.num_experts, metadata.num_ranks,
+                                                       config.slots_per_rank, config.homes),
+                                 cost_.solver_params(), metadata.microbatches,
+                                 config.plan_hashes || config.check_plans ||
+                                     config.options.dispatcher == Dispatcher::kDeepEP};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);
@@ -145,11 +140,14 @@ class Replay {
     });
   }
 
-  // Closes the step: what each planner's gradient syncs leave exposed, the ideal bound of each
-  // record and every planner's totals.
+  // Closes the step: what each planner's parameter gathers and gradient syncs leave exposed,
+  // the ideal bound of each record and every planner's totals.
   StepResult finish_step() {
     StepResult& result = step_;
-    for (const int p : planned_) expose_gradient_syncs(p);
+    for (const int p : planned_) {
+      expose_param_gathers(p);
+      expose_gradient_syncs(p);
+    }
     if (ideal_index_ >= 0) {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
@@ -207,17 +205,17 @@ class Replay {
   // counts; its routes are written only when it runs.
   // Returns whether it ran the fallback.
   bool overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
-                          bool step_start, PlannerDecision& decision, LayerCost& cost) const {
+                          PlannerDecision& decision, LayerCost& cost) const {
     PlannerDecision fallback;
     if (!planner.static_fallback(&fallback)) return false;
-    LayerCost fallback_cost = fallback.tally.empty()
-                                  ? cost_.price_all_home(fallback, counts, step_start)
-                                  : cost_.price(fallback, counts, CostModel::Detail::kTimes,
-                                                busiest_tokens(), step_start);
+    LayerCost fallback_cost =
+        fallback.tally.empty()
+            ? cost_.price_all_home(fallback, counts)
+            : cost_.price(fallback, counts, CostModel::Detail::kTimes, busiest_tokens());
     if (fallback_cost.moe() >= cost.moe()) return false;
     route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) {
-      fallback_cost = cost_.price(fallback, counts, level, busiest_tokens(), step_start);
+      fallback_cost = cost_.price(fallback, counts, level, busiest_tokens());
     }
     planner.ran_fallback(fallback);
     decision = std::move(fallback);
@@ -242,12 +240,8 @@ class Replay {
     // Read before anything else solves on this thread; only this task writes step_.explained.
     KeptMoves kept;
     const bool explain = explains(record, p) && state.planner->last_kept_moves(&kept);
-    // The step's first microbatch shares the weights' window with the dense parameters'
-    // all-gather (the distributed optimizer's).
-    const bool step_start = record.microbatch == 0;
-    LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens(), step_start);
-    const bool overruled =
-        overrule_if_slower(*state.planner, record.counts, level, step_start, decision, cost);
+    LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
+    const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
     if (explain) {
       step_.explained = ExplainedRecord{
           {record.step, record.microbatch, record.layer}, std::move(kept), overruled};
@@ -276,12 +270,24 @@ class Replay {
       cost.expert_sync_ib_bytes += cost_.expert_gradient_sync().ib_bytes_per_gpu * gpus();
     }
     if (record.microbatch == 0) {
-      cost.dense_param_gather = cost_.exposed_param_gather_ps(cost.dense_forward);
+      // What of the gathers shows is known once the layer before is priced: finish_step().
       add_dense_sync_bytes(cost_.dense_param_gather(), cost);
-      cost.expert_param_gather = cost_.exposed_expert_gather_ps(cost.dense_forward);
       cost.expert_sync_ib_bytes += cost_.expert_param_gather().ib_bytes_per_gpu * gpus();
     }
     step_.records[result_index(record)].planners[p] = std::move(cost);
+  }
+
+  // The distributed optimizer's parameter all-gathers on planner `p`'s first microbatch, one
+  // bucket ahead: each layer's hides in the link-idle forward of the layer before; the first
+  // layer's, started as the step's optimizer ends, in nothing.
+  void expose_param_gathers(int p) {
+    Picoseconds idle = 0;
+    for (int layer = 0; layer < metadata_.num_layers; ++layer) {
+      LayerCost& cost = step_.records[layer].planners[p];
+      cost.dense_param_gather = cost_.exposed_param_gather_ps(idle);
+      cost.expert_param_gather = cost_.exposed_expert_gather_ps(idle);
+      idle = cost_.forward_idle_ps(cost);
+    }
   }
 
   // The step-end syncs of planner `p`'s last microbatch, run as its backward leaves the links

@@ -112,10 +112,11 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       const nlohmann::json args = {{"microbatch", record.microbatch}, {"layer", record.layer}};
-      timeline.shared("dense-only layers and head (share)", c.outside_forward, args);
-      timeline.shared("dense forward", c.dense_forward, args);
+      // The layer waits for its parameters before its forward begins.
       timeline.shared("dense parameter all-gather", c.dense_param_gather, args);
       timeline.shared("expert parameter all-gather", c.expert_param_gather, args);
+      timeline.shared("dense-only layers and head (share)", c.outside_forward, args);
+      timeline.shared("dense forward", c.dense_forward, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
       timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args);

@@ -233,34 +233,6 @@ TEST(Planners, TopoepWeighsGradientsOverTheStepsRemainingMicrobatches) {
   }
 }
 
-// On a step's first microbatch the distributed optimizer's all-gather takes part of the
-// window new replicas' weights hide in (PlannerContext::step_start_weight_overlap_ps): TopoEP
-// plans that microbatch with the narrower window, and the step's others with the whole one.
-TEST(Planners, TopoepPlansAStepsFirstMicrobatchWithItsNarrowerWeightWindow) {
-  PlannerContext context = context_for(64, 32, 1, true);
-  context.microbatches_per_step = 2;
-  context.step_start_weight_overlap_ps = context.cost.weight_overlap_ps / 4;
-  TopoepProblem narrower{context.topology, context.placement, context.cost, 0};
-  narrower.cost.weight_overlap_ps = context.step_start_weight_overlap_ps;
-  const TopoepProblem whole{context.topology, context.placement, context.cost, 0};
-  TopoepHostSolver narrow_solver(narrower), whole_solver(whole);
-  auto planner = make_planner("topoep", context, PlannerOptions{});
-  const PlannerDecision first = planner->plan(RecordId{0, 0}, record_counts(64, 32, 1));
-  const PlannerDecision second = planner->plan(RecordId{0, 1}, record_counts(64, 32, 2));
-  Plan expected, unaware;
-  narrow_solver.solve(record_counts(64, 32, 1), {}, &expected, {}, 2);
-  whole_solver.solve(record_counts(64, 32, 1), {}, &unaware, {}, 2);
-  EXPECT_EQ(plan_hash(first.plan), plan_hash(expected));
-  EXPECT_NE(plan_hash(first.plan), plan_hash(unaware));  // the window decides here
-  std::vector<std::uint8_t> owed(64 * 32, 0);
-  for (RankId rank = 0; rank < 32; ++rank) {
-    const ExpertId expert = first.plan.replica_at(rank, 0);
-    if (expert != kNoExpert) owed[static_cast<std::size_t>(expert) * 32 + rank] = 1;
-  }
-  whole_solver.solve(record_counts(64, 32, 2), first.plan.replica_expert, &expected, owed, 1);
-  EXPECT_EQ(plan_hash(second.plan), plan_hash(expected));
-}
-
 // PlannerOptions::topoep_max_moves is the solver's move cap: the planner's plan is the capped
 // solver's, and a cap of one move plans differently from the default here.
 TEST(Planners, TopoepCapsEachSearchAtTheOptionsMoves) {

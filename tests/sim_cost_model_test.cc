@@ -437,8 +437,8 @@ TEST(SimCostModel, DenseAllReduceCarriesTheGradientsAtTheirWidth) {
 
 // The distributed optimizer (ZeRO-1) reduce-scatters the gradients (one pass round the ring),
 // keeps 1/R of the dense parameters' optimizer state on each GPU, and all-gathers the updated
-// parameters before the step's first forward, where they share the attention forward with the
-// new replicas' weights.
+// parameters on the step's first microbatch, one layer ahead: in the link-idle forward of the
+// layer before, after that layer's new replicas' weights.
 TEST(SimCostModel, DistributedOptimizerHalvesTheGradientSyncAndGathersTheParametersAtStepStart) {
   SimOptions options;
   options.dense_sync = DenseSync::kDistributedOptimizer;
@@ -456,25 +456,34 @@ TEST(SimCostModel, DistributedOptimizerHalvesTheGradientSyncAndGathersTheParamet
   // The optimizer: a quarter of the 1e6 dense parameters, the GPU's two experts whole.
   EXPECT_EQ(distributed.optimizer_ps(1),
             std::llround((0.25e6 + 2 * 3 * 1024 * 512.0) * 28 / 2000 * 1000));
-  // A hot expert spread by TopoEP: its new replicas' weights outlast the 10% window, and on
-  // the step's first microbatch the all-gather (39 us, inside the window) takes its part.
+  // A hot expert spread by TopoEP: its new replicas' weights outlast the 10% window and take
+  // all of it (they are needed before the next layer's parameters: earliest deadline first).
   RoutingCounts counts(4, 8);
   for (RankId r = 0; r < 4; ++r) counts.set(r, 0, 100000);
   const PlannerDecision decision =
       make_planner("topoep", context_for(distributed, 1), PlannerOptions{})
           ->plan(RecordId{}, counts);
-  const LayerCost later = distributed.price(decision, counts, CostModel::Detail::kTimes);
-  const LayerCost start = distributed.price(decision, counts, CostModel::Detail::kTimes, -1, true);
-  const Picoseconds window = std::llround(0.1 * static_cast<double>(later.dense_forward));
+  const LayerCost spread = distributed.price(decision, counts, CostModel::Detail::kTimes);
+  const Picoseconds window = std::llround(0.1 * static_cast<double>(spread.dense_forward));
   const Picoseconds gather = distributed.dense_param_gather().time_ps;
-  ASSERT_GT(later.weight_exposed, 0);
-  ASSERT_LT(gather, window);
-  EXPECT_EQ(distributed.exposed_param_gather_ps(later.dense_forward), 0);
-  EXPECT_EQ(start.weight_exposed, later.weight_exposed + gather);
-  EXPECT_EQ(start.compute, later.compute);
-  // Without the distributed optimizer nothing is gathered: the first microbatch is priced alike.
-  EXPECT_EQ(all_reduce.price(decision, counts, CostModel::Detail::kTimes, -1, true).moe(),
-            all_reduce.price(decision, counts, CostModel::Detail::kTimes).moe());
+  ASSERT_GT(spread.weight_exposed, 0);
+  EXPECT_EQ(spread.weight_window_used, window);
+  // The next layer's all-gather (39 us), started as this layer's forward starts, has the rest of
+  // its link-idle forward: 10% of the expert compute and of its share outside the MoE layers.
+  const Picoseconds idle = distributed.forward_idle_ps(spread);
+  EXPECT_EQ(idle, std::llround(0.1 * static_cast<double>(spread.compute + spread.outside_forward)));
+  EXPECT_EQ(distributed.exposed_param_gather_ps(idle), std::max<Picoseconds>(0, gather - idle));
+  EXPECT_EQ(distributed.exposed_param_gather_ps(gather / 2), gather - gather / 2);
+  // The first layer's gather has no forward before it.
+  EXPECT_EQ(distributed.exposed_param_gather_ps(0), gather);
+  // Static moves no weights: the whole window is left to the gather.
+  const LayerCost home =
+      distributed.price(make_planner("static", context_for(distributed, 1), PlannerOptions{})
+                            ->plan(RecordId{}, counts),
+                        counts, CostModel::Detail::kTimes);
+  EXPECT_EQ(home.weight_window_used, 0);
+  EXPECT_EQ(distributed.forward_idle_ps(home),
+            window + std::llround(0.1 * static_cast<double>(home.compute + home.outside_forward)));
 }
 
 // D copies of the expert-parallel group train data-parallel: the dense sync spans all D x R
@@ -511,8 +520,8 @@ TEST(SimCostModel, DataParallelGroupsSyncTheHomeExpertsOverIb) {
 
 // With the distributed optimizer each group keeps 1/D of its home experts' optimizer state:
 // the experts' gradients are reduce-scattered between the groups and the updated experts
-// all-gathered before the step's first forward, after the dense parameters, in the window the
-// new replicas' weights then get what is left of.
+// all-gathered on the step's first microbatch, after the dense parameters, in the link-idle
+// forward of the layer before.
 TEST(SimCostModel, DistributedOptimizerShardsTheHomeExpertsAcrossDataParallelGroups) {
   SimOptions options;
   options.data_parallel = 2;
@@ -527,13 +536,15 @@ TEST(SimCostModel, DistributedOptimizerShardsTheHomeExpertsAcrossDataParallelGro
   // across nodes and 2 inside.
   const Picoseconds dense_gather = 5000000LL + 2 * 2000000LL + 30000000LL;
   EXPECT_EQ(model.dense_param_gather().time_ps, dense_gather);
-  // A 200 us forward window: both gathers hide, 30.17088 us is left for the replicas' weights.
+  // 200 us of link-idle forward before the layer: both gathers hide.
   EXPECT_EQ(model.exposed_param_gather_ps(200000000), 0);
   EXPECT_EQ(model.exposed_expert_gather_ps(200000000), 0);
-  EXPECT_EQ(model.step_start_window_ps(200000000), 200000000 - dense_gather - 130829120);
-  // A 100 us one: the dense gather leaves 61 us, 69.82912 us of the experts' shows.
+  // 100 us: the dense gather leaves 61 us, 69.82912 us of the experts' shows.
+  EXPECT_EQ(model.exposed_param_gather_ps(100000000), 0);
   EXPECT_EQ(model.exposed_expert_gather_ps(100000000), 130829120 - (100000000 - dense_gather));
-  EXPECT_EQ(model.step_start_window_ps(100000000), 0);
+  // 20 us: 19 us of the dense gather shows, and all of the experts'.
+  EXPECT_EQ(model.exposed_param_gather_ps(20000000), dense_gather - 20000000);
+  EXPECT_EQ(model.exposed_expert_gather_ps(20000000), 130829120);
   // The optimizer: 1/(2 x 2) of the 1e6 dense parameters, half of the GPU's two experts.
   EXPECT_EQ(model.optimizer_ps(1), std::llround((0.25e6 + 3 * 1024 * 512.0) * 28 / 2000 * 1000));
 }

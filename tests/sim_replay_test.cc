@@ -238,9 +238,10 @@ TEST(SimReplay, TopoepRunsTheStaticPlanWhereTheSimulatorPricesItsOwnSlower) {
 // The step is its records' critical paths and the optimizer, as are its parts. The gradient
 // syncs run once a step, after each layer's backward on the last microbatch, in what the layers
 // below leave of the links (sim/backward_sync.h), and what is left when the backward ends lands
-// on the records; with the distributed optimizer the parameters' all-gathers run before each
-// layer's forward on the first microbatch, every planner's alike, as is the layers' share
-// outside the MoE layers. The ideal's syncs are the least any planner's are.
+// on the records; with the distributed optimizer the parameters' all-gathers run on the first
+// microbatch in what the forward of the layer before leaves of the links. The layers' share
+// outside the MoE layers is every planner's alike. The ideal's syncs and gathers are the least
+// any planner's are.
 TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   for (const int groups : {1, 2}) {
     for (const DenseSync sync : {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer}) {
@@ -286,20 +287,32 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
             } else {
               EXPECT_EQ(c.dense_grad_reduce + c.grad_reduce + c.expert_grad_sync, 0);
             }
-            EXPECT_EQ(c.dense_param_gather,
-                      first ? cost.exposed_param_gather_ps(c.dense_forward) : 0);
-            EXPECT_EQ(c.expert_param_gather,
-                      first ? cost.exposed_expert_gather_ps(c.dense_forward) : 0);
+            if (!first) {
+              EXPECT_EQ(c.dense_param_gather + c.expert_param_gather, 0);
+            } else if (p != ideal_index) {
+              // One bucket ahead: the link-idle forward of the layer before hides the gathers;
+              // the first layer's has nothing before it.
+              const Picoseconds idle =
+                  record.layer == 0
+                      ? 0
+                      : cost.forward_idle_ps(step.records[record.layer - 1].planners[p]);
+              EXPECT_EQ(c.dense_param_gather, cost.exposed_param_gather_ps(idle));
+              EXPECT_EQ(c.expert_param_gather, cost.exposed_expert_gather_ps(idle));
+              if (record.layer == 0) {
+                EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps);
+                EXPECT_EQ(c.expert_param_gather, cost.expert_param_gather().time_ps);
+              }
+            }
             if (p == ideal_index) {
               EXPECT_EQ(c.grad_reduce, 0);
               for (const std::size_t q : {index("topoep"), index("eplb"), static_index}) {
                 EXPECT_LE(c.dense_grad_reduce, record.planners[q].dense_grad_reduce);
                 EXPECT_LE(c.expert_grad_sync, record.planners[q].expert_grad_sync);
+                EXPECT_LE(c.dense_param_gather, record.planners[q].dense_param_gather);
+                EXPECT_LE(c.expert_param_gather, record.planners[q].expert_param_gather);
               }
             }
             // Every planner's, the ideal's too, is static's.
-            EXPECT_EQ(c.dense_param_gather, fixed.dense_param_gather);
-            EXPECT_EQ(c.expert_param_gather, fixed.expert_param_gather);
             EXPECT_EQ(c.expert_sync_ib_bytes, fixed.expert_sync_ib_bytes);
             EXPECT_GT(c.outside_forward, 0);
             EXPECT_EQ(c.outside_forward, fixed.outside_forward);

@@ -32,13 +32,6 @@ TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions
       solver_(problem_, TopoepWorkspaceUse::kThread),
       solve_ps_(topoep_solve_ps(context.placement, options)) {
   check_topoep_problem(problem_);
-  const Picoseconds step_start = context.step_start_weight_overlap_ps;
-  if (step_start >= 0 && step_start != problem_.cost.weight_overlap_ps) {
-    TopoepProblem narrower = problem_;
-    narrower.cost.weight_overlap_ps = step_start;
-    check_topoep_problem(narrower);
-    step_start_solver_ = std::make_unique<TopoepHostSolver>(narrower, TopoepWorkspaceUse::kThread);
-  }
 }
 
 PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts& counts) {
@@ -57,14 +50,11 @@ PlannerDecision TopoepPlanner::plan(const RecordId& record, const RoutingCounts&
   check_topoep_record(problem_, counts, resident_, owed_);  // the problem: at construction
   // A new replica can serve this microbatch and the step's later ones, while it stays resident.
   const int left = std::max(1, microbatches_per_step_ - record.microbatch);
-  TopoepHostSolver& solver =
-      record.microbatch == 0 && step_start_solver_ ? *step_start_solver_ : solver_;
-  solver.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_),
-               routes_);
-  last_solver_ = &solver;
+  solver_.solve(counts, resident_, &decision.plan, owed_, std::min(left, replica_uses_max_),
+                routes_);
   // Before another layer's solve reuses the workspace.
-  solver.last_tally(&decision.tally);
-  solver.last_static_tally(&static_tally_);
+  solver_.last_tally(&decision.tally);
+  solver_.last_static_tally(&static_tally_);
   decision.overhead.host_ps = solve_ps_;  // on the GPU, in the layer's stream: no host sync
   last_resident_ = std::move(resident_);
   resident_ = decision.plan.replica_expert;

@@ -3,8 +3,6 @@
 // earlier microbatches of the same step as resident (free) instances, and telling it which
 // replicas those microbatches used: their gradients are reduced with this one's.
 
-#include <memory>
-
 #include "solver/planners/planner.h"
 #include "solver/topoep_solver.h"
 
@@ -33,7 +31,7 @@ class TopoepPlanner : public Planner {
   bool static_fallback(PlannerDecision* out) const override;
   void ran_fallback(const PlannerDecision& fallback) override;
   bool last_kept_moves(KeptMoves* out) const override {
-    *out = last_solver_->last_kept_moves();
+    *out = solver_.last_kept_moves();
     return true;
   }
 
@@ -43,10 +41,6 @@ class TopoepPlanner : public Planner {
   bool routes_;              // PlannerContext::routes: false, only slots and the tally
   int replica_uses_max_;     // PlannerOptions::topoep_replica_uses
   TopoepHostSolver solver_;  // in its thread's workspace: a replay holds one planner per layer
-  // The same solve with PlannerContext::step_start_weight_overlap_ps, for a step's first
-  // microbatch; null where that window is the others'.
-  std::unique_ptr<TopoepHostSolver> step_start_solver_;
-  const TopoepHostSolver* last_solver_ = &solver_;  // the one the last record ran
   Picoseconds solve_ps_;
   // Adds the replicas of `replicas` ([R][S]) to the step's owed holders.
   void note_used(const std::vector<ExpertId>& replicas);

@@ -30,10 +30,6 @@ struct PlannerContext {
   // (a replay that neither hashes nor checks plans): a planner with a tally may then leave
   // plan.routes empty (every planner here does: writing them was a tenth of a TopoEP record).
   bool routes = true;
-  // The window new replicas' weights hide in on a step's first microbatch, where the
-  // distributed optimizer's all-gather of the dense parameters takes part of it (sim/README.md,
-  // "The data-parallel sync"); -1: cost.weight_overlap_ps, as on every other microbatch.
-  Picoseconds step_start_weight_overlap_ps = -1;
 };
 
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).

@@ -166,8 +166,9 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                    microseconds(distributed.dense_gradient_sync().time_ps) +
                        " reduce-scatter overlapped alike, " +
                        microseconds(distributed.dense_param_gather().time_ps) +
-                       " all-gather in the forward's " + microseconds(p.weight_overlap_ps) +
-                       " on the step's first microbatch (the new replicas' weights' too)"});
+                       " all-gather on the step's first microbatch, in the link-idle forward "
+                       "of the layer before (its attention, after its new replicas' weights, "
+                       "and its expert compute)"});
     SimOptions two_groups;
     two_groups.data_parallel = 2;
     const CostModel experts(*topology, model, two_groups, model.tokens_per_rank);
