@@ -132,7 +132,10 @@ class Replay {
       result.step = record.step;
       result.microbatch = record.microbatch;
       result.layer = record.layer;
-      if (record.layer == 0) step_.tokens += record.counts.total() / metadata_.top_k;
+      // Every data-parallel group trains on as many tokens as the trace's.
+      if (record.layer == 0) {
+        step_.tokens += record.counts.total() / metadata_.top_k * config_.options.data_parallel;
+      }
     }
     // An error is the first failing task's, whatever the thread count.
     run_tasks(tasks, config_.threads, [&](std::int64_t task, int) {

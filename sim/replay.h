@@ -98,9 +98,10 @@ struct ExplainedRecord {
 
 struct StepResult {
   int step = 0;
-  std::int64_t tokens = 0;            // tokens the step trains on: every microbatch, every rank
-  std::vector<RecordResult> records;  // (microbatch, layer) order
-  std::vector<StepTotals> planners;   // SimConfig order
+  // Tokens the step trains on: every microbatch, every rank, every data-parallel group.
+  std::int64_t tokens = 0;
+  std::vector<RecordResult> records;         // (microbatch, layer) order
+  std::vector<StepTotals> planners;          // SimConfig order
   std::optional<ExplainedRecord> explained;  // in SimConfig::explain's step
 };
 

@@ -265,7 +265,8 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
       ASSERT_LT(static_index, kAllPlanners.size());
       ASSERT_LT(ideal_index, kAllPlanners.size());
       for (const StepResult& step : collect.steps) {
-        EXPECT_EQ(step.tokens, 2 * 16 * 512);  // microbatches x ranks x tokens per rank
+        // microbatches x ranks x tokens per rank, in each group
+        EXPECT_EQ(step.tokens, 2 * 16 * 512 * groups);
         const std::size_t layers = step.records.size() / 2;
         for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
           SCOPED_TRACE(kAllPlanners[p]);
