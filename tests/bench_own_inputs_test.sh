@@ -40,7 +40,7 @@ expect_text "reports the trace's solve" out.txt "BM_TopoepSolveOwnRouting"
 mkdir not-a-trace
 TOPOEP_BENCH_COUNTS=not-a-trace "$bench" "${fast[@]}" >out.txt 2>&1
 expect "a directory without a trace" 2 $?
-expect_text "names the trace's index" out.txt "not-a-trace/index.json"
+expect_text "says the directory is no trace" out.txt "not-a-trace: not a TopoEP trace: the directory has no index.json"
 
 TOPOEP_BENCH_COUNTS=counts.json "$bench" "${fast[@]}" >out.txt 2>&1
 expect "experts that the model lacks" 2 $?

@@ -268,6 +268,52 @@ TEST(TraceFormat, NamesBadIndexJson) {
       << reader_error(path);
 }
 
+// Recorded routing data handed over where a trace belongs: the error says it is no trace and
+// names the import command that converts what it looks like.
+TEST(TraceFormat, RoutingDataThatIsNoTraceNamesTheImporterThatFits) {
+  const std::string root = ::testing::TempDir() + "/not_traces";
+  fs::remove_all(root);
+  const auto directory_with = [&](const std::string& name, const std::string& file,
+                                  const std::string& text) {
+    const std::string dir = root + "/" + name;
+    fs::create_directories(dir);
+    std::ofstream(dir + "/" + file) << text;
+    return dir;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {directory_with("esft", "expert_weights_1.txt", "3\t5\t\t0.5\t0.5\n"), "--format esft "},
+      {directory_with("flame", "layer2.csv", "layer_id,token_id,expert_0,expert_1\n2,0,0.9,0\n"),
+       "--format flame-csv "},
+      {directory_with("topk", "layer0.csv", "3,5\n1,2\n"), "--format topk-csv "},
+      {directory_with("npy", "layer0.npy", "\x93NUMPY"), "--format topk-npy "},
+      {directory_with("jsonl", "rank0.jsonl", "{}\n"), "--format jsonl "},
+  };
+  for (const auto& [dir, expected] : cases) {
+    const std::string error = reader_error(dir);
+    EXPECT_NE(error.find(dir + ": not a TopoEP trace: the directory has no index.json"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("topoep trace import " + expected + "--input " + dir), std::string::npos)
+        << error;
+  }
+  // A file: SGLang's statistics are one JSON file.
+  const std::string stats = root + "/prefill.json";
+  std::ofstream(stats) << "{\"logical_count\": [[1, 2]]}";
+  EXPECT_NE(reader_error(stats).find("--format sglang-stats --input " + stats), std::string::npos)
+      << reader_error(stats);
+  // Nothing recognised: every format is listed; nothing there: said so.
+  const std::string empty = root + "/empty";
+  fs::create_directories(empty);
+  EXPECT_NE(
+      reader_error(empty).find("--format esft|flame-csv|topk-csv|topk-npy|sglang-stats|jsonl"),
+      std::string::npos)
+      << reader_error(empty);
+  EXPECT_NE(reader_error(root + "/missing").find("missing: no such file or directory"),
+            std::string::npos)
+      << reader_error(root + "/missing");
+  fs::remove_all(root);
+}
+
 TEST(TraceFormat, NamesShapesThatDisagreeWithTheMetadata) {
   const std::string path = damaged("shape.trace", [](const std::string& p) {
     std::ifstream in(p + "/index.json");

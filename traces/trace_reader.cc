@@ -1,9 +1,12 @@
 #include "traces/trace_reader.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "common/json_fields.h"
+#include "traces/import_format_guess.h"
 
 namespace topoep {
 namespace {
@@ -27,6 +30,9 @@ Unsigned read_le(const std::uint8_t* bytes) {
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
   const std::string index_path = path_ + "/index.json";
+  // Recorded routing data handed over as a trace is a common slip: say so, and how to import it.
+  std::error_code error;
+  if (!std::filesystem::exists(index_path, error)) throw_not_a_trace(path_);
   const nlohmann::json index = parse_json_text(read_text_file(index_path), index_path);
   JsonObjectReader root(index, index_path, "");
   if (root.string_field("format") != "topoep-trace")
