@@ -192,12 +192,13 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
       const double moe = slowest[1] + slowest[2] + slowest[3] + slowest[4];
       const double max_mean = total_tokens > 0 ? max_tokens * R / total_tokens : 1.0;
       // Forward only: the backward columns are left empty (not measured).
-      per_layer->write(
-          id + "," + us(moe) + "," + us(slowest[2]) + "," + us(slowest[3]) + "," + us(slowest[4]) +
-          "," + us(slowest[1]) + ",,,,,,,,," + us(slowest[0]) + ",," + us(moe + slowest[0]) + "," +
-          std::to_string(max_mean) + "," + std::to_string(static_cast<std::int64_t>(nvlink_total)) +
-          "," + std::to_string(static_cast<std::int64_t>(ib_total)) + ",,," +
-          std::to_string(static_cast<int>(new_replicas)) + "," + format_plan_hash(hash) + "\n");
+      per_layer->write(id + "," + us(moe) + "," + us(slowest[2]) + "," + us(slowest[3]) + "," +
+                       us(slowest[4]) + "," + us(slowest[1]) + ",,,,,,,,," + us(slowest[0]) + ",," +
+                       us(moe + slowest[0]) + "," + std::to_string(max_mean) + "," +
+                       std::to_string(static_cast<std::int64_t>(nvlink_total)) + "," +
+                       std::to_string(static_cast<std::int64_t>(ib_total)) + ",,," +
+                       std::to_string(static_cast<int>(new_replicas)) + "," +
+                       format_plan_hash(hash) + ",0\n");  // one expert-parallel group
     }
     ++index;
   }

@@ -76,6 +76,10 @@ struct LayerCost {
   // replicas' weights and the planner's migrations take; the next layer's parameter all-gather
   // has the rest (earliest deadline first: these are needed sooner).
   Picoseconds weight_window_used = 0;
+  // The data-parallel group whose routing this is (sim/replay.h, routing_groups()): the
+  // planner's slowest; 0 where the trace stands for every group; -1 for the ideal, a bound on
+  // the planners' records.
+  int group = 0;
 
   Picoseconds moe_forward() const { return dispatch + compute + combine + weight_exposed; }
   Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }

@@ -1,7 +1,8 @@
 #pragma once
 // The columns of per_layer.csv, one row per (record, planner). The simulator writes them
 // (csv_rows.h) and so does the harness for its measurements, so the two compare line by line
-// (topoep compare). Times in µs; bytes as integers.
+// (topoep compare). Times in µs; bytes as integers. `group`: the data-parallel group whose
+// routing the row prices (empty for the ideal).
 
 #include <string>
 
@@ -13,7 +14,7 @@ inline std::string per_layer_csv_header() {
          "dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,expert_param_gather_us,"
          "overhead_us,dense_forward_us,"
          "critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
-         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash\n";
+         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash,group\n";
 }
 
 }  // namespace topoep

@@ -67,6 +67,7 @@ LayerCost ideal_cost(const std::vector<const LayerCost*>& planned) {
   ideal.compute_grad = 2 * ideal.compute;
   ideal.weight_exposed = ideal.grad_reduce = ideal.replica_reduction = ideal.overhead = 0;
   ideal.weight_window_used = 0;
+  ideal.group = -1;
   ideal.max_mean_load = 1.0;
   ideal.nvlink_weight_bytes = ideal.ib_weight_bytes = 0;
   ideal.grad_reduce_nvlink_bytes = ideal.grad_reduce_ib_bytes = 0;
@@ -85,12 +86,13 @@ class Replay {
         cost_(config.topology, config.model, config.options, tokens_per_rank) {
     const PlannerOptions& options = config.planner_options;
     // Plans are read for their routes only to hash or check them, or to count DeepEP's sends.
-    const PlannerContext context{config.topology.view(),
-                                 Placement::contiguous(metadata.num_experts, metadata.num_ranks,
-                                                       config.slots_per_rank, config.homes),
-                                 cost_.solver_params(), metadata.microbatches,
-                                 config.plan_hashes || config.check_plans ||
-                                     config.options.dispatcher == Dispatcher::kDeepEP};
+    const PlannerContext context{
+        config.topology.view(),
+        Placement::contiguous(metadata.num_experts, config.topology.num_gpus(),
+                              config.slots_per_rank, config.homes),
+        cost_.solver_params(), metadata.microbatches,
+        config.plan_hashes || config.check_plans ||
+            config.options.dispatcher == Dispatcher::kDeepEP};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);
@@ -98,12 +100,16 @@ class Replay {
         planned_.push_back(static_cast<int>(p));
       }
     }
-    layers_.resize(metadata.num_layers);
-    for (auto& layer : layers_) {
-      for (const int p : planned_) {
-        layer.push_back({make_planner(config.planners[p], context, options), {}});
+    groups_.resize(routing_groups(config, metadata));
+    for (Group& group : groups_) {
+      group.layers.resize(metadata.num_layers);
+      for (auto& layer : group.layers) {
+        for (const int p : planned_) {
+          layer.push_back({make_planner(config.planners[p], context, options), {}});
+        }
       }
     }
+    split_.resize(groups_.size() > 1 ? groups_.size() : 0);
     optimizer_ps_ = cost_.optimizer_ps(metadata.num_layers);
   }
 
@@ -111,46 +117,73 @@ class Replay {
 
   // Opens a step: its records' results are filled microbatch by microbatch.
   void start_step(int step) {
-    step_ = StepResult{};
-    step_.step = step;
     const std::size_t records =
         static_cast<std::size_t>(metadata_.microbatches) * metadata_.num_layers;
-    step_.records.resize(records);
-    for (RecordResult& record : step_.records) record.planners.resize(config_.planners.size());
+    for (Group& group : groups_) {
+      group.step = StepResult{};
+      group.step.step = step;
+      group.step.records.resize(records);
+      for (RecordResult& record : group.step.records) {
+        record.planners.resize(config_.planners.size());
+      }
+    }
+    step_tokens_ = 0;
   }
 
   // Plans and prices one microbatch's records (its layers in order) on config_.threads threads:
-  // one task per (layer, planner). A planner instance serves one layer and sees its records in
-  // microbatch order, whatever the thread count.
+  // one task per (group, layer, planner). A planner instance serves one layer of one group and
+  // sees its records in microbatch order, whatever the thread count.
   void run_microbatch(const std::vector<TraceRecord>& records) {
     const int num_layers = metadata_.num_layers;
     const int planners = static_cast<int>(planned_.size());
-    const int tasks = num_layers * planners;
-    const bool detail = step_.step == config_.detail_step;
+    const int groups = static_cast<int>(groups_.size());
+    const int tasks = groups * num_layers * planners;
+    const bool detail = groups_.front().step.step == config_.detail_step;
     for (const TraceRecord& record : records) {
-      RecordResult& result = step_.records[result_index(record)];
-      result.step = record.step;
-      result.microbatch = record.microbatch;
-      result.layer = record.layer;
-      // Every data-parallel group trains on as many tokens as the trace's.
+      for (Group& group : groups_) {
+        RecordResult& result = group.step.records[result_index(record)];
+        result.step = record.step;
+        result.microbatch = record.microbatch;
+        result.layer = record.layer;
+      }
+      // A trace that stands for every group holds one group's tokens.
       if (record.layer == 0) {
-        step_.tokens += record.counts.total() / metadata_.top_k * config_.options.data_parallel;
+        step_tokens_ += record.counts.total() / metadata_.top_k *
+                        (groups == 1 ? config_.options.data_parallel : 1);
+      }
+    }
+    if (groups > 1) {
+      split_records(records);
+      for (const TraceRecord& record : records) {
+        const std::vector<TokenCount> loads = record.counts.expert_totals();
+        for (Group& group : groups_) {
+          for (LayerPlanner& state : group.layers[record.layer]) {
+            state.planner->set_all_groups_loads(loads);
+          }
+        }
       }
     }
     // An error is the first failing task's, whatever the thread count.
     run_tasks(tasks, config_.threads, [&](std::int64_t task, int) {
-      run_task(records[task / planners], static_cast<int>(task % planners), detail);
+      const int group = static_cast<int>(task / (num_layers * planners));
+      const int layer = static_cast<int>(task / planners % num_layers);
+      const TraceRecord& record = groups == 1 ? records[layer] : split_[group][layer];
+      run_task(group, record, static_cast<int>(task % planners), detail);
     });
   }
 
   // Closes the step: what each planner's parameter gathers and gradient syncs leave exposed,
-  // the ideal bound of each record and every planner's totals.
+  // each planner's slowest group, the ideal bound of each record and every planner's totals.
   StepResult finish_step() {
-    StepResult& result = step_;
-    for (const int p : planned_) {
-      expose_param_gathers(p);
-      expose_gradient_syncs(p);
+    for (Group& group : groups_) {
+      for (const int p : planned_) {
+        expose_param_gathers(group.step, p);
+        expose_gradient_syncs(group.step, p);
+      }
     }
+    StepResult result = take_slowest_groups();
+    result.tokens = step_tokens_;
+    // The bound of what the planners are charged: on their slowest groups' records.
     if (ideal_index_ >= 0) {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
@@ -185,10 +218,59 @@ class Replay {
       totals.step_time += optimizer_ps_;
       totals.tokens_per_s = static_cast<double>(result.tokens) * 1e12 / totals.step_time;
     }
-    return std::move(step_);
+    return result;
   }
 
  private:
+  // One expert-parallel group's planners and the step being replayed on it.
+  struct Group {
+    std::vector<std::vector<LayerPlanner>> layers;  // [layer][planned_ index]
+    StepResult step;
+  };
+
+  // The first group's step, each planner's records replaced by those of the group whose
+  // records take it longest (ties: the lower group): the data-parallel syncs end a step for
+  // every group together, so it waits for the slowest. One group: its step as it is.
+  StepResult take_slowest_groups() {
+    StepResult result = std::move(groups_.front().step);
+    for (std::size_t g = 1; g < groups_.size(); ++g) {
+      std::vector<RecordResult>& records = groups_[g].step.records;
+      for (const int p : planned_) {
+        const auto path = [p](const std::vector<RecordResult>& step_records) {
+          Picoseconds sum = 0;
+          for (const RecordResult& record : step_records) sum += record.planners[p].critical_path();
+          return sum;
+        };
+        if (path(records) <= path(result.records)) continue;
+        for (std::size_t i = 0; i < records.size(); ++i) {
+          result.records[i].planners[p] = std::move(records[i].planners[p]);
+        }
+      }
+    }
+    return result;
+  }
+
+  // Group g's rows of each record of a microbatch (routing_groups()): split_[g][layer].
+  void split_records(const std::vector<TraceRecord>& records) {
+    const int ranks = config_.topology.num_gpus();
+    const int experts = metadata_.num_experts;
+    const std::size_t cells = static_cast<std::size_t>(ranks) * experts;
+    for (std::size_t g = 0; g < split_.size(); ++g) {
+      split_[g].resize(records.size());
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        const TraceRecord& record = records[i];
+        TraceRecord& part = split_[g][i];
+        part.step = record.step;
+        part.microbatch = record.microbatch;
+        part.layer = record.layer;
+        std::vector<TokenCount> values = std::move(part.counts).release_values();
+        const auto first = record.counts.values().begin() + static_cast<std::ptrdiff_t>(g * cells);
+        values.assign(first, first + static_cast<std::ptrdiff_t>(cells));
+        part.counts = RoutingCounts(ranks, experts, std::move(values));
+      }
+    }
+  }
+
   // Results are kept in (microbatch, layer) order.
   std::size_t result_index(const TraceRecord& record) const {
     return static_cast<std::size_t>(record.microbatch) * metadata_.num_layers + record.layer;
@@ -226,32 +308,35 @@ class Replay {
     return true;
   }
 
-  bool explains(const TraceRecord& record, int p) const {
+  // The first group's record only.
+  bool explains(int group, const TraceRecord& record, int p) const {
     const RecordKey& wanted = config_.explain;
-    return wanted.step == record.step && wanted.microbatch == record.microbatch &&
+    return group == 0 && wanted.step == record.step && wanted.microbatch == record.microbatch &&
            wanted.layer == record.layer && config_.planners[p] == "topoep";
   }
 
-  void run_task(const TraceRecord& record, int planner, bool detail) {
-    LayerPlanner& state = layers_[record.layer][planner];
+  void run_task(int group, const TraceRecord& record, int planner, bool detail) {
+    StepResult& step = groups_[group].step;
+    LayerPlanner& state = groups_[group].layers[record.layer][planner];
     const int p = planned_[planner];
     const CostModel::Detail level = detail                ? CostModel::Detail::kPerRank
                                     : config_.plan_hashes ? CostModel::Detail::kWithHash
                                                           : CostModel::Detail::kTimes;
     PlannerDecision decision =
         state.planner->plan(RecordId{record.step, record.microbatch}, record.counts);
-    // Read before anything else solves on this thread; only this task writes step_.explained.
+    // Read before anything else solves on this thread; only this task writes step.explained.
     KeptMoves kept;
-    const bool explain = explains(record, p) && state.planner->last_kept_moves(&kept);
+    const bool explain = explains(group, record, p) && state.planner->last_kept_moves(&kept);
     LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
     const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
     if (explain) {
-      step_.explained = ExplainedRecord{
+      step.explained = ExplainedRecord{
           {record.step, record.microbatch, record.layer}, std::move(kept), overruled};
     }
     if (config_.check_plans) {
-      check_priced_plan("planner '" + config_.planners[p] + "', step " +
-                            std::to_string(record.step) + " microbatch " +
+      check_priced_plan("planner '" + config_.planners[p] + "', " +
+                            (groups_.size() > 1 ? "group " + std::to_string(group) + ", " : "") +
+                            "step " + std::to_string(record.step) + " microbatch " +
                             std::to_string(record.microbatch) + " layer " +
                             std::to_string(record.layer),
                         PricedPlan{record.counts, decision, cost.loads, cost.nvlink_dispatch_bytes,
@@ -277,16 +362,17 @@ class Replay {
       add_dense_sync_bytes(cost_.dense_param_gather(), cost);
       cost.expert_sync_ib_bytes += cost_.expert_param_gather().ib_bytes_per_gpu * gpus();
     }
-    step_.records[result_index(record)].planners[p] = std::move(cost);
+    cost.group = group;
+    step.records[result_index(record)].planners[p] = std::move(cost);
   }
 
   // The distributed optimizer's parameter all-gathers on planner `p`'s first microbatch, one
   // bucket ahead: each layer's hides in the link-idle forward of the layer before; the first
   // layer's, started as the step's optimizer ends, in nothing.
-  void expose_param_gathers(int p) {
+  void expose_param_gathers(StepResult& step, int p) const {
     Picoseconds idle = 0;
     for (int layer = 0; layer < metadata_.num_layers; ++layer) {
-      LayerCost& cost = step_.records[layer].planners[p];
+      LayerCost& cost = step.records[layer].planners[p];
       cost.dense_param_gather = cost_.exposed_param_gather_ps(idle);
       cost.expert_param_gather = cost_.exposed_expert_gather_ps(idle);
       idle = cost_.forward_idle_ps(cost);
@@ -296,17 +382,17 @@ class Replay {
   // The step-end syncs of planner `p`'s last microbatch, run as its backward leaves the links
   // idle (sim/backward_sync.h): what of each is left when the backward ends goes onto its
   // layer's record.
-  void expose_gradient_syncs(int p) {
+  void expose_gradient_syncs(StepResult& step, int p) const {
     const int num_layers = metadata_.num_layers;
     const std::size_t last = static_cast<std::size_t>(metadata_.microbatches - 1) * num_layers;
     std::vector<LayerSyncWork> work;
     work.reserve(num_layers);
     for (int layer = 0; layer < num_layers; ++layer) {
-      work.push_back(cost_.backward_sync_work(step_.records[last + layer].planners[p]));
+      work.push_back(cost_.backward_sync_work(step.records[last + layer].planners[p]));
     }
     const std::vector<LayerSyncExposed> exposed = expose_backward_syncs(work);
     for (int layer = 0; layer < num_layers; ++layer) {
-      LayerCost& cost = step_.records[last + layer].planners[p];
+      LayerCost& cost = step.records[last + layer].planners[p];
       cost.grad_reduce = exposed[layer].replica_reduction;
       cost.expert_grad_sync = exposed[layer].expert_sync;
       cost.dense_grad_reduce = exposed[layer].dense_sync;
@@ -325,9 +411,11 @@ class Replay {
   CostModel cost_;
   std::vector<int> planned_;  // SimConfig indices of the planners that plan
   int ideal_index_ = -1;
-  std::vector<std::vector<LayerPlanner>> layers_;  // [layer][planned_ index]
+  std::vector<Group> groups_;  // routing_groups() of them
+  // A microbatch's records split into the groups' rows, [group][layer] (only with groups).
+  std::vector<std::vector<TraceRecord>> split_;
+  std::int64_t step_tokens_ = 0;  // every group's tokens so far in the step
   Picoseconds optimizer_ps_ = 0;
-  StepResult step_;  // the step being replayed
 };
 
 }  // namespace
@@ -400,19 +488,28 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (!planned) throw InputError("planners", "'ideal' is a bound on other planners: add one");
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
   const int gpus = config.topology.num_gpus();
-  if (metadata.num_ranks != gpus) {
+  const int groups = config.options.data_parallel;
+  if (routing_groups(config, metadata) > 1) {
+    // Each group's own routing: D x the GPUs, checked below against one group's cluster.
+  } else if (metadata.num_ranks != gpus) {
     const std::vector<std::string> fitting = topology_presets_with_gpus(metadata.num_ranks);
     // Where its nodes divide the ranks, the same cluster on more or fewer nodes fits.
     const std::string reshape = fitting_nodes_hint(config.topology, metadata.num_ranks, true);
-    throw InputError("topology",
-                     quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
-                         std::to_string(gpus) + " GPUs but the trace has " +
-                         std::to_string(metadata.num_ranks) + " ranks" + reshape +
-                         (reshape.empty() || !fitting.empty()
-                              ? preset_hint(fitting, std::to_string(metadata.num_ranks) + " GPUs",
-                                            show_command("topology", config.topology.name,
-                                                         config.topology.origin))
-                              : ""));
+    throw InputError(
+        "topology", quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
+                        std::to_string(gpus) + " GPUs but the trace has " +
+                        std::to_string(metadata.num_ranks) + " ranks" +
+                        (groups > 1 ? " (with " + std::to_string(groups) +
+                                          " data-parallel groups it may also have " +
+                                          std::to_string(static_cast<std::int64_t>(groups) * gpus) +
+                                          ", each group's own)"
+                                    : "") +
+                        reshape +
+                        (reshape.empty() || !fitting.empty()
+                             ? preset_hint(fitting, std::to_string(metadata.num_ranks) + " GPUs",
+                                           show_command("topology", config.topology.name,
+                                                        config.topology.origin))
+                             : ""));
   }
   check_model_fits_trace(config.model, metadata);
   require_homes_fit(config.homes, metadata.num_experts, gpus, "num_experts",
@@ -428,6 +525,14 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                                   std::to_string(gpus) + " GPUs");
   }
   check_explain(config, metadata);
+}
+
+int routing_groups(const SimConfig& config, const TraceMetadata& metadata) {
+  const int groups = config.options.data_parallel;
+  const bool apart =
+      groups > 1 && static_cast<std::int64_t>(metadata.num_ranks) ==
+                        static_cast<std::int64_t>(groups) * config.topology.num_gpus();
+  return apart ? groups : 1;
 }
 
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,
@@ -464,13 +569,13 @@ std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayOb
   }
   const CostModel& cost = replay->cost();
   const std::int64_t replicas =
-      static_cast<std::int64_t>(metadata.num_ranks) * config.slots_per_rank;
+      static_cast<std::int64_t>(config.topology.num_gpus()) * config.slots_per_rank;
   try {
     if (declared) {
-      check_cost_range(
-          cost.solver_params(),
-          static_cast<long double>(metadata.num_ranks) * metadata.tokens_per_rank * metadata.top_k,
-          replicas);
+      check_cost_range(cost.solver_params(),
+                       static_cast<long double>(config.topology.num_gpus()) *
+                           metadata.tokens_per_rank * metadata.top_k,
+                       replicas);
       cost.dense_forward_ps(metadata.tokens_per_rank);
     }
   } catch (const InputError& error) {

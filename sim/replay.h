@@ -2,11 +2,13 @@
 // Streams a trace through a set of planners and the cost model, one microbatch at a time.
 //
 // Records are read in trace order; the records of one microbatch (its layers) are held in
-// memory, planned and priced on `threads` threads (one task per layer and planner: a planner
-// instance serves one layer and sees its records in microbatch order), then dropped. A step's
-// results are handed to the observer at its end, in (microbatch, layer) order. Memory is one
-// microbatch of counts and the reader's chunk, plus the step's results (per record and
-// planner, per-rank loads: no counts). Results are identical for any thread count.
+// memory, planned and priced on `threads` threads (one task per layer and planner, and per
+// data-parallel group where the trace routes them apart: a planner instance serves one layer
+// of one group and sees its records in microbatch order), then dropped. A step's results are
+// handed to the observer at its end, in (microbatch, layer) order. Memory is one microbatch of
+// counts (twice, split by group, where the groups route apart) and the reader's chunk, plus the
+// step's results of every group (per record and planner, per-rank loads: no counts). Results
+// are identical for any thread count.
 
 #include <cstdint>
 #include <optional>
@@ -113,8 +115,16 @@ class ReplayObserver {
 };
 
 // Checks the names (InputError "planners") and SimConfig against the trace's metadata:
-// ranks = the topology's GPUs, experts and top-k = the model's (InputError naming the field).
+// ranks = the topology's GPUs (or D times them: routing_groups()), experts and top-k = the
+// model's (InputError naming the field).
 void check_sim_config(const SimConfig& config, const TraceMetadata& metadata);
+
+// How many data-parallel groups the trace routes apart. A trace of the topology's GPUs as ranks
+// stands for every group (1: they route alike); with SimOptions::data_parallel D > 1, a trace of
+// D times them holds each group's own routing, ranks g R to (g + 1) R - 1 group g's (D), as a
+// recorder on every GPU of the cluster writes it. Each planner's step then waits for its
+// slowest group, and reports that group's records.
+int routing_groups(const SimConfig& config, const TraceMetadata& metadata);
 
 // The model's experts and top-k against the trace's: InputError "model.num_experts" or
 // "model.top_k" naming the model (and its file) and both values. Part of check_sim_config();

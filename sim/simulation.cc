@@ -38,6 +38,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"dense_grad_bytes", c.options.dense_grad_bytes},
         {"dense_sync", dense_sync_name(c.options.dense_sync)},
         {"data_parallel", c.options.data_parallel},
+        {"data_parallel_routing", routing_groups(c, metadata) > 1 ? "per group" : "alike"},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)}}},

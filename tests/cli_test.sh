@@ -599,6 +599,22 @@ expect "simulate takes data-parallel groups" 0 $?
 expect_text "summary.json records the groups" "$work/groups/summary.json" '"data_parallel": 4'
 expect_text "and the experts' sync between them" "$work/groups/summary.json" '"expert_gradients"'
 expect_text "per_step.csv has its column" "$work/groups/per_step.csv" 'expert_grad_sync_us'
+expect_text "the header says the groups route alike" "$work/out" \
+  "4 data-parallel groups, routing alike"
+expect_text "and so does summary.json" "$work/groups/summary.json" \
+  '"data_parallel_routing": "alike"'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --nodes 1 \
+  --model "$work/model16.json" --planners topoep,static --data-parallel 2 \
+  --out "$work/groups_apart" >"$work/out" 2>&1
+expect "simulate takes a trace of each group's own ranks" 0 $?
+expect_text "the header says each group routes its own ranks" "$work/out" \
+  "2 data-parallel groups, each routing its own 8 of the trace's 16 ranks"
+expect_text "and so does summary.json" "$work/groups_apart/summary.json" \
+  '"data_parallel_routing": "per group"'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --nodes 1 \
+  --model "$work/model16.json" --data-parallel 3 >"$work/out" 2>&1
+expect "simulate rejects ranks that are neither one group's nor every group's" 2 $?
+expect_text "the error says what would fit" "$work/out" "it may also have 24, each group's own"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --topoep-ib-slack 0.05 --out "$work/slack" >"$work/out" 2>&1
 expect "simulate takes an IB load slack" 0 $?

@@ -39,21 +39,25 @@ std::string temp_path(const std::string& name) {
   return (fs::path(::testing::TempDir()) / name).string();
 }
 
-// 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x 2 microbatches x 3 layers.
+// 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x 2 microbatches x 3 layers, the busiest
+// expert's share `hot_ratio` times the mean.
+std::string small_trace_like(const std::string& name, double hot_ratio, std::uint64_t seed) {
+  const std::string out = temp_path(name);
+  fs::remove_all(out);
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 16;
+  spec.num_experts = 64;
+  spec.num_layers = 3;
+  spec.steps = 3;
+  spec.tokens_per_rank = 512;
+  spec.hot_ratio = hot_ratio;
+  spec.seed = seed;
+  write_synthetic_trace(spec, out);
+  return out;
+}
+
 std::string small_trace() {
-  static const std::string path = [] {
-    const std::string out = temp_path("sim_small_trace");
-    fs::remove_all(out);
-    SyntheticTraceSpec spec;
-    spec.num_ranks = 16;
-    spec.num_experts = 64;
-    spec.num_layers = 3;
-    spec.steps = 3;
-    spec.tokens_per_rank = 512;
-    spec.seed = 7;
-    write_synthetic_trace(spec, out);
-    return out;
-  }();
+  static const std::string path = small_trace_like("sim_small_trace", 5.0, 7);
   return path;
 }
 
@@ -104,8 +108,10 @@ void check_bounds(const std::vector<StepResult>& steps, const std::vector<std::s
         EXPECT_LE(record.planners[ideal].moe(), record.planners[p].moe())
             << where << " " << planners[p];
       }
+      // Planners compare on one group's routing (with groups apart, each reports its slowest).
+      if (record.planners[topoep].group != record.planners[fixed].group) continue;
       EXPECT_LE(record.planners[topoep].moe(), record.planners[fixed].moe()) << where;
-      if (flat < planners.size()) {
+      if (flat < planners.size() && record.planners[flat].group == record.planners[fixed].group) {
         EXPECT_LE(record.planners[flat].moe(), record.planners[fixed].moe()) << where << " flat";
       }
       if (per_assignment) {
@@ -349,6 +355,113 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
   }
 }
 
+// A trace of D x R ranks, each group's R stacked (ranks g R to (g + 1) R - 1 group g's): the
+// synthetic traces `parts` (R ranks each, one shape) one above the other, record by record.
+std::string stacked_trace(const std::string& name, const std::vector<std::string>& parts) {
+  const std::string out = temp_path(name);
+  fs::remove_all(out);
+  std::vector<TraceReader> readers(parts.begin(), parts.end());
+  TraceMetadata metadata = readers.front().metadata();
+  const int ranks = metadata.num_ranks;
+  metadata.num_ranks *= static_cast<int>(parts.size());
+  metadata.records_per_chunk = 0;
+  metadata.dtype.clear();
+  TraceWriter writer(out, metadata);
+  TraceRecord record;
+  while (readers.front().next(record)) {
+    std::vector<TokenCount> values = record.counts.values();
+    for (std::size_t g = 1; g < readers.size(); ++g) {
+      TraceRecord other;
+      EXPECT_TRUE(readers[g].next(other));
+      values.insert(values.end(), other.counts.values().begin(), other.counts.values().end());
+    }
+    writer.add(RoutingCounts(ranks * static_cast<int>(parts.size()), metadata.num_experts,
+                             std::move(values)));
+  }
+  writer.finish();
+  return out;
+}
+
+// Data-parallel groups that route apart: each planner's step waits for its slowest group, and
+// its records are that group's, as replaying the group alone prices them (with as many groups
+// in the syncs); the tokens are every group's. Groups that route alike replay as the one-group
+// trace does, EPLB's layout (planned from every group's loads) included.
+TEST(SimReplay, EachGroupRoutesItsOwnRanksAndAStepWaitsForItsSlowestGroup) {
+  SimConfig config = small_config();
+  config.options.data_parallel = 2;
+  const std::string calm = small_trace_like("sim_group_calm", 1.5, 21);
+  const std::string hot = small_trace_like("sim_group_hot", 8.0, 22);
+  const auto replay = [&](const std::string& trace) {
+    Collect collect;
+    replay_trace(trace, config, collect);
+    return collect.steps;
+  };
+  const std::vector<StepResult> apart = replay(stacked_trace("sim_groups_apart", {calm, hot}));
+  const std::vector<StepResult> first = replay(calm), second = replay(hot);
+  ASSERT_EQ(apart.size(), first.size());
+  TraceMetadata stacked = TraceReader(temp_path("sim_groups_apart")).metadata();
+  EXPECT_EQ(routing_groups(config, stacked), 2);
+  bool second_slower_somewhere = false;
+  for (std::size_t s = 0; s < apart.size(); ++s) {
+    // Each half alone counts its tokens twice (it stands for both groups).
+    EXPECT_EQ(apart[s].tokens, (first[s].tokens + second[s].tokens) / 2);
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      if (kAllPlanners[p] == "eplb" || kAllPlanners[p] == "ideal") continue;
+      SCOPED_TRACE(kAllPlanners[p] + ", step " + std::to_string(s));
+      const bool second_slower = second[s].planners[p].step_time > first[s].planners[p].step_time;
+      second_slower_somewhere = second_slower_somewhere || second_slower;
+      const StepResult& slowest = second_slower ? second[s] : first[s];
+      EXPECT_EQ(apart[s].planners[p].step_time, slowest.planners[p].step_time);
+      for (std::size_t i = 0; i < apart[s].records.size(); ++i) {
+        EXPECT_EQ(apart[s].records[i].planners[p].plan_hash,
+                  slowest.records[i].planners[p].plan_hash);
+        EXPECT_EQ(apart[s].records[i].planners[p].critical_path(),
+                  slowest.records[i].planners[p].critical_path());
+        EXPECT_EQ(apart[s].records[i].planners[p].group, second_slower ? 1 : 0);
+      }
+    }
+  }
+  EXPECT_TRUE(second_slower_somewhere);  // the hot group decides static's steps
+  check_bounds(apart, kAllPlanners, "groups apart");
+  // The groups' tasks share the threads: the same results on three.
+  config.threads = 3;
+  const std::vector<StepResult> threaded = replay(temp_path("sim_groups_apart"));
+  config.threads = 1;
+  ASSERT_EQ(threaded.size(), apart.size());
+  for (std::size_t s = 0; s < apart.size(); ++s) {
+    for (std::size_t i = 0; i < apart[s].records.size(); ++i) {
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        EXPECT_EQ(threaded[s].records[i].planners[p].critical_path(),
+                  apart[s].records[i].planners[p].critical_path());
+        EXPECT_EQ(threaded[s].records[i].planners[p].plan_hash,
+                  apart[s].records[i].planners[p].plan_hash);
+      }
+    }
+  }
+
+  const std::vector<StepResult> alike = replay(stacked_trace("sim_groups_alike", {calm, calm}));
+  ASSERT_EQ(alike.size(), first.size());
+  for (std::size_t s = 0; s < alike.size(); ++s) {
+    EXPECT_EQ(alike[s].tokens, first[s].tokens);
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      EXPECT_EQ(alike[s].planners[p].step_time, first[s].planners[p].step_time)
+          << kAllPlanners[p] << ", step " << s;
+    }
+  }
+  // One group's GPUs as ranks stand for every group; neither D nor D x R ranks: refused.
+  EXPECT_EQ(routing_groups(config, TraceReader(calm).metadata()), 1);
+  config.options.data_parallel = 3;
+  try {
+    check_sim_config(config, stacked);
+    ADD_FAILURE() << "32 ranks for 3 groups of 16 GPUs accepted";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "topology");
+    EXPECT_NE(std::string(error.what()).find("it may also have 48, each group's own"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 // Under DeepEP's dispatch too, whose sends are counted from the routes: the planners write
 // them there with or without hashes.
 TEST(SimReplay, TurningPlanHashesOffChangesNoTimeOnlyTheHashes) {
@@ -589,14 +702,22 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     config.options.dense_grad_bytes = 2 * draw(0, 2);
     if (draw(0, 1) == 1) config.options.dense_sync = DenseSync::kDistributedOptimizer;
     config.options.data_parallel = draw(1, 3);
+    // Or each group on its own routing: D x the GPUs as ranks, their rows drawn alike.
+    std::string replayed = trace;
+    if (config.options.data_parallel > 1 && draw(0, 1) == 1) {
+      spec.num_ranks = ranks * config.options.data_parallel;
+      replayed = temp_path("sim_random_groups_" + std::to_string(seed));
+      fs::remove_all(replayed);
+      write_synthetic_trace(spec, replayed);
+    }
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
-    replay_trace(trace, config, collect);
+    replay_trace(replayed, config, collect);
     check_bounds(collect.steps, kAllPlanners, "seed " + std::to_string(seed), !deepep);
     // Neither checked nor hashed, TopoEP and static write no routes: the same step times.
     config.check_plans = config.plan_hashes = false;
     Collect unchecked;
-    replay_trace(trace, config, unchecked);
+    replay_trace(replayed, config, unchecked);
     ASSERT_EQ(unchecked.steps.size(), collect.steps.size());
     for (std::size_t step = 0; step < collect.steps.size(); ++step) {
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
@@ -606,6 +727,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
       }
     }
     fs::remove_all(trace);  // a wide sweep (TOPOEP_SIM_RANDOM_CASES) would fill the disk
+    fs::remove_all(replayed);
   }
 }
 

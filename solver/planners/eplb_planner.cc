@@ -94,9 +94,11 @@ PlannerDecision EplbPlanner::plan(const RecordId& record, const RoutingCounts& c
         overhead = relayout(loads);
       }
     }
-    for (std::size_t e = 0; e < totals.size(); ++e)
-      current_step_loads_[e] += static_cast<double>(totals[e]);
+    const std::vector<TokenCount>& loads = all_groups_loads_.empty() ? totals : all_groups_loads_;
+    for (std::size_t e = 0; e < loads.size(); ++e)
+      current_step_loads_[e] += static_cast<double>(loads[e]);
   }
+  all_groups_loads_.clear();
   // With its sums, tallied in the pass that splits the tokens: the replay prices those, and
   // reads the routes only to hash or check them.
   PlanTally tally;

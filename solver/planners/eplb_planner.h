@@ -15,6 +15,11 @@ class EplbPlanner : public Planner {
   EplbPlanner(const PlannerContext& context, const PlannerOptions& options, bool every_microbatch);
   std::string name() const override { return every_microbatch_ ? "eplb-microbatch" : "eplb"; }
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
+  // As deployed, the window sums these where given (the groups share one layout); every
+  // microbatch, each group relayouts on its own counts.
+  void set_all_groups_loads(std::vector<TokenCount> expert_totals) override {
+    all_groups_loads_ = std::move(expert_totals);
+  }
 
  private:
   // Replans from `loads` ([E]); returns the overhead: host round trip, CPU time, the loads'
@@ -28,6 +33,7 @@ class EplbPlanner : public Planner {
   int last_step_ = -1;
   std::deque<std::vector<double>> window_;  // per finished step: expert loads, [E]
   std::vector<double> current_step_loads_;
+  std::vector<TokenCount> all_groups_loads_;  // of the next record; empty: not given
 };
 
 }  // namespace topoep

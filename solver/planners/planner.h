@@ -105,6 +105,13 @@ class Planner {
   // TopoepHostSolver::last_kept_moves()), or false. Read right after plan(): the next solve on
   // the thread reuses the memory they are read from.
   virtual bool last_kept_moves(KeptMoves* /*out*/) const { return false; }
+
+  // Where data-parallel groups route apart and each group has its own planners, the expert
+  // loads ([E], tokens) of the next record summed over every group, given before plan(). A
+  // planner whose layout the groups share keeps its statistics from these (EPLB as deployed:
+  // the expert weights' data-parallel sync needs every group's layout alike, and DeepSeek's EPLB
+  // sums its loads over all ranks); the others ignore them.
+  virtual void set_all_groups_loads(std::vector<TokenCount> /*expert_totals*/) {}
 };
 
 // Throws InputError naming the field (as PlannerOptions and the sweep grid spell it) for an

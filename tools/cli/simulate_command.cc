@@ -12,6 +12,7 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/home_layout_check.h"
+#include "sim/replay.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
@@ -103,7 +104,20 @@ void run_simulate(const SimulateOptions& options) {
             << (request.config.options.dispatcher == Dispatcher::kDeepEP
                     ? ", DeepEP's dispatch (distinct tokens estimated from the counts)"
                     : "")
-            << "\n\n";
+            << "\n";
+  const int groups = request.config.options.data_parallel;
+  if (groups > 1) {
+    std::cout << groups << " data-parallel groups, "
+              << (routing_groups(request.config, m) > 1
+                      ? "each routing its own " +
+                            std::to_string(request.config.topology.num_gpus()) +
+                            " of the trace's " + std::to_string(m.num_ranks) +
+                            " ranks: each planner's step waits for its slowest group, whose "
+                            "records it reports"
+                      : std::string("routing alike: the trace stands for each"))
+              << "\n";
+  }
+  std::cout << "\n";
   print_simulation_table(result.summary, std::cout);
   print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
@@ -200,7 +214,8 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--data-parallel", o->sim.data_parallel,
                    "Copies of the expert-parallel group training data-parallel: the dense sync "
                    "spans them all and each GPU syncs its home experts' gradients with its peers "
-                   "over IB")
+                   "over IB. A trace of the topology's GPUs stands for every group; one of D "
+                   "times them holds each group's own routing (a step waits for the slowest)")
       ->capture_default_str();
   add_choice(
       simulate, "--dense-sync", o->dense_sync,
