@@ -265,6 +265,13 @@ class GridReader {
     if (r.has("rank_variation"))
       spec.rank_variation = r.number_field("rank_variation", 0, false, 4);
     if (r.has("seed")) spec.seed = static_cast<std::uint64_t>(r.int_field("seed", 0, INT64_MAX));
+    // Each data-parallel group on its own routing: D x the GPUs as ranks (sim/replay.h,
+    // routing_groups()); one group has no other to differ from.
+    if (r.has("groups_apart")) {
+      const nlohmann::json& apart = r.raw_field("groups_apart");
+      if (!apart.is_boolean()) r.fail("groups_apart", "must be true or false");
+      if (apart.get<bool>()) spec.num_ranks *= config.options.data_parallel;
+    }
     r.finish();
     check_synthetic_trace_spec(spec);
     return spec;

@@ -8,7 +8,8 @@
 //
 //   trace          trace directories, or {"synthetic": {...}} generated per point for its
 //                  shape (steps, microbatches, layers, tokens_per_rank, popularity, hot_ratio,
-//                  drift, layer_correlation, rank_variation, seed)      (required)
+//                  drift, layer_correlation, rank_variation, seed, groups_apart: each
+//                  data-parallel group its own routing)                  (required)
 //   topology, model                     presets or files (default h800-4x8, deepseek-v3)
 //   nodes, gpus_per_node                override the topology's shape
 //   nvlink_gb_per_s, ib_gb_per_s, nvlink_latency_us, ib_latency_us

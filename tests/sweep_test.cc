@@ -242,6 +242,22 @@ TEST(SweepGrid, SweepsTheDataParallelGroups) {
   EXPECT_EQ(grid.points[1].columns["data_parallel"], 4);
 }
 
+// A synthetic trace with groups_apart routes each data-parallel group on its own: D x the GPUs
+// as ranks (one group: the GPUs').
+TEST(SweepGrid, SyntheticGroupsApartGiveEachGroupItsOwnRanks) {
+  const SweepGrid grid = load_sweep_grid(write_grid("groups_apart.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64,
+                             "groups_apart": true}}],
+    "data_parallel": [1, 3]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[0].synthetic.num_ranks, 32);
+  EXPECT_EQ(grid.points[1].synthetic.num_ranks, 96);
+  EXPECT_EQ(field_of_grid_error(
+                R"({"trace": [{"synthetic": {"groups_apart": 1}}], "data_parallel": [2]})"),
+            "trace.synthetic.groups_apart");
+}
+
 // Without a model axis a recorded trace is priced with the one preset of its experts and top-k,
 // as `topoep simulate` prices it; a trace no preset fits asks for the axis.
 TEST(SweepGrid, ARecordedTraceWithoutAModelAxisTakesThePresetItFits) {
