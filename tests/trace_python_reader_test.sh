@@ -53,3 +53,10 @@ if grep -q Traceback "$work/err"; then
   echo "FAIL: a traceback, not a message:"; cat "$work/err"; exit 1
 fi
 echo "ok: truncated chunk rejected"
+# A directory of recorded data, not a trace: one line saying so, pointing at the importer.
+mkdir -p "$work/raw"
+"$python" "$reader" "$work/raw" >/dev/null 2>"$work/err" && rc=0 || rc=$?
+[[ $rc -eq 2 ]] || { echo "FAIL: the reader exited $rc on a directory without a trace"; exit 1; }
+grep -q "^read_trace.py: error: .*raw: not a TopoEP trace (no index.json); .*trace import" \
+  "$work/err" || { echo "FAIL: no one-line error naming the directory in:"; cat "$work/err"; exit 1; }
+echo "ok: a directory without a trace is named"

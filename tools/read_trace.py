@@ -36,6 +36,11 @@ def _read_chunk(path):
 
 def read_trace(path):
     """Returns (metadata dict, generator of (step, microbatch, layer, counts))."""
+    if not os.path.isfile(os.path.join(path, "index.json")):
+        # Recorded routing data handed over as a trace: `topoep trace info` names its importer.
+        raise ValueError(
+            f"{path}: not a TopoEP trace (no index.json); `topoep trace info {path}` names the "
+            "`topoep trace import` command that converts recorded routing data")
     with open(os.path.join(path, "index.json")) as file:
         index = json.load(file)
     if index.get("format") != "topoep-trace":
