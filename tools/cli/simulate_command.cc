@@ -125,7 +125,8 @@ void run_simulate(const SimulateOptions& options) {
     const ExplainedRecord& e = *result.explained;
     const std::string record = "TopoEP on step " + std::to_string(e.record.step) + ", microbatch " +
                                std::to_string(e.record.microbatch) + ", layer " +
-                               std::to_string(e.record.layer);
+                               std::to_string(e.record.layer) +
+                               (routing_groups(request.config, m) > 1 ? " of group 0" : "");
     print_kept_moves(e.kept, record, request.config.topology.gpus_per_node, std::cout);
     if (e.overruled) {
       std::cout << "The simulator ran the static plan instead: it prices this plan's MoE time "
