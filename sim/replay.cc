@@ -232,16 +232,16 @@ class Replay {
   // records take it longest (ties: the lower group): the data-parallel syncs end a step for
   // every group together, so it waits for the slowest. One group: its step as it is.
   StepResult take_slowest_groups() {
+    const auto path = [](const std::vector<RecordResult>& records, int p) {
+      Picoseconds sum = 0;
+      for (const RecordResult& record : records) sum += record.planners[p].critical_path();
+      return sum;
+    };
     StepResult result = std::move(groups_.front().step);
     for (std::size_t g = 1; g < groups_.size(); ++g) {
       std::vector<RecordResult>& records = groups_[g].step.records;
       for (const int p : planned_) {
-        const auto path = [p](const std::vector<RecordResult>& step_records) {
-          Picoseconds sum = 0;
-          for (const RecordResult& record : step_records) sum += record.planners[p].critical_path();
-          return sum;
-        };
-        if (path(records) <= path(result.records)) continue;
+        if (path(records, p) <= path(result.records, p)) continue;
         for (std::size_t i = 0; i < records.size(); ++i) {
           result.records[i].planners[p] = std::move(records[i].planners[p]);
         }
@@ -489,9 +489,8 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
   const int gpus = config.topology.num_gpus();
   const int groups = config.options.data_parallel;
-  if (routing_groups(config, metadata) > 1) {
-    // Each group's own routing: D x the GPUs, checked below against one group's cluster.
-  } else if (metadata.num_ranks != gpus) {
+  // D x the GPUs, each group's own routing, fit as well as the GPUs (routing_groups()).
+  if (metadata.num_ranks != gpus && routing_groups(config, metadata) == 1) {
     const std::vector<std::string> fitting = topology_presets_with_gpus(metadata.num_ranks);
     // Where its nodes divide the ranks, the same cluster on more or fewer nodes fits.
     const std::string reshape = fitting_nodes_hint(config.topology, metadata.num_ranks, true);

@@ -17,8 +17,8 @@ class EplbPlanner : public Planner {
   PlannerDecision plan(const RecordId& record, const RoutingCounts& counts) override;
   // As deployed, the window sums these where given (the groups share one layout); every
   // microbatch, each group relayouts on its own counts.
-  void set_all_groups_loads(std::vector<TokenCount> expert_totals) override {
-    all_groups_loads_ = std::move(expert_totals);
+  void set_all_groups_loads(const std::vector<TokenCount>& expert_totals) override {
+    all_groups_loads_ = expert_totals;
   }
 
  private:

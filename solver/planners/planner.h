@@ -111,7 +111,7 @@ class Planner {
   // planner whose layout the groups share keeps its statistics from these (EPLB as deployed:
   // the expert weights' data-parallel sync needs every group's layout alike, and DeepSeek's EPLB
   // sums its loads over all ranks); the others ignore them.
-  virtual void set_all_groups_loads(std::vector<TokenCount> /*expert_totals*/) {}
+  virtual void set_all_groups_loads(const std::vector<TokenCount>& /*expert_totals*/) {}
 };
 
 // Throws InputError naming the field (as PlannerOptions and the sweep grid spell it) for an

@@ -33,8 +33,8 @@ class GradientCharging : public Planner {
   }
   void ran_fallback(const PlannerDecision& fallback) override { inner_->ran_fallback(fallback); }
   bool last_kept_moves(KeptMoves* out) const override { return inner_->last_kept_moves(out); }
-  void set_all_groups_loads(std::vector<TokenCount> expert_totals) override {
-    inner_->set_all_groups_loads(std::move(expert_totals));
+  void set_all_groups_loads(const std::vector<TokenCount>& expert_totals) override {
+    inner_->set_all_groups_loads(expert_totals);
   }
 
  private:
