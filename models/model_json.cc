@@ -1,5 +1,7 @@
 #include "models/model_json.h"
 
+#include <algorithm>
+
 #include "common/json_fields.h"
 #include "common/preset_source.h"
 #include "common/text_list.h"
@@ -134,6 +136,15 @@ std::string implied_model_preset(int num_experts, int top_k, const std::string& 
                                                         "deepseek-v3 --json gives one to edit)"
                                                   : "the presets with " + shape + " are " +
                                                         spoken_list(presets) + ": name one"));
+}
+
+ModelSpec default_model_with_experts(int num_experts) {
+  ModelSpec model = load_model(kDefaultModelPreset);
+  model.name += " with " + std::to_string(num_experts) + " experts";
+  model.origin.clear();  // no longer the preset's text
+  model.num_experts = num_experts;
+  model.top_k = std::min(model.top_k, num_experts);
+  return model;
 }
 
 ModelSpec load_model_file(const std::string& path) {

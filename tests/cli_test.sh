@@ -218,6 +218,18 @@ python3 -c 'import json, sys; json.dump({"counts": [[10**15] * 64] * 32}, open(s
 expect "solve refuses counts beyond the picosecond range with exit 2" 2 $?
 expect_text "the refusal gives the time they would take" "$work/out" "lead to a time of 1.38e+09 s"
 
+# Counts with an expert count no preset has (32 experts on 16 GPUs): solve weighs them with the
+# documented default, DeepSeek-V3's experts, and says so on stderr, leaving --json's output a plan.
+python3 -c 'import json, sys; json.dump({"counts": [[(7 * r + 13 * e) % 900 for e in range(32)]
+  for r in range(16)]}, open(sys.argv[1], "w"))' "$work/e32.json"
+"$topoep" solve --counts "$work/e32.json" --topology h800-4x8 --nodes 2 --json \
+  >"$work/e32.out" 2>"$work/err"
+expect "solve without --model, when no preset has the experts, exits 0" 0 $?
+expect_text "it names the default it weighs with" "$work/err" "no preset has 32 experts: weighing the plans with deepseek-v3 with 32 experts (top-8); pass --model to choose"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["layers"][0]["loads"]) == 16' \
+  "$work/e32.out"
+expect "and prints the plan as JSON" 0 $?
+
 "$topoep" solve --counts "$work/counts.json" --model mixtral-8x7b >"$work/out" 2>&1
 expect "solve rejects a model with another expert count" 2 $?
 expect_text "the counts file and the model are named" "$work/out" "--model: $work/counts.json has 256 experts, model 'mixtral-8x7b' has 8"

@@ -125,6 +125,20 @@ nlohmann::json layer_json(const Plan& plan, const PlanCost& before, const PlanCo
           {"gradient_us", gradient_ps / 1e6}};
 }
 
+// The model named, else the one preset with the counts' experts, else the documented default
+// (issue 3: `solve` has one), said on stderr so that --json's output stays a plan.
+ModelSpec solve_model(const std::string& named, int num_experts) {
+  if (!named.empty()) return load_model(named);
+  if (!model_presets_fitting(num_experts, 0).empty()) {
+    return load_model(implied_model_preset(num_experts, 0, "--model"));
+  }
+  ModelSpec model = default_model_with_experts(num_experts);
+  std::cerr << "topoep: --model not given and no preset has " << num_experts
+            << " experts: weighing the plans with " << model.name << " (top-" << model.top_k
+            << "); pass --model to choose\n";
+  return model;
+}
+
 void run_solve(const SolveOptions& options) {
   const std::vector<std::string> names = planner_names();
   if (options.planner != "ideal" &&
@@ -139,9 +153,7 @@ void run_solve(const SolveOptions& options) {
   const std::vector<RoutingCounts> layers =
       read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
   const Topology topology = load_topology_flags(options.cluster, layers.front().num_ranks());
-  const ModelSpec model = load_model(
-      options.model.empty() ? implied_model_preset(layers.front().num_experts(), 0, "--model")
-                            : options.model);
+  const ModelSpec model = solve_model(options.model, layers.front().num_experts());
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
       {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost,
@@ -262,7 +274,8 @@ void add_solve_command(CLI::App& app) {
       "Preset or JSON file (default: the preset with the counts' source ranks as GPUs)");
   add_reshape_flags(solve, options->cluster, topology);
   solve->add_option("--model", options->model,
-                    "Model preset or JSON file (default: the preset with the counts' experts)");
+                    "Model preset or JSON file (default: the preset with the counts' experts, else "
+                    "deepseek-v3's experts, as many as the counts have)");
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
   solve->add_flag("--uneven-homes", options->uneven_homes, kUnevenHomesHelp);
