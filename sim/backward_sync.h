@@ -32,6 +32,16 @@ struct LayerSyncWork {
   Picoseconds replica_reduction = 0;  // the replica gradients into their homes
   Picoseconds expert_sync = 0;        // the home experts' between data-parallel groups
   Picoseconds dense_sync = 0;         // the dense gradients'
+  // How long the layer's backward phases run, in order: the combine's gradient all-to-all, the
+  // expert backward compute (expert_compute_idle of it is link-idle), the dispatch's gradient
+  // all-to-all, the attention backward (attention_idle of it) and the share outside the MoE
+  // layers (outside_idle of it). Only groups routed apart need them: there a sync between the
+  // groups waits, in time, for the last group to reach it.
+  Picoseconds combine_grad = 0;
+  Picoseconds compute_grad = 0;
+  Picoseconds dispatch_grad = 0;
+  Picoseconds attention = 0;
+  Picoseconds outside = 0;
 };
 
 // What of each sync is still running when the backward pass ends: on the critical path.
@@ -44,5 +54,23 @@ struct LayerSyncExposed {
 // `layers` in forward order (the backward runs them last to first); the result likewise. The
 // exposed times sum to the backward's sync tail.
 std::vector<LayerSyncExposed> expose_backward_syncs(const std::vector<LayerSyncWork>& layers);
+
+// One data-parallel group's last-microbatch backward: when it starts (picoseconds from the
+// step's start, on that group's own critical path) and its layers in forward order.
+struct GroupBackward {
+  Picoseconds start = 0;
+  std::vector<LayerSyncWork> layers;
+};
+
+// Groups that route apart (sim/replay.h, routing_groups()), all with the same layers: each
+// group's stream runs as expose_backward_syncs() runs one, except that the syncs between the
+// groups (the experts' and the dense gradients') are collectives: each starts on every group's
+// stream only when the last group's stream reaches it (in time: the group whose gradients are
+// complete last, or whose stream is still busy with its own replicas' gradients), the others'
+// streams waiting for it meanwhile. A group's replica gradients stay within it. The result is
+// [group][layer]; a group's exposed times sum to how long its stream runs past its backward,
+// the waiting included (charged to the sync waited for). One group: expose_backward_syncs().
+std::vector<std::vector<LayerSyncExposed>> expose_group_backward_syncs(
+    const std::vector<GroupBackward>& groups);
 
 }  // namespace topoep

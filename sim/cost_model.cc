@@ -321,6 +321,11 @@ LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   work.replica_reduction = cost.replica_reduction;
   work.expert_sync = expert_sync_.time_ps;
   work.dense_sync = gradient_sync_.time_ps;
+  work.combine_grad = cost.combine_grad;
+  work.compute_grad = cost.compute_grad;
+  work.dispatch_grad = cost.dispatch_grad;
+  work.attention = 2 * cost.dense_forward;
+  work.outside = 2 * cost.outside_forward;
   return work;
 }
 

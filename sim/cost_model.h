@@ -85,10 +85,15 @@ struct LayerCost {
   Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }
   // The straggler time of the MoE layer, forward and backward.
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
+  // What of critical_path() comes before the record's backward.
+  Picoseconds forward_path() const {
+    return dense_forward + outside_forward + overhead + dense_param_gather + expert_param_gather +
+           moe_forward();
+  }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return 3 * (dense_forward + outside_forward) + overhead + dense_param_gather +
-           expert_param_gather + moe() + dense_grad_reduce + grad_reduce + expert_grad_sync;
+    return forward_path() + 2 * (dense_forward + outside_forward) + moe_backward() +
+           dense_grad_reduce + grad_reduce + expert_grad_sync;
   }
 };
 

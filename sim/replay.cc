@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/file_input_error.h"
 #include "common/parallel_tasks.h"
@@ -175,11 +176,9 @@ class Replay {
   // Closes the step: what each planner's parameter gathers and gradient syncs leave exposed,
   // each planner's slowest group, the ideal bound of each record and every planner's totals.
   StepResult finish_step() {
-    for (Group& group : groups_) {
-      for (const int p : planned_) {
-        expose_param_gathers(group.step, p);
-        expose_gradient_syncs(group.step, p);
-      }
+    for (const int p : planned_) {
+      for (Group& group : groups_) expose_param_gathers(group.step, p);
+      expose_gradient_syncs(p);
     }
     StepResult result = take_slowest_groups();
     result.tokens = step_tokens_;
@@ -229,13 +228,19 @@ class Replay {
   };
 
   // The first group's step, each planner's records replaced by those of the group whose
-  // records take it longest (ties: the lower group): the data-parallel syncs end a step for
-  // every group together, so it waits for the slowest. One group: its step as it is.
+  // records take it longest: the data-parallel syncs end a step for every group together, so it
+  // waits for the slowest. Groups that end together (the last sync between them ends every
+  // group's step at once) are told apart by their own work, the syncs left out: the group the
+  // others waited for. Ties: the lower group. One group: its step as it is.
   StepResult take_slowest_groups() {
     const auto path = [](const std::vector<RecordResult>& records, int p) {
-      Picoseconds sum = 0;
-      for (const RecordResult& record : records) sum += record.planners[p].critical_path();
-      return sum;
+      Picoseconds sum = 0, syncs = 0;
+      for (const RecordResult& record : records) {
+        const LayerCost& cost = record.planners[p];
+        sum += cost.critical_path();
+        syncs += cost.grad_reduce + cost.expert_grad_sync + cost.dense_grad_reduce;
+      }
+      return std::make_pair(sum, sum - syncs);
     };
     StepResult result = std::move(groups_.front().step);
     for (std::size_t g = 1; g < groups_.size(); ++g) {
@@ -379,23 +384,31 @@ class Replay {
     }
   }
 
-  // The step-end syncs of planner `p`'s last microbatch, run as its backward leaves the links
-  // idle (sim/backward_sync.h): what of each is left when the backward ends goes onto its
-  // layer's record.
-  void expose_gradient_syncs(StepResult& step, int p) const {
+  // The step-end syncs of planner `p`'s last microbatch in each group, run as the group's
+  // backward leaves the links idle, those between the groups together (sim/backward_sync.h):
+  // what of each is left when a group's backward ends goes onto its layer's record.
+  void expose_gradient_syncs(int p) {
     const int num_layers = metadata_.num_layers;
     const std::size_t last = static_cast<std::size_t>(metadata_.microbatches - 1) * num_layers;
-    std::vector<LayerSyncWork> work;
-    work.reserve(num_layers);
-    for (int layer = 0; layer < num_layers; ++layer) {
-      work.push_back(cost_.backward_sync_work(step.records[last + layer].planners[p]));
+    std::vector<GroupBackward> backward(groups_.size());
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      const std::vector<RecordResult>& records = groups_[g].step.records;
+      // Every microbatch before the last, forward and backward, then the last one's forward.
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        const LayerCost& cost = records[i].planners[p];
+        backward[g].start += i < last ? cost.critical_path() : cost.forward_path();
+        if (i >= last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
+      }
     }
-    const std::vector<LayerSyncExposed> exposed = expose_backward_syncs(work);
-    for (int layer = 0; layer < num_layers; ++layer) {
-      LayerCost& cost = step.records[last + layer].planners[p];
-      cost.grad_reduce = exposed[layer].replica_reduction;
-      cost.expert_grad_sync = exposed[layer].expert_sync;
-      cost.dense_grad_reduce = exposed[layer].dense_sync;
+    const std::vector<std::vector<LayerSyncExposed>> exposed =
+        expose_group_backward_syncs(backward);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      for (int layer = 0; layer < num_layers; ++layer) {
+        LayerCost& cost = groups_[g].step.records[last + layer].planners[p];
+        cost.grad_reduce = exposed[g][layer].replica_reduction;
+        cost.expert_grad_sync = exposed[g][layer].expert_sync;
+        cost.dense_grad_reduce = exposed[g][layer].dense_sync;
+      }
     }
   }
 

@@ -347,6 +347,50 @@ TEST(BackwardSync, SyncsRunInTheIdleTimeTheLayersBelowLeaveAndTheRestIsExposed) 
   EXPECT_TRUE(expose_backward_syncs({}).empty());
 }
 
+// Groups routed apart: a sync between the groups (the experts', the dense gradients') is a
+// collective, starting on every group's stream when the last group reaches it; a group's replica
+// gradients are its own. Each wait lands on the sync waited for.
+TEST(BackwardSync, ASyncBetweenGroupsStartsWhenTheLastGroupReachesIt) {
+  // One layer. Group a: the combine's gradient 10, expert compute [10, 110] (all idle), the
+  // dispatch's gradient to 120, attention [120, 170], outside share [170, 190]: its backward
+  // ends at 190. Group b, starting 100 later, has no replica gradients.
+  LayerSyncWork layer;
+  layer.expert_compute_idle = layer.compute_grad = 100;
+  layer.attention_idle = layer.attention = 50;
+  layer.outside_idle = layer.outside = 20;
+  layer.combine_grad = layer.dispatch_grad = 10;
+  layer.replica_reduction = 30;
+  layer.expert_sync = 40;
+  layer.dense_sync = 60;
+  GroupBackward a{0, {layer}};
+  layer.replica_reduction = 0;
+  GroupBackward b{100, {layer}};
+  // Alone, a runs its replicas (30) and 20 of the experts' sync in its attention, the other 20
+  // in its outside share; its dense sync (60) is all exposed.
+  const std::vector<LayerSyncExposed> alone = expose_backward_syncs(a.layers);
+  EXPECT_EQ(alone[0].replica_reduction + alone[0].expert_sync, 0);
+  EXPECT_EQ(alone[0].dense_sync, 60);
+  EXPECT_EQ(expose_group_backward_syncs({a}).front()[0].dense_sync, 60);
+  // Together: a reaches the experts' sync at 150, b at 220 (its attention begins), after a's
+  // backward has ended: a waits 30 past its end, then runs the 40 (70 exposed); b runs it in 40
+  // of its attention. The dense sync: a is ready at 260, b at 270 (its outside share): a waits
+  // 10 more and runs the 60 (70); b runs 20 of it in its outside share, 40 past its end at 290.
+  // Both end at 330, as a collective ends.
+  const std::vector<std::vector<LayerSyncExposed>> both = expose_group_backward_syncs({a, b});
+  EXPECT_EQ(both[0][0].replica_reduction, 0);
+  EXPECT_EQ(both[0][0].expert_sync, 70);
+  EXPECT_EQ(both[0][0].dense_sync, 70);
+  EXPECT_EQ(both[1][0].expert_sync, 0);
+  EXPECT_EQ(both[1][0].dense_sync, 40);
+  EXPECT_EQ(190 + both[0][0].expert_sync + both[0][0].dense_sync, 290 + both[1][0].dense_sync);
+  // Groups alike: each as it runs alone.
+  const std::vector<std::vector<LayerSyncExposed>> alike = expose_group_backward_syncs({a, a});
+  for (const std::vector<LayerSyncExposed>& group : alike) {
+    EXPECT_EQ(group[0].dense_sync, 60);
+    EXPECT_EQ(group[0].expert_sync, 0);
+  }
+}
+
 // The idle time a layer offers is gradient_overlap_fraction of its expert backward compute, of
 // its attention backward (2x the dense forward) and of its share outside the MoE layers; the
 // planners still weigh the whole reduction (sim/solver_cost.h).

@@ -382,10 +382,36 @@ std::string stacked_trace(const std::string& name, const std::vector<std::string
   return out;
 }
 
+// A trace of `even`'s records on even layers and `odd`'s on odd ones (both of one shape).
+std::string layer_mixed_trace(const std::string& name, const std::string& even,
+                              const std::string& odd) {
+  const std::string out = temp_path(name);
+  fs::remove_all(out);
+  TraceReader evens(even), odds(odd);
+  TraceMetadata metadata = evens.metadata();
+  metadata.records_per_chunk = 0;
+  metadata.dtype.clear();
+  TraceWriter writer(out, metadata);
+  TraceRecord a, b;
+  while (evens.next(a)) {
+    EXPECT_TRUE(odds.next(b));
+    writer.add(a.layer % 2 == 0 ? a.counts : b.counts);
+  }
+  writer.finish();
+  return out;
+}
+
+// A record's critical path but for its step-end syncs: the group's own work.
+Picoseconds own_work(const LayerCost& cost) {
+  return cost.critical_path() - cost.grad_reduce - cost.expert_grad_sync - cost.dense_grad_reduce;
+}
+
 // Data-parallel groups that route apart: each planner's step waits for its slowest group, and
-// its records are that group's, as replaying the group alone prices them (with as many groups
-// in the syncs); the tokens are every group's. Groups that route alike replay as the one-group
-// trace does, EPLB's layout (planned from every group's loads) included.
+// its records are that group's, planned and priced as replaying the group alone does (with as
+// many groups in the syncs), but for the syncs between the groups: collectives that start when
+// the last group reaches them, so that the step is at least the slower group's alone. The
+// tokens are every group's. Groups that route alike replay as the one-group trace does, EPLB's
+// layout (planned from every group's loads) included.
 TEST(SimReplay, EachGroupRoutesItsOwnRanksAndAStepWaitsForItsSlowestGroup) {
   SimConfig config = small_config();
   config.options.data_parallel = 2;
@@ -401,27 +427,53 @@ TEST(SimReplay, EachGroupRoutesItsOwnRanksAndAStepWaitsForItsSlowestGroup) {
   ASSERT_EQ(apart.size(), first.size());
   TraceMetadata stacked = TraceReader(temp_path("sim_groups_apart")).metadata();
   EXPECT_EQ(routing_groups(config, stacked), 2);
-  bool second_slower_somewhere = false;
+  bool second_slower_somewhere = false, waited_somewhere = false;
   for (std::size_t s = 0; s < apart.size(); ++s) {
     // Each half alone counts its tokens twice (it stands for both groups).
     EXPECT_EQ(apart[s].tokens, (first[s].tokens + second[s].tokens) / 2);
     for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
       if (kAllPlanners[p] == "eplb" || kAllPlanners[p] == "ideal") continue;
       SCOPED_TRACE(kAllPlanners[p] + ", step " + std::to_string(s));
-      const bool second_slower = second[s].planners[p].step_time > first[s].planners[p].step_time;
-      second_slower_somewhere = second_slower_somewhere || second_slower;
-      const StepResult& slowest = second_slower ? second[s] : first[s];
-      EXPECT_EQ(apart[s].planners[p].step_time, slowest.planners[p].step_time);
+      const Picoseconds slower =
+          std::max(first[s].planners[p].step_time, second[s].planners[p].step_time);
+      EXPECT_GE(apart[s].planners[p].step_time, slower);
+      waited_somewhere = waited_somewhere || apart[s].planners[p].step_time > slower;
+      const int group = apart[s].records.front().planners[p].group;
+      second_slower_somewhere = second_slower_somewhere || group == 1;
+      const StepResult& alone = group == 1 ? second[s] : first[s];
+      Picoseconds syncs = 0, alone_syncs = 0;
       for (std::size_t i = 0; i < apart[s].records.size(); ++i) {
-        EXPECT_EQ(apart[s].records[i].planners[p].plan_hash,
-                  slowest.records[i].planners[p].plan_hash);
-        EXPECT_EQ(apart[s].records[i].planners[p].critical_path(),
-                  slowest.records[i].planners[p].critical_path());
-        EXPECT_EQ(apart[s].records[i].planners[p].group, second_slower ? 1 : 0);
+        const LayerCost& cost = apart[s].records[i].planners[p];
+        const LayerCost& alone_cost = alone.records[i].planners[p];
+        EXPECT_EQ(cost.plan_hash, alone_cost.plan_hash);
+        EXPECT_EQ(own_work(cost), own_work(alone_cost));
+        EXPECT_EQ(cost.group, group);
+        syncs += cost.critical_path() - own_work(cost);
+        alone_syncs += alone_cost.critical_path() - own_work(alone_cost);
       }
+      EXPECT_GE(syncs, alone_syncs);  // a collective starts no earlier than the group gets there
     }
   }
   EXPECT_TRUE(second_slower_somewhere);  // the hot group decides static's steps
+  // Here the hot group reaches every sync between the groups last: no one waits longer than
+  // alone. Groups hot in turns (layer by layer) wait for each other.
+  EXPECT_FALSE(waited_somewhere);
+  const std::string calm_hot = layer_mixed_trace("sim_group_calm_hot", calm, hot);
+  const std::string hot_calm = layer_mixed_trace("sim_group_hot_calm", hot, calm);
+  const std::vector<StepResult> in_turns =
+      replay(stacked_trace("sim_groups_in_turns", {calm_hot, hot_calm}));
+  const std::vector<StepResult> calm_hot_alone = replay(calm_hot);
+  const std::vector<StepResult> hot_calm_alone = replay(hot_calm);
+  for (std::size_t s = 0; s < in_turns.size(); ++s) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      if (kAllPlanners[p] == "eplb" || kAllPlanners[p] == "ideal") continue;
+      const Picoseconds slower = std::max(calm_hot_alone[s].planners[p].step_time,
+                                          hot_calm_alone[s].planners[p].step_time);
+      EXPECT_GE(in_turns[s].planners[p].step_time, slower);
+      waited_somewhere = waited_somewhere || in_turns[s].planners[p].step_time > slower;
+    }
+  }
+  EXPECT_TRUE(waited_somewhere);
   check_bounds(apart, kAllPlanners, "groups apart");
   // The groups' tasks share the threads: the same results on three.
   config.threads = 3;
