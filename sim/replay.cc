@@ -177,7 +177,7 @@ class Replay {
   // each planner's slowest group, the ideal bound of each record and every planner's totals.
   StepResult finish_step() {
     for (const int p : planned_) {
-      for (Group& group : groups_) expose_param_gathers(group.step, p);
+      expose_param_gathers(p);
       expose_gradient_syncs(p);
     }
     StepResult result = take_slowest_groups();
@@ -371,16 +371,49 @@ class Replay {
     step.records[result_index(record)].planners[p] = std::move(cost);
   }
 
-  // The distributed optimizer's parameter all-gathers on planner `p`'s first microbatch, one
-  // bucket ahead: each layer's hides in the link-idle forward of the layer before; the first
-  // layer's, started as the step's optimizer ends, in nothing.
-  void expose_param_gathers(StepResult& step, int p) const {
-    Picoseconds idle = 0;
+  // The distributed optimizer's parameter all-gathers on planner `p`'s first microbatch in each
+  // group, one bucket ahead: each layer's hides in the link-idle forward of the layer before;
+  // the first layer's, started as the step's optimizer ends, in nothing. They are collectives
+  // between the groups: a layer's starts when the last group begins the layer before (past that
+  // layer's own gathers), and a group that began it earlier forgoes the idle time before then,
+  // spread evenly over that forward; one past it waits, exposed.
+  void expose_param_gathers(int p) {
+    const bool gathers =
+        cost_.dense_param_gather().time_ps > 0 || cost_.expert_param_gather().time_ps > 0;
+    // Where each group begins the layer before, past its gathers, on its own clock.
+    std::vector<Picoseconds> begins(groups_.size(), 0);
     for (int layer = 0; layer < metadata_.num_layers; ++layer) {
-      LayerCost& cost = step.records[layer].planners[p];
-      cost.dense_param_gather = cost_.exposed_param_gather_ps(idle);
-      cost.expert_param_gather = cost_.exposed_expert_gather_ps(idle);
-      idle = cost_.forward_idle_ps(cost);
+      const Picoseconds last = *std::max_element(begins.begin(), begins.end());
+      for (std::size_t g = 0; g < groups_.size(); ++g) {
+        std::vector<RecordResult>& records = groups_[g].step.records;
+        LayerCost& cost = records[layer].planners[p];
+        Picoseconds idle = 0, late = 0;
+        if (layer > 0 && gathers) {
+          const LayerCost& before = records[layer - 1].planners[p];
+          const Picoseconds span =
+              before.forward_path() - before.dense_param_gather - before.expert_param_gather;
+          const Picoseconds wait = last - begins[g];
+          idle = cost_.forward_idle_ps(before);
+          if (wait > 0 && span > 0) {
+            idle = static_cast<Picoseconds>(static_cast<__int128>(idle) *
+                                            std::max<Picoseconds>(0, span - wait) / span);
+            late = std::max<Picoseconds>(0, wait - span);
+          }
+        }
+        cost.dense_param_gather = late + cost_.exposed_param_gather_ps(idle);
+        cost.expert_param_gather = cost_.exposed_expert_gather_ps(idle);
+      }
+      // The next layer's gathers start as this one begins, past its own.
+      for (std::size_t g = 0; g < groups_.size(); ++g) {
+        const std::vector<RecordResult>& records = groups_[g].step.records;
+        const LayerCost& cost = records[layer].planners[p];
+        if (layer > 0) {
+          const LayerCost& before = records[layer - 1].planners[p];
+          begins[g] +=
+              before.forward_path() - before.dense_param_gather - before.expert_param_gather;
+        }
+        begins[g] += cost.dense_param_gather + cost.expert_param_gather;
+      }
     }
   }
 

@@ -382,20 +382,19 @@ std::string stacked_trace(const std::string& name, const std::vector<std::string
   return out;
 }
 
-// A trace of `even`'s records on even layers and `odd`'s on odd ones (both of one shape).
-std::string layer_mixed_trace(const std::string& name, const std::string& even,
-                              const std::string& odd) {
+// A trace of one shape whose layer l's records are those of `by_layer[l]`.
+std::string layer_mixed_trace(const std::string& name, const std::vector<std::string>& by_layer) {
   const std::string out = temp_path(name);
   fs::remove_all(out);
-  TraceReader evens(even), odds(odd);
-  TraceMetadata metadata = evens.metadata();
+  std::vector<TraceReader> readers(by_layer.begin(), by_layer.end());
+  TraceMetadata metadata = readers.front().metadata();
   metadata.records_per_chunk = 0;
   metadata.dtype.clear();
   TraceWriter writer(out, metadata);
-  TraceRecord a, b;
-  while (evens.next(a)) {
-    EXPECT_TRUE(odds.next(b));
-    writer.add(a.layer % 2 == 0 ? a.counts : b.counts);
+  std::vector<TraceRecord> records(readers.size());
+  while (readers.front().next(records.front())) {
+    for (std::size_t i = 1; i < readers.size(); ++i) EXPECT_TRUE(readers[i].next(records[i]));
+    writer.add(records[records.front().layer].counts);
   }
   writer.finish();
   return out;
@@ -456,24 +455,40 @@ TEST(SimReplay, EachGroupRoutesItsOwnRanksAndAStepWaitsForItsSlowestGroup) {
   }
   EXPECT_TRUE(second_slower_somewhere);  // the hot group decides static's steps
   // Here the hot group reaches every sync between the groups last: no one waits longer than
-  // alone. Groups hot in turns (layer by layer) wait for each other.
-  EXPECT_FALSE(waited_somewhere);
-  const std::string calm_hot = layer_mixed_trace("sim_group_calm_hot", calm, hot);
-  const std::string hot_calm = layer_mixed_trace("sim_group_hot_calm", hot, calm);
-  const std::vector<StepResult> in_turns =
-      replay(stacked_trace("sim_groups_in_turns", {calm_hot, hot_calm}));
-  const std::vector<StepResult> calm_hot_alone = replay(calm_hot);
-  const std::vector<StepResult> hot_calm_alone = replay(hot_calm);
-  for (std::size_t s = 0; s < in_turns.size(); ++s) {
-    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
-      if (kAllPlanners[p] == "eplb" || kAllPlanners[p] == "ideal") continue;
-      const Picoseconds slower = std::max(calm_hot_alone[s].planners[p].step_time,
-                                          hot_calm_alone[s].planners[p].step_time);
-      EXPECT_GE(in_turns[s].planners[p].step_time, slower);
-      waited_somewhere = waited_somewhere || in_turns[s].planners[p].step_time > slower;
+  // alone. Groups hot in turns wait for each other: one calm in layer 0 and hot in layers 1
+  // and 2 (slower, so reported), the other the reverse. Its backward syncs meet the other
+  // group's; with the distributed optimizer it begins layer 1 first, and so waits for the
+  // other to begin it before layer 2's parameter all-gathers start.
+  const std::string calm_hot = layer_mixed_trace("sim_group_calm_hot", {calm, hot, hot});
+  const std::string hot_calm = layer_mixed_trace("sim_group_hot_calm", {hot, calm, calm});
+  const std::string in_turns_trace = stacked_trace("sim_groups_in_turns", {calm_hot, hot_calm});
+  for (const DenseSync sync : {DenseSync::kAllReduce, DenseSync::kDistributedOptimizer}) {
+    SCOPED_TRACE(dense_sync_name(sync));
+    config.options.dense_sync = sync;
+    const std::vector<StepResult> in_turns = replay(in_turns_trace);
+    const std::vector<StepResult> calm_hot_alone = replay(calm_hot);
+    const std::vector<StepResult> hot_calm_alone = replay(hot_calm);
+    bool gathers_waited = false;
+    waited_somewhere = false;
+    for (std::size_t s = 0; s < in_turns.size(); ++s) {
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        if (kAllPlanners[p] == "eplb" || kAllPlanners[p] == "ideal") continue;
+        const StepTotals& both = in_turns[s].planners[p];
+        const StepTotals& a = calm_hot_alone[s].planners[p];
+        const StepTotals& b = hot_calm_alone[s].planners[p];
+        EXPECT_GE(both.step_time, std::max(a.step_time, b.step_time));
+        waited_somewhere = waited_somewhere || both.step_time > std::max(a.step_time, b.step_time);
+        const StepTotals& alone = in_turns[s].records.front().planners[p].group == 1 ? b : a;
+        EXPECT_GE(both.dense_param_gather + both.expert_param_gather,
+                  alone.dense_param_gather + alone.expert_param_gather);
+        gathers_waited = gathers_waited || both.dense_param_gather + both.expert_param_gather >
+                                               alone.dense_param_gather + alone.expert_param_gather;
+      }
     }
+    EXPECT_TRUE(waited_somewhere);
+    EXPECT_EQ(gathers_waited, sync == DenseSync::kDistributedOptimizer);
   }
-  EXPECT_TRUE(waited_somewhere);
+  config.options.dense_sync = DenseSync::kAllReduce;
   check_bounds(apart, kAllPlanners, "groups apart");
   // The groups' tasks share the threads: the same results on three.
   config.threads = 3;
