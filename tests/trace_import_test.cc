@@ -153,7 +153,12 @@ TEST(TraceImport, TopKCsvAndNpyFilesAgree) {
   TraceReader rs(stacked);
   EXPECT_EQ(rs.metadata().num_layers, 2);
   EXPECT_EQ(rs.metadata().top_k, 2);
-  for (const std::string& each : {a, b}) {
+  // One file given as the input is a directory of that file alone.
+  const std::string one_file = fresh("one_file.trace");
+  EXPECT_EQ(import_token_files("topk-npy", stacked_dir + "/routing.npy", 4, 0,
+                               ImportShape{2, 1, 2, 1}, PackingOptions{}, one_file),
+            2);
+  for (const std::string& each : {a, b, one_file}) {
     TraceReader layered(stacked), single(each);
     TraceRecord p, q;
     while (single.next(q)) {
@@ -239,6 +244,13 @@ TEST(TraceImport, EsftTakesEveryLayerFileUnlessToldAndNamesTheFirstMissing) {
                 "expert_weights_5.txt: every layer from 1 to the last must be there (a gap "
                 "would shift the later layers' ids)");
   EXPECT_FALSE(fs::exists(out));
+  // A layer file given for the directory is named, with what esft reads.
+  EXPECT_EQ(file_error([&] {
+              import_esft(dir + "/expert_weights_1.txt", 0, 4, 1, shape, PackingOptions{}, out);
+            }),
+            dir +
+                "/expert_weights_1.txt: is a file; esft reads an ESFT task directory "
+                "(expert_weights_<L>.txt for each layer L): give the directory");
   // A dump numbered from 0 starts there: layers 0 to 2.
   const std::string zero = fresh("esft_from_zero");
   fs::create_directories(zero);

@@ -222,6 +222,11 @@ std::vector<std::string> esft_layer_files(const std::string& dir, int num_layers
   const std::string prefix = "expert_weights_", suffix = ".txt";
   std::set<int> found;
   std::error_code error;
+  if (std::filesystem::is_regular_file(dir, error)) {
+    throw FileInputError(dir, "",
+                         "is a file; esft reads an ESFT task directory (" + prefix + "<L>" +
+                             suffix + " for each layer L): give the directory");
+  }
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
@@ -315,8 +320,12 @@ std::int64_t import_token_files(const std::string& format, const std::string& di
   require_at_least(top_k, 0, "top_k");
   // Checked with a stand-in for what the first file will say, before any file is read.
   check_import_options(&shape, &packing, num_experts > 0 ? num_experts : -1, top_k > 0 ? top_k : 1);
+  // One file is a directory of that file alone (a FLAME CSV with its layer_id column, an .npy of
+  // every layer, one layer's top-k CSV).
   const std::vector<std::string> files =
-      files_in_natural_order(dir, format == "topk-npy" ? ".npy" : ".csv");
+      std::filesystem::is_regular_file(dir)
+          ? std::vector<std::string>{dir}
+          : files_in_natural_order(dir, format == "topk-npy" ? ".npy" : ".csv");
   if (files.empty()) throw FileInputError(dir, "", "holds no " + format + " files");
   if (num_experts == 0 || top_k == 0) {
     // What the data says: FLAME's header counts the experts, every format's first token the

@@ -300,7 +300,8 @@ void add_trace_command(CLI::App& app) {
           CLI::IsMember({"esft", "flame-csv", "topk-csv", "topk-npy", "sglang-stats", "jsonl"}));
   import_command
       ->add_option("--input", io.input,
-                   "esft, flame-csv, topk-csv, topk-npy: a directory; sglang-stats: a file; "
+                   "esft: a directory; flame-csv, topk-csv, topk-npy: a directory, or one file; "
+                   "sglang-stats: a file; "
                    "jsonl: a file, or a directory of .jsonl files (one a rank, say)")
       ->required();
   // Which formats each shaping option applies to: given for another format, it is refused
