@@ -74,10 +74,11 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
                     "the trace's " + std::to_string(m.num_experts) + " experts", "");
   const TopologyView view = config.topology.view();
   const std::int64_t tokens_per_rank = m.tokens_per_rank > 0 ? m.tokens_per_rank : 1;
-  const PlannerContext context{
+  PlannerContext context{
       view, Placement::contiguous(m.num_experts, R, config.slots_per_rank, config.homes),
       derive_solver_cost(config.topology, config.model, tokens_per_rank, true).params,
       m.microbatches};
+  context.expert_groups = config.model.expert_groups;
   std::vector<std::unique_ptr<Planner>> planners;  // one per layer: planners keep state
   for (int l = 0; l < m.num_layers; ++l) {
     planners.push_back(make_layer_planner(context));

@@ -163,6 +163,21 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     const long long first_dense = f.count_or("first_k_dense_replace", 0, true);
     const long long every = f.count_or("moe_layer_freq", 1);
     for (long long i = first_dense; i < layers; ++i) moe_layers += i % every == 0 ? 1 : 0;
+    // Group-limited routing: a token's experts from topk_group of n_group groups (1: none).
+    const long long groups = f.count_or("n_group", 1);
+    if (groups > 1) {
+      if (m.num_experts % groups != 0) {
+        f.fail("n_group", "is " + std::to_string(groups) + ", which does not divide " +
+                              "n_routed_experts (" + std::to_string(m.num_experts) + ")");
+      }
+      const long long per_token = f.count_or("topk_group", groups);
+      if (per_token > groups) {
+        f.fail("topk_group", "is " + std::to_string(per_token) + ", more than n_group (" +
+                                 std::to_string(groups) + ")");
+      }
+      m.expert_groups = static_cast<int>(groups);
+      m.expert_groups_per_token = static_cast<int>(per_token);
+    }
   } else if (type == "llama4_text") {
     // Llama 4's MoE layers (Llama4TextMoe): routed experts and one shared expert, both of
     // intermediate_size; the layers in moe_layers, by default every interleave_moe_layer_step-th
@@ -299,29 +314,34 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   m.weight_bytes = 2;
   m.sequence_length = choices.sequence_length;
   m.tokens_per_rank = choices.tokens_per_rank;
-  m.source =
-      origin + " (model_type " + type +
-      "), by `topoep model from-hf`: " + std::to_string(m.num_experts) + " routed experts, top-" +
-      std::to_string(m.top_k) + ", hidden " + std::to_string(h) + ", expert FFN " +
-      std::to_string(m.expert_ffn_size) + ", " + std::to_string(moe_layers) + " MoE layers of " +
-      std::to_string(layers) +
-      (dense_layers > 0 ? " (the other " + std::to_string(dense_layers) + " dense, FFN " +
-                              std::to_string(m.dense_ffn_size) + ")"
-                        : "") +
-      ", " + std::to_string(m.shared_experts) + " shared experts; dense params per layer: " + what +
-      " = " + std::to_string(m.dense_params_per_layer) + " (norms left out)" +
-      (m.vocab_size > 0 ? "; vocabulary " + std::to_string(m.vocab_size) +
-                              (m.tied_embeddings ? ", embeddings tied to the output head"
-                                                 : ", embedding and output head untied")
-                        : "; no vocab_size: embeddings and output head not counted") +
-      (windowed > 0
-           ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
-                 std::to_string(m.attention_window) + " tokens"
-           : "") +
-      ". The run's choices: " +
-      (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
-      ", bf16 combine and weights, sequence_length " + std::to_string(choices.sequence_length) +
-      ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
+  m.source = origin + " (model_type " + type +
+             "), by `topoep model from-hf`: " + std::to_string(m.num_experts) +
+             " routed experts, top-" + std::to_string(m.top_k) + ", hidden " + std::to_string(h) +
+             ", expert FFN " + std::to_string(m.expert_ffn_size) + ", " +
+             std::to_string(moe_layers) + " MoE layers of " + std::to_string(layers) +
+             (dense_layers > 0 ? " (the other " + std::to_string(dense_layers) + " dense, FFN " +
+                                     std::to_string(m.dense_ffn_size) + ")"
+                               : "") +
+             ", " + std::to_string(m.shared_experts) + " shared experts" +
+             (m.expert_groups > 0
+                  ? ", experts in " + std::to_string(m.expert_groups) + " groups, a token's from " +
+                        std::to_string(m.expert_groups_per_token) + " (n_group, topk_group)"
+                  : "") +
+             "; dense params per layer: " + what + " = " +
+             std::to_string(m.dense_params_per_layer) + " (norms left out)" +
+             (m.vocab_size > 0 ? "; vocabulary " + std::to_string(m.vocab_size) +
+                                     (m.tied_embeddings ? ", embeddings tied to the output head"
+                                                        : ", embedding and output head untied")
+                               : "; no vocab_size: embeddings and output head not counted") +
+             (windowed > 0
+                  ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
+                        std::to_string(m.attention_window) + " tokens"
+                  : "") +
+             ". The run's choices: " +
+             (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
+             ", bf16 combine and weights, sequence_length " +
+             std::to_string(choices.sequence_length) + ", tokens_per_rank " +
+             std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
 }

@@ -53,6 +53,12 @@ struct ModelSpec {
   int vocab_size = 0;
   bool tied_embeddings = false;
   int tokens_per_rank = 4096;  // default tokens per rank per microbatch
+  // Group-limited routing (DeepSeek-V3's n_group, topk_group): the experts form `expert_groups`
+  // equal groups of consecutive ids and a token picks its experts from at most
+  // `expert_groups_per_token` of them. EPLB as vLLM and SGLang deploy it takes the groups as its
+  // num_groups. 0: none (one group).
+  int expert_groups = 0;
+  int expert_groups_per_token = 0;
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
   // 2 FLOP per multiply-add.

@@ -63,6 +63,16 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
                                       ", but dense_layers is 0: no layer has that FFN");
     }
   }
+  if (root.has("expert_groups") || root.has("expert_groups_per_token")) {
+    model.expert_groups = static_cast<int>(root.int_field("expert_groups", 1, model.num_experts));
+    if (model.num_experts % model.expert_groups != 0) {
+      root.fail("expert_groups", "is " + std::to_string(model.expert_groups) +
+                                     ", which does not divide num_experts (" +
+                                     std::to_string(model.num_experts) + ")");
+    }
+    model.expert_groups_per_token =
+        static_cast<int>(root.int_field("expert_groups_per_token", 1, model.expert_groups));
+  }
   if (root.has("vocab_size") || root.has("tied_embeddings")) {
     model.vocab_size = static_cast<int>(root.int_field("vocab_size", 1, 1 << 24));
     if (root.has("tied_embeddings")) {
@@ -107,6 +117,10 @@ nlohmann::json model_to_json(const ModelSpec& model) {
     json["dense_layers"] = model.dense_layers;
     json["dense_ffn_size"] = model.dense_ffn_size;
   }
+  if (model.expert_groups > 0) {
+    json["expert_groups"] = model.expert_groups;
+    json["expert_groups_per_token"] = model.expert_groups_per_token;
+  }
   if (model.vocab_size > 0) json["vocab_size"] = model.vocab_size;
   if (model.tied_embeddings) json["tied_embeddings"] = true;
   return json;
@@ -144,6 +158,7 @@ ModelSpec default_model_with_experts(int num_experts) {
   model.origin.clear();  // no longer the preset's text
   model.num_experts = num_experts;
   model.top_k = std::min(model.top_k, num_experts);
+  model.expert_groups = model.expert_groups_per_token = 0;  // its groups were of its 256
   return model;
 }
 

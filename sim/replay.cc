@@ -91,9 +91,11 @@ class Replay {
         config.topology.view(),
         Placement::contiguous(metadata.num_experts, config.topology.num_gpus(),
                               config.slots_per_rank, config.homes),
-        cost_.solver_params(), metadata.microbatches,
+        cost_.solver_params(),
+        metadata.microbatches,
         config.plan_hashes || config.check_plans ||
-            config.options.dispatcher == Dispatcher::kDeepEP};
+            config.options.dispatcher == Dispatcher::kDeepEP,
+        config.model.expert_groups};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);

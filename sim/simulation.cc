@@ -45,7 +45,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"planner_options",
        {{"eplb_period_steps", c.planner_options.eplb_period_steps},
         {"eplb_window_steps", c.planner_options.eplb_window_steps},
-        {"eplb_groups", c.planner_options.eplb_groups},
+        {"eplb_groups", eplb_groups_name(c.planner_options.eplb_groups)},
         {"host_roundtrip_us", c.planner_options.host_roundtrip_us},
         {"eplb_cpu_us_per_layer", c.planner_options.eplb_cpu_us_per_layer},
         {"topoep_solve_us", c.planner_options.topoep_solve_us},

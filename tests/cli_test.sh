@@ -673,6 +673,19 @@ expect_text "and its one planner named" "$work/out" "--topoep-ib-slack: applies 
 expect "simulate refuses an EPLB option without the eplb planner" 2 $?
 expect_text "the option and its planner are named" "$work/out" "--eplb-period: applies to the eplb planner, which --planners does not list"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners eplb-microbatch,static --eplb-groups model --out "$work/groups" >"$work/out" 2>&1
+expect "simulate takes the model's expert groups for EPLB" 0 $?
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["run"]["planner_options"]["eplb_groups"] == "model"' \
+  "$work/groups/summary.json"
+expect "summary.json names EPLB's groups" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners eplb,static --eplb-groups 0 >"$work/out" 2>&1
+expect "simulate refuses zero expert groups" 2 $?
+expect_text "and says what it takes" "$work/out" "--eplb-groups: must be 'nodes', 'model' or a count of groups, got '0'"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --eplb-groups 4 >"$work/out" 2>&1
+expect "simulate refuses EPLB's groups without an EPLB planner" 2 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,static --host-roundtrip-us 5 >"$work/out" 2>&1
 expect "a host round trip without a planner that plans on the host is refused" 2 $?
 expect_text "the flag and every planner it applies to are named" "$work/out" "--host-roundtrip-us: applies to the eplb, eplb-microbatch and shadowing planners, which --planners does not list"

@@ -28,7 +28,7 @@ const PublishedConfig kPublished[] = {
       "num_experts_per_tok": 8, "num_hidden_layers": 61, "first_k_dense_replace": 3,
       "moe_layer_freq": 1, "num_attention_heads": 128, "num_key_value_heads": 128,
       "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-      "v_head_dim": 128, "vocab_size": 129280})"},
+      "v_head_dim": 128, "vocab_size": 129280, "n_group": 8, "topk_group": 4})"},
     {"deepseek-v2-lite", true, R"({
       "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
       "moe_intermediate_size": 1408,
@@ -202,7 +202,19 @@ TEST(HfConfig, CountsTheLayersEachFamilyMakesSparseAndTheDenseRest) {
       "num_attention_heads": 8, "kv_lora_rank": 64, "qk_nope_head_dim": 32,
       "qk_rope_head_dim": 16, "v_head_dim": 32})");
   ModelSpec m = from(deepseek.dump());
-  EXPECT_EQ(m.moe_layers, 3);  // layers 4, 6, 8
+  EXPECT_EQ(m.moe_layers, 3);     // layers 4, 6, 8
+  EXPECT_EQ(m.expert_groups, 0);  // no n_group: no group limit
+  // Group-limited routing: n_group must divide the experts, topk_group be at most n_group.
+  deepseek["n_group"] = 4;
+  deepseek["topk_group"] = 2;
+  EXPECT_EQ(from(deepseek.dump()).expert_groups, 4);
+  EXPECT_EQ(from(deepseek.dump()).expert_groups_per_token, 2);
+  deepseek["topk_group"] = 5;
+  EXPECT_EQ(field_of_error(deepseek.dump()), "topk_group");
+  deepseek["n_group"] = 3;
+  EXPECT_EQ(field_of_error(deepseek.dump()), "n_group");
+  deepseek.erase("n_group");
+  deepseek.erase("topk_group");
   EXPECT_EQ(m.dense_layers, 7);
   EXPECT_EQ(m.dense_ffn_size, 2816);
   nlohmann::json qwen = nlohmann::json::parse(R"({

@@ -136,6 +136,39 @@ TEST(Planners, EplbHoldsExpertsPerGpuPlusSpareSlotsAndEveryExpert) {
             context.cost.replica_weight_bytes);
 }
 
+// EPLB's groups: one a node keeps every expert's instances on its home node (the reference
+// packs n groups onto n nodes in order); the model's, more groups than nodes, are packed onto
+// nodes by load, so that experts leave their home nodes and their weights cross IB.
+TEST(Planners, EplbGroupsPerNodeStayHomeAndTheModelsMovesExpertsAcrossNodes) {
+  PlannerContext context = context_for(64, 32, 1, true);
+  context.expert_groups = 8;  // of 8 experts, two a node
+  const RoutingCounts counts = record_counts(64, 32, 7);
+  const auto off_home_node = [&](int eplb_groups) {
+    PlannerOptions options;
+    options.eplb_groups = eplb_groups;
+    const PlannerDecision d =
+        make_planner("eplb-microbatch", context, options)->plan(RecordId{0, 0}, counts);
+    int off = 0;
+    for (ExpertId e = 0; e < 64; ++e) {
+      const int node = context.placement.home_rank[e] / 8;
+      off += d.placement.home_rank[e] / 8 != node;
+      for (RankId r = 0; r < 32; ++r) {
+        off += d.plan.replica_at(r, 0) == e && r / 8 != node;
+      }
+    }
+    return std::make_pair(off, d.overhead.migration_ib_bytes);
+  };
+  EXPECT_EQ(off_home_node(kEplbGroupsPerNode), std::make_pair(0, Bytes{0}));
+  const auto [off, ib_bytes] = off_home_node(kEplbGroupsOfModel);
+  EXPECT_GT(off, 0);
+  EXPECT_GE(ib_bytes, off * context.cost.replica_weight_bytes);
+  // A count of groups that the nodes do not divide balances globally, as one group does.
+  EXPECT_GT(off_home_node(2).first, 0);
+  EXPECT_EQ(off_home_node(2), off_home_node(1));
+  context.expert_groups = 0;  // a model without groups: one
+  EXPECT_EQ(off_home_node(kEplbGroupsOfModel), off_home_node(1));
+}
+
 TEST(Planners, DeployedEplbReplansEveryPeriodFromPastStepsOnly) {
   const PlannerContext context = context_for(64, 32, 1, true);
   auto planner = make_planner("eplb", context, eplb_every(2, 1));
@@ -445,6 +478,24 @@ TEST(Planners, OptionsOutOfRangeNameTheirField) {
   EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_ib_load_slack = 1.5; }),
             "topoep_ib_load_slack");
   EXPECT_EQ(field_for([](PlannerOptions& o) { o.topoep_max_moves = -1; }), "topoep_max_moves");
+  EXPECT_EQ(field_for([](PlannerOptions& o) { o.eplb_groups = -2; }), "eplb_groups");
+}
+
+TEST(Planners, EplbGroupsAreNodesModelOrACount) {
+  int groups = 99;
+  EXPECT_TRUE(parse_eplb_groups("nodes", &groups));
+  EXPECT_EQ(groups, kEplbGroupsPerNode);
+  EXPECT_TRUE(parse_eplb_groups("model", &groups));
+  EXPECT_EQ(groups, kEplbGroupsOfModel);
+  EXPECT_TRUE(parse_eplb_groups("8", &groups));
+  EXPECT_EQ(groups, 8);
+  for (const char* bad : {"0", "-1", "x", "", "8x", "1234567"}) {
+    EXPECT_FALSE(parse_eplb_groups(bad, &groups)) << bad;
+  }
+  for (const int value : {kEplbGroupsPerNode, kEplbGroupsOfModel, 8}) {
+    ASSERT_TRUE(parse_eplb_groups(eplb_groups_name(value), &groups));
+    EXPECT_EQ(groups, value);
+  }
 }
 
 }  // namespace

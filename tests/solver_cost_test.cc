@@ -34,6 +34,9 @@ TEST(ModelPresets, AllLoadAndRoundTrip) {
   EXPECT_EQ(v3.top_k, 8);
   EXPECT_EQ(v3.hidden_size, 7168);
   EXPECT_EQ(v3.expert_ffn_size, 2048);
+  EXPECT_EQ(v3.expert_groups, 8);  // n_group, topk_group
+  EXPECT_EQ(v3.expert_groups_per_token, 4);
+  EXPECT_EQ(load_model("mixtral-8x7b").expert_groups, 0);
 }
 
 // The field a model document is rejected for ("" when it parses).
@@ -53,6 +56,14 @@ TEST(ModelJson, RejectsBadFieldsByName) {
   model = model_to_json(load_model("deepseek-v3"));
   model["hiden_size"] = 1;
   EXPECT_EQ(rejected_field(model), "hiden_size");
+  model = model_to_json(load_model("deepseek-v3"));
+  model["expert_groups"] = 7;  // does not divide 256
+  EXPECT_EQ(rejected_field(model), "expert_groups");
+  model["expert_groups"] = 8;
+  model["expert_groups_per_token"] = 9;
+  EXPECT_EQ(rejected_field(model), "expert_groups_per_token");
+  model.erase("expert_groups_per_token");
+  EXPECT_EQ(rejected_field(model), "expert_groups_per_token");  // the pair goes together
 }
 
 TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDenseParams) {

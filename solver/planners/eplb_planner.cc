@@ -24,8 +24,12 @@ PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
   const int E = context_.placement.num_experts(), R = topology.num_ranks();
   // The GPUs' memory holds the fullest rank's home experts and S spare slots.
   const int per_gpu = context_.placement.most_homed() + context_.placement.slots_per_rank;
-  int groups = options_.eplb_groups > 0 ? options_.eplb_groups : topology.num_nodes;
-  if (E % groups != 0) groups = 1;
+  // DeepSeek's EPLB packs groups onto nodes where they divide evenly (hierarchical) and
+  // balances globally otherwise; one group (a model without them) is global on many nodes.
+  int groups = options_.eplb_groups;
+  if (groups == kEplbGroupsPerNode) groups = topology.num_nodes;
+  if (groups == kEplbGroupsOfModel) groups = context_.expert_groups;
+  if (groups < 1 || E % groups != 0) groups = 1;
   EplbWeights weights{1, E, std::vector<float>(loads.begin(), loads.end())};
   const EplbResult layout =
       rebalance_experts(weights, EplbParams{per_gpu * R, groups, topology.num_nodes, R});

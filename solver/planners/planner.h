@@ -30,13 +30,29 @@ struct PlannerContext {
   // (a replay that neither hashes nor checks plans): a planner with a tally may then leave
   // plan.routes empty (every planner here does: writing them was a tenth of a TopoEP record).
   bool routes = true;
+  // The model's expert groups (ModelSpec::expert_groups, DeepSeek-V3's n_group): EPLB's
+  // num_groups, as vLLM and SGLang pass it. 0: the model has none.
+  int expert_groups = 0;
 };
+
+// PlannerOptions::eplb_groups. One group per node keeps every expert on its home node (the
+// reference packs n groups onto n nodes in order): EPLB's strongest layout where routing is
+// not group-limited. The model's groups (PlannerContext::expert_groups; one where it has none)
+// are what vLLM and SGLang pass: more groups than nodes are packed onto nodes by load, and
+// move between nodes at a replan.
+constexpr int kEplbGroupsPerNode = 0;
+constexpr int kEplbGroupsOfModel = -1;
+// "nodes", "model" or a count of at least 1 as an eplb_groups value; false for anything else.
+bool parse_eplb_groups(const std::string& text, int* out);
+// The value's name: "nodes", "model" or the count.
+std::string eplb_groups_name(int eplb_groups);
 
 // Assumptions behind the overheads, each a documented default (solver/planners/README.md).
 struct PlannerOptions {
-  int eplb_period_steps = 10;         // EPLB as deployed: replan every K steps ...
-  int eplb_window_steps = 10;         // ... from the loads of the last W steps
-  int eplb_groups = 0;                // expert groups for EPLB; 0: one group per node
+  int eplb_period_steps = 10;  // EPLB as deployed: replan every K steps ...
+  int eplb_window_steps = 10;  // ... from the loads of the last W steps
+  // EPLB's expert groups (num_groups): kEplbGroupsPerNode, kEplbGroupsOfModel or a count
+  int eplb_groups = 0;
   double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
   double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
   double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)

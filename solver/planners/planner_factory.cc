@@ -103,6 +103,25 @@ std::vector<std::string> planners_reading_option(const std::string& field) {
   return {};
 }
 
+bool parse_eplb_groups(const std::string& text, int* out) {
+  if (text == "nodes" || text == "model") {
+    *out = text == "nodes" ? kEplbGroupsPerNode : kEplbGroupsOfModel;
+    return true;
+  }
+  if (text.empty() || text.size() > 6 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  *out = std::stoi(text);
+  return *out >= 1;
+}
+
+std::string eplb_groups_name(int eplb_groups) {
+  if (eplb_groups == kEplbGroupsPerNode) return "nodes";
+  if (eplb_groups == kEplbGroupsOfModel) return "model";
+  return std::to_string(eplb_groups);
+}
+
 void check_planner_options(const PlannerOptions& options) {
   for (const auto& [field, us] :
        {std::pair{"topoep_solve_us", options.topoep_solve_us},
@@ -114,7 +133,9 @@ void check_planner_options(const PlannerOptions& options) {
   }
   if (options.eplb_period_steps < 1) throw InputError("eplb_period_steps", "must be at least 1");
   if (options.eplb_window_steps < 1) throw InputError("eplb_window_steps", "must be at least 1");
-  if (options.eplb_groups < 0) throw InputError("eplb_groups", "must not be negative");
+  if (options.eplb_groups < kEplbGroupsOfModel) {
+    throw InputError("eplb_groups", "must be a count of groups, or 'nodes' or 'model'");
+  }
   if (options.topoep_replica_uses < 1) {
     throw InputError("topoep_replica_uses", "must be at least 1");
   }

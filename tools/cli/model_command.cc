@@ -94,6 +94,14 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                                          (model.tied_embeddings ? ", embeddings tied to the head"
                                                                 : ", embedding and head untied")
                                    : "not counted"});
+  table.add_row(
+      {"expert groups", model.expert_groups > 0
+                            ? std::to_string(model.expert_groups) + " of " +
+                                  std::to_string(model.num_experts / model.expert_groups) +
+                                  ", a token's experts from " +
+                                  std::to_string(model.expert_groups_per_token) +
+                                  " (EPLB's num_groups with simulate --eplb-groups model)"
+                            : "none (routing not group-limited)"});
   table.add_row({"tokens a GPU and microbatch", std::to_string(model.tokens_per_rank)});
   // What the cost model takes from them (sim/README.md), from the ModelSpec methods the
   // solver's derivation and the simulator use.

@@ -41,6 +41,7 @@ struct SimulateOptions {
   std::string explain;  // STEP:MICROBATCH:LAYER, or empty
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
+  std::string eplb_groups = eplb_groups_name(kEplbGroupsPerNode);
   SimOptions sim;
   PlannerOptions planner;
 };
@@ -83,6 +84,10 @@ void run_simulate(const SimulateOptions& options) {
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
   request.config.planner_options = options.planner;
+  if (!parse_eplb_groups(options.eplb_groups, &request.config.planner_options.eplb_groups)) {
+    throw InputError("--eplb-groups", "must be 'nodes', 'model' or a count of groups, got '" +
+                                          options.eplb_groups + "'");
+  }
   request.config.planners = split_names(options.planners);
   request.config.slots_per_rank = options.slots;
   request.config.homes = options.uneven_homes ? HomeLayout::kUneven : HomeLayout::kEven;
@@ -262,6 +267,12 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--eplb-window", o->planner.eplb_window_steps,
                    "EPLB plans from the loads of the last W steps")
       ->capture_default_str();
+  simulate
+      ->add_option("--eplb-groups", o->eplb_groups,
+                   "EPLB's expert groups (num_groups): nodes (one a node: experts stay on their "
+                   "home nodes), model (the model's expert_groups, as vLLM and SGLang pass them; "
+                   "one where it has none) or a count")
+      ->capture_default_str();
   // A planner option given while --planners lacks every planner that reads it would change
   // nothing: the run would not be the one asked for, so it is refused.
   std::vector<std::pair<CLI::Option*, std::vector<std::string>>> owned;
@@ -271,7 +282,8 @@ void add_simulate_command(CLI::App& app) {
                                     std::pair{"--topoep-max-moves", "topoep_max_moves"},
                                     std::pair{"--host-roundtrip-us", "host_roundtrip_us"},
                                     std::pair{"--eplb-period", "eplb_period_steps"},
-                                    std::pair{"--eplb-window", "eplb_window_steps"}}) {
+                                    std::pair{"--eplb-window", "eplb_window_steps"},
+                                    std::pair{"--eplb-groups", "eplb_groups"}}) {
     owned.emplace_back(simulate->get_option(flag), planners_reading_option(field));
   }
   simulate->callback([o, owned] {
@@ -302,7 +314,8 @@ void add_simulate_command(CLI::App& app) {
                   {"topoep_max_moves", "--topoep-max-moves"},
                   {"host_roundtrip_us", "--host-roundtrip-us"},
                   {"eplb_period_steps", "--eplb-period"},
-                  {"eplb_window_steps", "--eplb-window"}},
+                  {"eplb_window_steps", "--eplb-window"},
+                  {"eplb_groups", "--eplb-groups"}},
                  [&] { run_simulate(*o); });
   });
 }

@@ -163,7 +163,8 @@ void run_solve(const SolveOptions& options) {
   problem.max_moves = options.max_moves;
   // The options above change what the solver weighs, and so what may overflow.
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
-  const PlannerContext context{problem.topology, problem.placement, problem.cost};
+  PlannerContext context{problem.topology, problem.placement, problem.cost};
+  context.expert_groups = model.expert_groups;
 
   nlohmann::json output = {{"layers", nlohmann::json::array()}};
   TextTable table(
