@@ -193,8 +193,10 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     }
     // Rows written before the dispatcher column were priced per assignment, and those written
     // before the dense gradients' all-reduce joined the step (2026-12-03) without it, and for
-    // one expert-parallel group (before data_parallel).
+    // one expert-parallel group (before data_parallel), and EPLB's groups were one a node
+    // (before eplb_groups).
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
+    if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;
     rows.push_back(std::move(row));

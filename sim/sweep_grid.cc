@@ -181,6 +181,16 @@ class GridReader {
       }
       return;
     }
+    if (key == "eplb_groups") {
+      int parsed = 0;
+      const std::string text = v.is_number_integer() ? std::to_string(v.get<std::int64_t>())
+                               : v.is_string()       ? v.get<std::string>()
+                                                     : "";
+      if (!parse_eplb_groups(text, &parsed)) {
+        fail(where, "must be \"nodes\", \"model\" or a count of groups");
+      }
+      return;
+    }
     if (key == "dense_sync") {
       DenseSync parsed;
       if (!v.is_string() || !parse_dense_sync(v.get<std::string>(), &parsed)) {
@@ -339,6 +349,12 @@ class GridReader {
       o.eplb_cpu_us_per_layer = get("eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer);
       o.eplb_period_steps = get("eplb_period_steps", o.eplb_period_steps);
       o.eplb_window_steps = get("eplb_window_steps", o.eplb_window_steps);
+      if (values.contains("eplb_groups")) {  // check_value() has read it
+        const nlohmann::json& groups = values["eplb_groups"];
+        parse_eplb_groups(groups.is_string() ? groups.get<std::string>()
+                                             : std::to_string(groups.get<std::int64_t>()),
+                          &o.eplb_groups);
+      }
       o.topoep_replica_uses = get("topoep_replica_uses", o.topoep_replica_uses);
       o.topoep_ib_load_slack = get("topoep_ib_load_slack", o.topoep_ib_load_slack);
       o.topoep_max_moves = get("topoep_max_moves", o.topoep_max_moves);
@@ -380,6 +396,7 @@ class GridReader {
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
                        {"eplb_period_steps", o.eplb_period_steps},
                        {"eplb_window_steps", o.eplb_window_steps},
+                       {"eplb_groups", eplb_groups_name(o.eplb_groups)},
                        {"topoep_replica_uses", o.topoep_replica_uses},
                        {"topoep_ib_load_slack", o.topoep_ib_load_slack},
                        {"topoep_max_moves", o.topoep_max_moves}};
@@ -427,6 +444,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "eplb_cpu_us_per_layer",
                                                    "eplb_period_steps",
                                                    "eplb_window_steps",
+                                                   "eplb_groups",
                                                    "topoep_replica_uses",
                                                    "topoep_ib_load_slack",
                                                    "topoep_max_moves"};

@@ -231,6 +231,28 @@ TEST(SweepGrid, SweepsTheDenseSync) {
   EXPECT_EQ(grid.points[3].columns["data_parallel"], 1);
 }
 
+// EPLB's expert groups: "nodes", "model" or a count, as simulate --eplb-groups takes them.
+TEST(SweepGrid, SweepsEplbsExpertGroups) {
+  const SweepGrid grid = load_sweep_grid(write_grid("eplb_groups.json", R"({
+    "planners": ["eplb-microbatch", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "eplb_groups": ["nodes", "model", 8]
+  })"));
+  ASSERT_EQ(grid.points.size(), 3u);
+  EXPECT_EQ(grid.points[0].config.planner_options.eplb_groups, kEplbGroupsPerNode);
+  EXPECT_EQ(grid.points[1].config.planner_options.eplb_groups, kEplbGroupsOfModel);
+  EXPECT_EQ(grid.points[2].config.planner_options.eplb_groups, 8);
+  EXPECT_EQ(grid.points[1].columns["eplb_groups"], "model");
+  EXPECT_EQ(grid.points[2].columns["eplb_groups"], "8");
+  for (const char* bad : {R"(["all"])", "[0]", "[1.5]", "[true]"}) {
+    EXPECT_EQ(field_of_grid_error(std::string(R"({"planners": ["eplb", "static"], )"
+                                              R"("trace": [{"synthetic": {}}], "eplb_groups": )") +
+                                  bad + "}"),
+              "eplb_groups[0]")
+        << bad;
+  }
+}
+
 TEST(SweepGrid, SweepsTheDataParallelGroups) {
   const SweepGrid grid = load_sweep_grid(write_grid("data_parallel.json", R"({
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
@@ -392,13 +414,13 @@ SweepOptions resume_options(const std::string& dir) {
 
 // Results written before the dispatcher column existed were priced per assignment: a resume
 // keeps their rows and fills the column, as a fresh run writes it.
-TEST(Sweep, ResumeFillsTheDispatcherOfRowsWrittenBeforeIt) {
+TEST(Sweep, ResumeFillsTheDispatcherAndEplbGroupsOfRowsWrittenBeforeThem) {
   const char* grid = R"({"planners": ["topoep", "static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
     "nodes": [2], "slots": [0, 1]})";
   const std::string dir = temp_path("sweep_old_rows");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
-  write_rows_as_an_earlier_version_did(dir, fresh, {"dispatcher"});
+  write_rows_as_an_earlier_version_did(dir, fresh, {"dispatcher", "eplb_groups"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
