@@ -246,6 +246,7 @@ class Replay {
     };
     StepResult result = std::move(groups_.front().step);
     for (std::size_t g = 1; g < groups_.size(); ++g) {
+      if (groups_[g].step.explained) result.explained = std::move(groups_[g].step.explained);
       std::vector<RecordResult>& records = groups_[g].step.records;
       for (const int p : planned_) {
         if (path(records, p) <= path(result.records, p)) continue;
@@ -315,11 +316,11 @@ class Replay {
     return true;
   }
 
-  // The first group's record only.
   bool explains(int group, const TraceRecord& record, int p) const {
     const RecordKey& wanted = config_.explain;
-    return group == 0 && wanted.step == record.step && wanted.microbatch == record.microbatch &&
-           wanted.layer == record.layer && config_.planners[p] == "topoep";
+    return group == wanted.group && wanted.step == record.step &&
+           wanted.microbatch == record.microbatch && wanted.layer == record.layer &&
+           config_.planners[p] == "topoep";
   }
 
   void run_task(int group, const TraceRecord& record, int planner, bool detail) {
@@ -338,7 +339,7 @@ class Replay {
     const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
     if (explain) {
       step.explained = ExplainedRecord{
-          {record.step, record.microbatch, record.layer}, std::move(kept), overruled};
+          {record.step, record.microbatch, record.layer, group}, std::move(kept), overruled};
     }
     if (config_.check_plans) {
       check_priced_plan("planner '" + config_.planners[p] + "', " +
@@ -498,17 +499,23 @@ void check_explain(const SimConfig& config, const TraceMetadata& metadata) {
       config.planners.end()) {
     throw InputError("explain", "shows the topoep planner's moves: add topoep to the planners");
   }
+  const int groups = routing_groups(config, metadata);
   const std::pair<int, int> parts[] = {{record.step, metadata.steps},
                                        {record.microbatch, metadata.microbatches},
-                                       {record.layer, metadata.num_layers}};
-  const char* names[] = {"steps", "microbatches", "layers"};
-  for (int i = 0; i < 3; ++i) {
+                                       {record.layer, metadata.num_layers},
+                                       {record.group, groups}};
+  const char* names[] = {"steps", "microbatches", "layers", "data-parallel groups routed apart"};
+  for (int i = 0; i < 4; ++i) {
     if (parts[i].first < 0 || parts[i].first >= parts[i].second) {
-      throw InputError("explain", "step " + std::to_string(record.step) + ", microbatch " +
-                                      std::to_string(record.microbatch) + ", layer " +
-                                      std::to_string(record.layer) + ": the trace has " +
-                                      std::to_string(parts[i].second) + " " + names[i] + " (0 to " +
-                                      std::to_string(parts[i].second - 1) + ")");
+      throw InputError(
+          "explain",
+          "step " + std::to_string(record.step) + ", microbatch " +
+              std::to_string(record.microbatch) + ", layer " + std::to_string(record.layer) +
+              (i == 3 ? ", group " + std::to_string(record.group) : "") +
+              (i == 3 && groups == 1
+                   ? ": the trace's ranks stand for every data-parallel group, so the group is 0"
+                   : ": the trace has " + std::to_string(parts[i].second) + " " + names[i] +
+                         " (0 to " + std::to_string(parts[i].second - 1) + ")"));
     }
   }
 }

@@ -28,6 +28,7 @@ struct RecordKey {
   int step = 0;
   int microbatch = 0;
   int layer = 0;
+  int group = 0;  // the data-parallel group's, where the groups route apart (routing_groups())
 };
 
 struct SimConfig {

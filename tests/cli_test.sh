@@ -629,6 +629,17 @@ expect_text "and so does summary.json" "$work/groups_apart/summary.json" \
 expect "simulate explains a record of groups apart" 0 $?
 expect_text "the first group's" "$work/out" "TopoEP on step 0, microbatch 0, layer 0 of group 0"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --nodes 1 \
+  --model "$work/model16.json" --planners topoep,static --data-parallel 2 --explain 0:0:0:1 \
+  >"$work/out" 2>&1
+expect "simulate explains another group's record" 0 $?
+expect_text "the group asked for" "$work/out" "TopoEP on step 0, microbatch 0, layer 0 of group 1"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --nodes 1 \
+  --model "$work/model16.json" --planners topoep,static --data-parallel 2 --explain 0:0:0:2 \
+  >"$work/out" 2>&1
+expect "simulate --explain past the groups exits 2" 2 $?
+expect_text "the groups are counted" "$work/out" \
+  "--explain: step 0, microbatch 0, layer 0, group 2: the trace has 2 data-parallel groups routed apart (0 to 1)"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --nodes 1 \
   --model "$work/model16.json" --data-parallel 3 >"$work/out" 2>&1
 expect "simulate rejects ranks that are neither one group's nor every group's" 2 $?
 expect_text "the error says what would fit" "$work/out" "it may also have 24, each group's own"

@@ -55,13 +55,20 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
-// "STEP:MICROBATCH:LAYER" as a record; throws InputError("explain") for anything else.
+// "STEP:MICROBATCH:LAYER[:GROUP]" as a record; throws InputError("explain") for anything else.
 RecordKey parse_record_key(const std::string& text) {
   RecordKey key;
   char end = 0;
-  if (std::sscanf(text.c_str(), "%d:%d:%d%c", &key.step, &key.microbatch, &key.layer, &end) != 3 ||
-      key.step < 0) {
-    throw InputError("explain", "expects STEP:MICROBATCH:LAYER (e.g. 0:1:5), got '" + text + "'");
+  const bool read = std::count(text.begin(), text.end(), ':') == 2
+                        ? std::sscanf(text.c_str(), "%d:%d:%d%c", &key.step, &key.microbatch,
+                                      &key.layer, &end) == 3
+                        : std::sscanf(text.c_str(), "%d:%d:%d:%d%c", &key.step, &key.microbatch,
+                                      &key.layer, &key.group, &end) == 4;
+  if (!read || key.step < 0) {
+    throw InputError("explain",
+                     "expects STEP:MICROBATCH:LAYER, or STEP:MICROBATCH:LAYER:GROUP where the "
+                     "data-parallel groups route apart (e.g. 0:1:5), got '" +
+                         text + "'");
   }
   return key;
 }
@@ -128,10 +135,11 @@ void run_simulate(const SimulateOptions& options) {
                       request.config.planner_options, std::cout);
   if (result.explained) {
     const ExplainedRecord& e = *result.explained;
-    const std::string record = "TopoEP on step " + std::to_string(e.record.step) + ", microbatch " +
-                               std::to_string(e.record.microbatch) + ", layer " +
-                               std::to_string(e.record.layer) +
-                               (routing_groups(request.config, m) > 1 ? " of group 0" : "");
+    const std::string record =
+        "TopoEP on step " + std::to_string(e.record.step) + ", microbatch " +
+        std::to_string(e.record.microbatch) + ", layer " + std::to_string(e.record.layer) +
+        (routing_groups(request.config, m) > 1 ? " of group " + std::to_string(e.record.group)
+                                               : "");
     print_kept_moves(e.kept, record, request.config.topology.gpus_per_node, std::cout);
     if (e.overruled) {
       std::cout << "The simulator ran the static plan instead: it prices this plan's MoE time "
@@ -198,7 +206,9 @@ void add_simulate_command(CLI::App& app) {
       ->needs(timeline)
       ->capture_default_str();
   simulate->add_option("--explain", o->explain,
-                       "STEP:MICROBATCH:LAYER: list the moves TopoEP's plan keeps on that record");
+                       "STEP:MICROBATCH:LAYER[:GROUP]: list the moves TopoEP's plan keeps on "
+                       "that record (of that data-parallel group where the groups route apart; "
+                       "default 0)");
   simulate->add_flag(
       "--check", o->check,
       "Validate every plan that runs (and the loads and bytes it was priced with); stop at "
