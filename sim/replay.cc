@@ -383,6 +383,10 @@ class Replay {
   void expose_param_gathers(int p) {
     const bool gathers =
         cost_.dense_param_gather().time_ps > 0 || cost_.expert_param_gather().time_ps > 0;
+    // A layer's forward past its own gathers: where the next layer's gathers may hide.
+    const auto span_of = [](const LayerCost& cost) {
+      return cost.forward_path() - cost.dense_param_gather - cost.expert_param_gather;
+    };
     // Where each group begins the layer before, past its gathers, on its own clock.
     std::vector<Picoseconds> begins(groups_.size(), 0);
     for (int layer = 0; layer < metadata_.num_layers; ++layer) {
@@ -393,13 +397,12 @@ class Replay {
         Picoseconds idle = 0, late = 0;
         if (layer > 0 && gathers) {
           const LayerCost& before = records[layer - 1].planners[p];
-          const Picoseconds span =
-              before.forward_path() - before.dense_param_gather - before.expert_param_gather;
-          const Picoseconds wait = last - begins[g];
+          const Picoseconds span = span_of(before), wait = last - begins[g];
           idle = cost_.forward_idle_ps(before);
-          if (wait > 0 && span > 0) {
-            idle = static_cast<Picoseconds>(static_cast<__int128>(idle) *
-                                            std::max<Picoseconds>(0, span - wait) / span);
+          if (wait > 0) {
+            idle = span > 0 ? static_cast<Picoseconds>(static_cast<__int128>(idle) *
+                                                       std::max<Picoseconds>(0, span - wait) / span)
+                            : 0;
             late = std::max<Picoseconds>(0, wait - span);
           }
         }
@@ -410,11 +413,7 @@ class Replay {
       for (std::size_t g = 0; g < groups_.size(); ++g) {
         const std::vector<RecordResult>& records = groups_[g].step.records;
         const LayerCost& cost = records[layer].planners[p];
-        if (layer > 0) {
-          const LayerCost& before = records[layer - 1].planners[p];
-          begins[g] +=
-              before.forward_path() - before.dense_param_gather - before.expert_param_gather;
-        }
+        if (layer > 0) begins[g] += span_of(records[layer - 1].planners[p]);
         begins[g] += cost.dense_param_gather + cost.expert_param_gather;
       }
     }
