@@ -52,7 +52,7 @@ struct PlannerOptions {
   int eplb_period_steps = 10;  // EPLB as deployed: replan every K steps ...
   int eplb_window_steps = 10;  // ... from the loads of the last W steps
   // EPLB's expert groups (num_groups): kEplbGroupsPerNode, kEplbGroupsOfModel or a count
-  int eplb_groups = 0;
+  int eplb_groups = kEplbGroupsPerNode;
   double host_roundtrip_us = 20;      // device->host copy of the loads and the stream sync
   double eplb_cpu_us_per_layer = 18;  // C++ EPLB per layer (bench/eplb_bench)
   double topoep_solve_us = 20;  // TopoEP's on-GPU solve per layer (issue 3's target; unmeasured)
