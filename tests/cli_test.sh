@@ -284,8 +284,14 @@ expect "trace info exits 0" 0 $?
 expect_text "trace info shows the shape" "$work/out" "16 ranks (8 per node) x 32 experts"
 expect_text "and the simulate command that runs it, reshaped, with a model to write" "$work/out" "simulate it with: topoep simulate --trace $work/t.trace --topology h800-4x8 --nodes 2 --model FILE"
 expect_text "naming from-hf for the model" "$work/out" "(no model preset has 32 experts and top-4: topoep model from-hf CONFIG.json writes one"
+expect_no_text "no data-parallel hint where no preset has a share of its ranks" "$work/out" "data-parallel copies"
 "$topoep" trace validate "$work/t.trace" >"$work/out" 2>&1
 expect "trace validate accepts a good trace" 0 $?
+"$topoep" trace synth --out "$work/t64.trace" --ranks 64 --experts 64 --top-k 6 --layers 1 \
+  --steps 1 >/dev/null 2>&1
+"$topoep" trace info "$work/t64.trace" >"$work/out" 2>&1
+expect_text "trace info names the data-parallel reading of 64 ranks" "$work/out" \
+  "(recorded on 2 data-parallel copies of a 32-GPU group, each routing its own ranks: --topology h800-4x8 --data-parallel 2)"
 # Experts the GPUs do not divide: refused, naming --uneven-homes, which runs them.
 "$topoep" trace synth --out "$work/u.trace" --ranks 16 --experts 40 --top-k 4 --layers 1 \
   --steps 1 >/dev/null 2>&1

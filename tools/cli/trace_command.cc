@@ -159,6 +159,17 @@ void print_simulate_hint(const std::string& path, const TraceMetadata& m, bool u
     out << "  (" << spoken_list(others) << " also " << (others.size() > 1 ? "have " : "has ")
         << m.num_ranks << " GPUs)\n";
   }
+  // Ranks of D copies of a preset's group (a recorder on every GPU of a data-parallel run):
+  // the smallest such D, each group replayed on its own routing.
+  for (int groups = 2; groups <= m.num_ranks / 2; ++groups) {
+    if (m.num_ranks % groups != 0) continue;
+    const std::vector<std::string> smaller = topology_presets_with_gpus(m.num_ranks / groups);
+    if (smaller.empty()) continue;
+    out << "  (recorded on " << groups << " data-parallel copies of a " << m.num_ranks / groups
+        << "-GPU group, each routing its own ranks: --topology " << smaller.front()
+        << " --data-parallel " << groups << ")\n";
+    break;
+  }
   if (models.size() > 1) {
     const std::vector<std::string> others(models.begin() + 1, models.end());
     out << "  (" << spoken_list(others) << " also " << (others.size() > 1 ? "fit" : "fits")
