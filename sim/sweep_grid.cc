@@ -26,6 +26,12 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "topoep_max_moves"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
+// An eplb_groups value as parse_eplb_groups() reads it: a name, or a count written as a number.
+std::string eplb_groups_text(const nlohmann::json& value) {
+  if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
 class GridReader {
  public:
   explicit GridReader(std::string path) : path_(std::move(path)) {}
@@ -183,10 +189,7 @@ class GridReader {
     }
     if (key == "eplb_groups") {
       int parsed = 0;
-      const std::string text = v.is_number_integer() ? std::to_string(v.get<std::int64_t>())
-                               : v.is_string()       ? v.get<std::string>()
-                                                     : "";
-      if (!parse_eplb_groups(text, &parsed)) {
+      if (!parse_eplb_groups(eplb_groups_text(v), &parsed)) {
         fail(where, "must be \"nodes\", \"model\" or a count of groups");
       }
       return;
@@ -350,10 +353,7 @@ class GridReader {
       o.eplb_period_steps = get("eplb_period_steps", o.eplb_period_steps);
       o.eplb_window_steps = get("eplb_window_steps", o.eplb_window_steps);
       if (values.contains("eplb_groups")) {  // check_value() has read it
-        const nlohmann::json& groups = values["eplb_groups"];
-        parse_eplb_groups(groups.is_string() ? groups.get<std::string>()
-                                             : std::to_string(groups.get<std::int64_t>()),
-                          &o.eplb_groups);
+        parse_eplb_groups(eplb_groups_text(values["eplb_groups"]), &o.eplb_groups);
       }
       o.topoep_replica_uses = get("topoep_replica_uses", o.topoep_replica_uses);
       o.topoep_ib_load_slack = get("topoep_ib_load_slack", o.topoep_ib_load_slack);

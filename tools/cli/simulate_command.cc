@@ -38,7 +38,7 @@ struct SimulateOptions {
   int timeline_step = 0;
   bool rank_loads = false;
   bool check = false;
-  std::string explain;  // STEP:MICROBATCH:LAYER, or empty
+  std::string explain;  // STEP:MICROBATCH:LAYER[:GROUP], or empty
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
   std::string eplb_groups = eplb_groups_name(kEplbGroupsPerNode);
