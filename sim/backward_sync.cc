@@ -100,7 +100,7 @@ class GroupStream {
     at_ = position;
   }
 
-  std::vector<LayerSyncExposed> exposed() const { return exposed_; }
+  const std::vector<LayerSyncExposed>& exposed() const { return exposed_; }
 
  private:
   void add_stretch(Picoseconds& clock, Picoseconds length, Picoseconds idle) {

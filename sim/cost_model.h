@@ -90,10 +90,12 @@ struct LayerCost {
     return dense_forward + outside_forward + overhead + dense_param_gather + expert_param_gather +
            moe_forward();
   }
+  // What of this record's step-end syncs the backward leaves exposed.
+  Picoseconds step_end_syncs() const { return dense_grad_reduce + grad_reduce + expert_grad_sync; }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
     return forward_path() + 2 * (dense_forward + outside_forward) + moe_backward() +
-           dense_grad_reduce + grad_reduce + expert_grad_sync;
+           step_end_syncs();
   }
 };
 

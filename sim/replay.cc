@@ -238,9 +238,8 @@ class Replay {
     const auto path = [](const std::vector<RecordResult>& records, int p) {
       Picoseconds sum = 0, syncs = 0;
       for (const RecordResult& record : records) {
-        const LayerCost& cost = record.planners[p];
-        sum += cost.critical_path();
-        syncs += cost.grad_reduce + cost.expert_grad_sync + cost.dense_grad_reduce;
+        sum += record.planners[p].critical_path();
+        syncs += record.planners[p].step_end_syncs();
       }
       return std::make_pair(sum, sum - syncs);
     };
@@ -395,25 +394,24 @@ class Replay {
         std::vector<RecordResult>& records = groups_[g].step.records;
         LayerCost& cost = records[layer].planners[p];
         Picoseconds idle = 0, late = 0;
-        if (layer > 0 && gathers) {
+        if (layer > 0) {
           const LayerCost& before = records[layer - 1].planners[p];
           const Picoseconds span = span_of(before), wait = last - begins[g];
-          idle = cost_.forward_idle_ps(before);
-          if (wait > 0) {
-            idle = span > 0 ? static_cast<Picoseconds>(static_cast<__int128>(idle) *
-                                                       std::max<Picoseconds>(0, span - wait) / span)
-                            : 0;
-            late = std::max<Picoseconds>(0, wait - span);
+          begins[g] += span;  // this layer begins
+          if (gathers) {
+            idle = cost_.forward_idle_ps(before);
+            if (wait > 0) {
+              idle = span > 0
+                         ? static_cast<Picoseconds>(static_cast<__int128>(idle) *
+                                                    std::max<Picoseconds>(0, span - wait) / span)
+                         : 0;
+              late = std::max<Picoseconds>(0, wait - span);
+            }
           }
         }
         cost.dense_param_gather = late + cost_.exposed_param_gather_ps(idle);
         cost.expert_param_gather = cost_.exposed_expert_gather_ps(idle);
-      }
-      // The next layer's gathers start as this one begins, past its own.
-      for (std::size_t g = 0; g < groups_.size(); ++g) {
-        const std::vector<RecordResult>& records = groups_[g].step.records;
-        const LayerCost& cost = records[layer].planners[p];
-        if (layer > 0) begins[g] += span_of(records[layer - 1].planners[p]);
+        // The next layer's gathers start as this one begins, past its own.
         begins[g] += cost.dense_param_gather + cost.expert_param_gather;
       }
     }

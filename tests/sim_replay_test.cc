@@ -292,7 +292,7 @@ TEST(SimReplay, StepTimeIsTheSumOfItsRecordsAndTheOptimizer) {
             if (last) {
               work.push_back(cost.backward_sync_work(c));
             } else {
-              EXPECT_EQ(c.dense_grad_reduce + c.grad_reduce + c.expert_grad_sync, 0);
+              EXPECT_EQ(c.step_end_syncs(), 0);
             }
             if (!first) {
               EXPECT_EQ(c.dense_param_gather + c.expert_param_gather, 0);
@@ -401,9 +401,7 @@ std::string layer_mixed_trace(const std::string& name, const std::vector<std::st
 }
 
 // A record's critical path but for its step-end syncs: the group's own work.
-Picoseconds own_work(const LayerCost& cost) {
-  return cost.critical_path() - cost.grad_reduce - cost.expert_grad_sync - cost.dense_grad_reduce;
-}
+Picoseconds own_work(const LayerCost& cost) { return cost.critical_path() - cost.step_end_syncs(); }
 
 // Data-parallel groups that route apart: each planner's step waits for its slowest group, and
 // its records are that group's, planned and priced as replaying the group alone does (with as
@@ -447,8 +445,8 @@ TEST(SimReplay, EachGroupRoutesItsOwnRanksAndAStepWaitsForItsSlowestGroup) {
         EXPECT_EQ(cost.plan_hash, alone_cost.plan_hash);
         EXPECT_EQ(own_work(cost), own_work(alone_cost));
         EXPECT_EQ(cost.group, group);
-        syncs += cost.critical_path() - own_work(cost);
-        alone_syncs += alone_cost.critical_path() - own_work(alone_cost);
+        syncs += cost.step_end_syncs();
+        alone_syncs += alone_cost.step_end_syncs();
       }
       EXPECT_GE(syncs, alone_syncs);  // a collective starts no earlier than the group gets there
     }
