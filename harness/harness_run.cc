@@ -199,7 +199,7 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
                        std::to_string(static_cast<std::int64_t>(nvlink_total)) + "," +
                        std::to_string(static_cast<std::int64_t>(ib_total)) + ",,," +
                        std::to_string(static_cast<int>(new_replicas)) + "," +
-                       format_plan_hash(hash) + ",0\n");  // one expert-parallel group
+                       format_plan_hash(hash) + ",0,0\n");  // one group; no overlap
     }
     ++index;
   }

@@ -82,6 +82,9 @@ void check_sim_options(const SimOptions& options) {
   if (!(options.gradient_overlap_fraction >= 0 && options.gradient_overlap_fraction <= 1)) {
     throw InputError("gradient_overlap_fraction", "must be in [0, 1]");
   }
+  if (!(options.a2a_overlap_fraction >= 0 && options.a2a_overlap_fraction <= 1)) {
+    throw InputError("a2a_overlap_fraction", "must be in [0, 1]");
+  }
   if (options.dense_grad_bytes < 0 || options.dense_grad_bytes > 8) {
     throw InputError("dense_grad_bytes", "must be 0 to 8");
   }
@@ -327,6 +330,26 @@ LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   work.attention = 2 * cost.dense_forward;
   work.outside = 2 * cost.outside_forward;
   return work;
+}
+
+void CostModel::overlap_all_to_alls(int microbatch, int microbatches, LayerCost& cost) const {
+  cost.a2a_hidden_forward = cost.a2a_hidden_backward = 0;
+  const double fraction = options_.a2a_overlap_fraction;
+  if (fraction == 0) return;
+  auto hidden = [&](Picoseconds transfers, Picoseconds compute) {
+    return round_ps(fraction * static_cast<double>(std::min(transfers, compute)));
+  };
+  if (microbatch > 0) {
+    cost.a2a_hidden_forward =
+        hidden(cost.dispatch + cost.combine, 2 * cost.dense_forward + cost.compute_grad);
+  }
+  if (microbatch + 1 < microbatches) {
+    // The weights are needed before the expert compute starts: they keep their share of the
+    // forward's link-idle time.
+    const Picoseconds link_idle =
+        std::max<Picoseconds>(0, cost.dense_forward + cost.compute - cost.weight_window_used);
+    cost.a2a_hidden_backward = hidden(cost.combine_grad + cost.dispatch_grad, link_idle);
+  }
 }
 
 LayerCost CostModel::layer_cost(const PlannerDecision& decision, const PlanCost& plan_cost,

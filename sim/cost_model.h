@@ -80,9 +80,19 @@ struct LayerCost {
   // planner's slowest; 0 where the trace stands for every group; -1 for the ideal, a bound on
   // the planners' records.
   int group = 0;
+  // With SimOptions::a2a_overlap_fraction (CostModel::overlap_all_to_alls()): what of the
+  // forward's dispatch and combine runs behind the backward compute of the microbatch before,
+  // and what of the backward's two transfers runs behind the forward compute of the microbatch
+  // after. The phases above stay whole; moe_forward() and moe_backward() leave these out.
+  Picoseconds a2a_hidden_forward = 0;
+  Picoseconds a2a_hidden_backward = 0;
 
-  Picoseconds moe_forward() const { return dispatch + compute + combine + weight_exposed; }
-  Picoseconds moe_backward() const { return combine_grad + compute_grad + dispatch_grad; }
+  Picoseconds moe_forward() const {
+    return dispatch + compute + combine + weight_exposed - a2a_hidden_forward;
+  }
+  Picoseconds moe_backward() const {
+    return combine_grad + compute_grad + dispatch_grad - a2a_hidden_backward;
+  }
   // The straggler time of the MoE layer, forward and backward.
   Picoseconds moe() const { return moe_forward() + moe_backward(); }
   // What of critical_path() comes before the record's backward.
@@ -163,6 +173,14 @@ class CostModel {
   // they may hide in (gradient_overlap_fraction of it): expose_backward_syncs() runs them. The
   // planners decide without it (solver_params(): sim/solver_cost.h says why).
   LayerSyncWork backward_sync_work(const LayerCost& cost) const;
+  // Sets `cost`'s a2a_hidden_forward and a2a_hidden_backward for microbatch `microbatch` of
+  // `microbatches` in a step (sim/README.md, "All-to-alls behind compute"). A step's first
+  // forward and last backward have no partner; the partner's compute is taken to be this
+  // record's (the same layer, the same planner, the next or the previous microbatch). The
+  // forward's transfers hide behind the partner's backward compute (expert and attention: a
+  // backward before the step's last carries no syncs), the backward's behind the partner's
+  // forward compute less what its replica weights take of the links. Zeros with a fraction of 0.
+  void overlap_all_to_alls(int microbatch, int microbatches, LayerCost& cost) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
   // Prices `decision` on `counts`. kTimes skips the plan hash; kPerRank also fills `ranks`.

@@ -2,7 +2,9 @@
 // The columns of per_layer.csv, one row per (record, planner). The simulator writes them
 // (csv_rows.h) and so does the harness for its measurements, so the two compare line by line
 // (topoep compare). Times in µs; bytes as integers. `group`: the data-parallel group whose
-// routing the row prices (empty for the ideal).
+// routing the row prices (empty for the ideal). `a2a_hidden_us`: what of the record's token
+// all-to-alls ran behind another microbatch's compute (SimOptions::a2a_overlap_fraction), left
+// out of moe_us; the phases' own columns stay whole.
 
 #include <string>
 
@@ -14,7 +16,8 @@ inline std::string per_layer_csv_header() {
          "dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,expert_param_gather_us,"
          "overhead_us,dense_forward_us,"
          "critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
-         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash,group\n";
+         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash,group,"
+         "a2a_hidden_us\n";
 }
 
 }  // namespace topoep

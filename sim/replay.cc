@@ -189,7 +189,9 @@ class Replay {
       for (RecordResult& record : result.records) {
         std::vector<const LayerCost*> planned;
         for (const int p : planned_) planned.push_back(&record.planners[p]);
-        record.planners[ideal_index_] = ideal_cost(planned);
+        LayerCost& ideal = record.planners[ideal_index_];
+        ideal = ideal_cost(planned);
+        cost_.overlap_all_to_alls(record.microbatch, metadata_.microbatches, ideal);
       }
     }
     result.planners.resize(config_.planners.size());
@@ -296,23 +298,30 @@ class Replay {
   // is reported with. The fallback is priced from the planner's sums of it or else from the
   // counts; its routes are written only when it runs.
   // Returns whether it ran the fallback.
-  bool overrule_if_slower(Planner& planner, const RoutingCounts& counts, CostModel::Detail level,
+  bool overrule_if_slower(Planner& planner, const TraceRecord& record, CostModel::Detail level,
                           PlannerDecision& decision, LayerCost& cost) const {
+    const RoutingCounts& counts = record.counts;
     PlannerDecision fallback;
     if (!planner.static_fallback(&fallback)) return false;
     LayerCost fallback_cost =
         fallback.tally.empty()
             ? cost_.price_all_home(fallback, counts)
             : cost_.price(fallback, counts, CostModel::Detail::kTimes, busiest_tokens());
+    overlap_all_to_alls(record, fallback_cost);
     if (fallback_cost.moe() >= cost.moe()) return false;
     route_all_home(counts, fallback.placement, &fallback.plan);
     if (level != CostModel::Detail::kTimes) {
       fallback_cost = cost_.price(fallback, counts, level, busiest_tokens());
+      overlap_all_to_alls(record, fallback_cost);
     }
     planner.ran_fallback(fallback);
     decision = std::move(fallback);
     cost = std::move(fallback_cost);
     return true;
+  }
+
+  void overlap_all_to_alls(const TraceRecord& record, LayerCost& cost) const {
+    cost_.overlap_all_to_alls(record.microbatch, metadata_.microbatches, cost);
   }
 
   bool explains(int group, const TraceRecord& record, int p) const {
@@ -335,7 +344,8 @@ class Replay {
     KeptMoves kept;
     const bool explain = explains(group, record, p) && state.planner->last_kept_moves(&kept);
     LayerCost cost = cost_.price(decision, record.counts, level, busiest_tokens());
-    const bool overruled = overrule_if_slower(*state.planner, record.counts, level, decision, cost);
+    overlap_all_to_alls(record, cost);
+    const bool overruled = overrule_if_slower(*state.planner, record, level, decision, cost);
     if (explain) {
       step.explained = ExplainedRecord{
           {record.step, record.microbatch, record.layer, group}, std::move(kept), overruled};

@@ -68,6 +68,12 @@ struct SimOptions {
   // the first record's busiest rank.
   long long tokens_per_rank = 0;
   Dispatcher dispatcher = Dispatcher::kPerAssignment;
+  // Fraction of a MoE layer's token all-to-alls that run while the SMs compute another
+  // microbatch's chunk of the layer (sim/README.md, "All-to-alls behind compute"): Megatron-LM's
+  // --overlap-moe-expert-parallel-comm and DeepSeek-V3's DualPipe pair the forward of
+  // microbatch m + 1 with the backward of microbatch m. 0: every all-to-all on the critical path
+  // (the default schedule); 1: as much as the paired compute covers.
+  double a2a_overlap_fraction = 0.0;
 };
 
 // "allreduce" or "distributed", as the CLI and the sweep spell them.

@@ -194,8 +194,9 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     // Rows written before the dispatcher column were priced per assignment, and those written
     // before the dense gradients' all-reduce joined the step (2026-12-03) without it, and for
     // one expert-parallel group (before data_parallel), and EPLB's groups were one a node
-    // (before eplb_groups).
+    // (before eplb_groups), and no all-to-all ran behind compute (before a2a_overlap_fraction).
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
+    if (!row.contains("a2a_overlap_fraction")) row["a2a_overlap_fraction"] = 0.0;
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

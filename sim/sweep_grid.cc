@@ -334,6 +334,7 @@ class GridReader {
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
           get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
+      c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
@@ -391,6 +392,7 @@ class GridReader {
                        {"activation_grad_bytes", c.options.activation_grad_bytes},
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
+                       {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -439,6 +441,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
                                                    "dispatcher",
+                                                   "a2a_overlap_fraction",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -6,6 +6,12 @@
 namespace topoep {
 namespace {
 
+// Of `hidden` behind compute, the share of phase `part` of the two phases `part` and `other`.
+Picoseconds hidden_share(Picoseconds hidden, Picoseconds part, Picoseconds other) {
+  if (hidden <= 0 || part <= 0) return 0;
+  return static_cast<Picoseconds>(static_cast<long double>(hidden) * part / (part + other));
+}
+
 double to_us(Picoseconds ps) { return static_cast<double>(ps) / 1e6; }
 
 // The document {"displayTimeUnit": "ms", "traceEvents": [...]} as nlohmann::json's dump()
@@ -49,14 +55,22 @@ class TimelineBuilder {
     now_ += duration;
   }
 
-  // A phase with per-rank durations that ends with the slowest rank.
+  // A phase with per-rank durations that ends with the slowest rank. Of a transfer, `hidden`
+  // runs behind another microbatch's compute (LayerCost::a2a_hidden_forward): the slices show
+  // what stays on the critical path, every rank's shortened in proportion.
   void per_rank(const char* name, const std::vector<Picoseconds>& durations, int scale,
-                Picoseconds phase, const nlohmann::json& args) {
-    if (phase <= 0) return;
+                Picoseconds phase, const nlohmann::json& args, Picoseconds hidden = 0) {
+    if (phase <= hidden) return;
+    nlohmann::json slice_args = args;
+    if (hidden > 0) slice_args["hidden_behind_compute_us"] = to_us(hidden);
+    const long double exposed = static_cast<long double>(phase - hidden) / phase;
     for (int rank = 0; rank < num_ranks_; ++rank) {
-      if (durations[rank] > 0) slice(name, rank, scale * durations[rank], args);
+      const Picoseconds whole = scale * durations[rank];
+      const Picoseconds duration =
+          hidden > 0 ? static_cast<Picoseconds>(static_cast<long double>(whole) * exposed) : whole;
+      if (duration > 0) slice(name, rank, duration, slice_args);
     }
-    now_ += phase;
+    now_ += phase - hidden;
   }
 
   Picoseconds now() const { return now_; }
@@ -119,16 +133,22 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense forward", c.dense_forward, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
-      timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args);
+      const Picoseconds dispatch_hidden = hidden_share(c.a2a_hidden_forward, c.dispatch, c.combine);
+      timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args, dispatch_hidden);
       timeline.per_rank("expert compute", c.ranks.compute, 1, c.compute, args);
-      timeline.per_rank("combine", c.ranks.combine, 1, c.combine, args);
+      timeline.per_rank("combine", c.ranks.combine, 1, c.combine, args,
+                        c.a2a_hidden_forward - dispatch_hidden);
     }
     for (auto it = step.records.rbegin(); it != step.records.rend(); ++it) {
       const LayerCost& c = it->planners[p];
       const nlohmann::json args = {{"microbatch", it->microbatch}, {"layer", it->layer}};
-      timeline.per_rank("combine grad", c.ranks.combine_grad, 1, c.combine_grad, args);
+      const Picoseconds combine_grad_hidden =
+          hidden_share(c.a2a_hidden_backward, c.combine_grad, c.dispatch_grad);
+      timeline.per_rank("combine grad", c.ranks.combine_grad, 1, c.combine_grad, args,
+                        combine_grad_hidden);
       timeline.per_rank("expert compute grad", c.ranks.compute, 2, c.compute_grad, args);
-      timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args);
+      timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args,
+                        c.a2a_hidden_backward - combine_grad_hidden);
       timeline.shared("dense backward", 2 * c.dense_forward, args);
       timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
     }

@@ -572,20 +572,34 @@ expect "a planner that moved no replica weights is said to have run the static p
   --planners ideal >"$work/out" 2>&1
 expect "simulate rejects the ideal alone" 2 $?
 expect_text "the ideal alone is named" "$work/out" "planners: 'ideal' is a bound on other planners"
-"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
-  --weight-overlap 2 >"$work/out" 2>&1
-expect "simulate rejects an overlap above 1" 2 $?
-expect_text "the error names the flag typed" "$work/out" "error: --weight-overlap: must be in [0, 1]"
-"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
-  --gradient-overlap 2 >"$work/out" 2>&1
-expect "simulate rejects a gradient overlap above 1" 2 $?
-expect_text "the gradient overlap's error names the flag typed" "$work/out" \
-  "error: --gradient-overlap: must be in [0, 1]"
-"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
-  --planners topoep,static --gradient-overlap 0 --out "$work/charged" >"$work/out" 2>&1
-expect "simulate takes a gradient overlap" 0 $?
-expect_text "summary.json records the gradient overlap" "$work/charged/summary.json" \
-  '"gradient_overlap_fraction": 0.0'
+# Each overlap fraction: above 1 refused, naming the flag typed; taken, and recorded.
+for overlap in weight:weight_overlap_fraction:0 gradient:gradient_overlap_fraction:0 \
+  a2a:a2a_overlap_fraction:1; do
+  IFS=: read -r flag field value <<<"$overlap"
+  "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+    --model "$work/model16.json" "--$flag-overlap" 2 >"$work/out" 2>&1
+  expect "simulate rejects --$flag-overlap above 1" 2 $?
+  expect_text "the $flag overlap's error names the flag typed" "$work/out" \
+    "error: --$flag-overlap: must be in [0, 1]"
+  "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+    --model "$work/model16.json" --planners topoep,static "--$flag-overlap" "$value" \
+    --out "$work/$flag" >"$work/out" 2>&1
+  expect "simulate takes --$flag-overlap" 0 $?
+  expect_text "summary.json records the $flag overlap" "$work/$flag/summary.json" \
+    "\"$field\": $value.0"
+done
+python3 - "$work/a2a/per_layer.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+phases = ["dispatch_us", "compute_us", "combine_us", "weight_exposed_us", "combine_grad_us",
+          "compute_grad_us", "dispatch_grad_us"]
+for row in rows:
+    whole = sum(float(row[p]) for p in phases)
+    assert abs(float(row["moe_us"]) + float(row["a2a_hidden_us"]) - whole) < 0.01, row
+# Every microbatch but the first hides its forward's, every one but the last its backward's.
+assert any(float(row["a2a_hidden_us"]) > 0 for row in rows), rows
+PY
+expect "per_layer.csv's MoE time leaves out what ran behind compute, and says how much" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1
 expect "simulate rejects dense gradients wider than 8 bytes" 2 $?

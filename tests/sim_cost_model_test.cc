@@ -417,6 +417,53 @@ TEST(SimCostModel, BackwardSyncWorkScalesTheLayersIdleComputeByTheOverlapFractio
   EXPECT_EQ(whole.expert_compute_idle + whole.attention_idle + whole.outside_idle, 0);
 }
 
+// With a2a_overlap_fraction f, microbatch m of M: the forward's dispatch and combine hide
+// behind the paired backward's compute (m > 0), the backward's two transfers behind the paired
+// forward's compute less the weights' share of its links (m < M - 1), each f x the smaller of
+// the two; the phases stay whole and the MoE time leaves the hidden parts out.
+TEST(SimCostModel, AllToAllsHideBehindThePairedMicrobatchsComputeUpToTheFraction) {
+  SimOptions options;
+  options.a2a_overlap_fraction = 0.5;
+  const CostModel model(round_topology(1, 2), round_model(2, 1), options, 10);
+  LayerCost cost;
+  cost.dense_forward = 1000000;
+  cost.compute = 3000000;
+  cost.compute_grad = 6000000;
+  cost.dispatch = 4000000;
+  cost.combine = 5000000;
+  cost.combine_grad = cost.dispatch_grad = 2500000;
+  cost.weight_exposed = 700000;
+  cost.weight_window_used = 1000000;  // the whole attention window
+  const Picoseconds whole = cost.moe();
+
+  model.overlap_all_to_alls(1, 3, cost);
+  // Forward: min(9 us of transfers, 2 x 1 + 6 us of backward compute) = 8 us, half of it.
+  EXPECT_EQ(cost.a2a_hidden_forward, 4000000);
+  // Backward: min(5 us of transfers, 1 + 3 - 1 us of link-idle forward compute), half of it.
+  EXPECT_EQ(cost.a2a_hidden_backward, 1500000);
+  EXPECT_EQ(cost.moe(), whole - 5500000);
+  EXPECT_EQ(cost.dispatch + cost.combine + cost.combine_grad + cost.dispatch_grad, 14000000);
+
+  model.overlap_all_to_alls(0, 2, cost);  // the step's first forward has no partner
+  EXPECT_EQ(cost.a2a_hidden_forward, 0);
+  EXPECT_EQ(cost.a2a_hidden_backward, 1500000);
+  model.overlap_all_to_alls(1, 2, cost);  // nor has its last backward
+  EXPECT_EQ(cost.a2a_hidden_forward, 4000000);
+  EXPECT_EQ(cost.a2a_hidden_backward, 0);
+  model.overlap_all_to_alls(0, 1, cost);  // one microbatch: nothing to pair with
+  EXPECT_EQ(cost.moe(), whole);
+
+  options.a2a_overlap_fraction = 1;
+  const CostModel full(round_topology(1, 2), round_model(2, 1), options, 10);
+  full.overlap_all_to_alls(1, 3, cost);
+  EXPECT_EQ(cost.a2a_hidden_forward, 8000000);  // all the backward compute covers
+  EXPECT_EQ(cost.a2a_hidden_backward, 3000000);
+  options.a2a_overlap_fraction = 0;
+  const CostModel none(round_topology(1, 2), round_model(2, 1), options, 10);
+  none.overlap_all_to_alls(1, 3, cost);
+  EXPECT_EQ(cost.moe(), whole);
+}
+
 // NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends passes x (R - 1) / R of
 // the buffer (an all-reduce two passes, a reduce-scatter or all-gather one), 1/G of it over its
 // own NIC when the ring spans nodes; the classes pipeline, and of the passes x (R - 1) steps the
@@ -602,22 +649,23 @@ TEST(SimCostModel, RejectsOptionsOutOfRange) {
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), options, 10), InputError);
   EXPECT_THROW(CostModel(round_topology(1, 2), round_model(2, 1), SimOptions{}, 0), InputError);
   options.gradient_overlap_fraction = 1;
+  const auto refused_field = [&] {
+    return testing::input_error_field(
+        [&] { CostModel(round_topology(1, 2), round_model(2, 1), options, 10); });
+  };
+  for (const double fraction : {-0.1, 1.5}) {
+    options.a2a_overlap_fraction = fraction;
+    EXPECT_EQ(refused_field(), "a2a_overlap_fraction") << fraction;
+  }
+  options.a2a_overlap_fraction = 0;
   for (const int bytes : {-1, 9}) {
     options.dense_grad_bytes = bytes;
-    try {
-      CostModel(round_topology(1, 2), round_model(2, 1), options, 10);
-      ADD_FAILURE() << "dense_grad_bytes " << bytes << " accepted";
-    } catch (const InputError& error) {
-      EXPECT_EQ(error.field(), "dense_grad_bytes");
-    }
+    EXPECT_EQ(refused_field(), "dense_grad_bytes") << bytes;
   }
   options.dense_grad_bytes = 2;
   for (const int groups : {0, kMaxDataParallel + 1}) {
     options.data_parallel = groups;
-    EXPECT_EQ(testing::input_error_field(
-                  [&] { CostModel(round_topology(1, 2), round_model(2, 1), options, 10); }),
-              "data_parallel")
-        << groups;
+    EXPECT_EQ(refused_field(), "data_parallel") << groups;
   }
   // More GPUs than a rank id holds.
   options.data_parallel = kMaxDataParallel;

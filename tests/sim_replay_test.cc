@@ -590,41 +590,105 @@ TEST(SimReplay, OutputsAreIdenticalForOneAndTwoThreads) {
   }
 }
 
-TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
-  SimulationRequest request;
-  request.trace = small_trace();
-  request.config = small_config();
-  request.timeline = temp_path("sim_timeline.json");
-  request.timeline_step = 2;
-  run_simulation(request);
-  const std::string text = read_file(request.timeline);
-  const nlohmann::json timeline = nlohmann::json::parse(text);
-  // Written event by event, it is the text a whole document's dump() gives: one line, keys
-  // sorted (the form earlier timelines had, byte for byte).
-  EXPECT_EQ(text, timeline.dump() + "\n");
-  // A run whose step never came writes the same document with no events.
-  EXPECT_EQ(
-      empty_timeline(),
-      nlohmann::json({{"displayTimeUnit", "ms"}, {"traceEvents", nlohmann::json::array()}}).dump() +
-          "\n");
-  // Per planner (pid), the last slice ends at the step's time; every rank has slices.
-  std::map<int, double> end_us;
-  std::map<int, std::set<int>> tracks;
-  for (const auto& event : timeline["traceEvents"]) {
-    if (event["ph"] != "X") continue;
-    const int pid = event["pid"];
-    end_us[pid] = std::max(end_us[pid], event["ts"].get<double>() + event["dur"].get<double>());
-    tracks[pid].insert(event["tid"].get<int>());
+// Running the all-to-alls behind the paired microbatch's compute shortens every planner's
+// step and keeps every bound; static's MoE time loses exactly what its records hide, and a trace
+// of one microbatch per step has nothing to pair: the same times as with no overlap.
+TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
+  const auto run = [](const std::string& trace, double fraction) {
+    SimConfig config = small_config();
+    config.options.a2a_overlap_fraction = fraction;
+    Collect collect;
+    replay_trace(trace, config, collect);
+    return collect.steps;
+  };
+  const std::vector<StepResult> serial = run(small_trace(), 0);
+  const std::vector<StepResult> paired = run(small_trace(), 1);
+  check_bounds(paired, kAllPlanners, "overlapped");
+  const std::size_t fixed = static_cast<std::size_t>(
+      std::find(kAllPlanners.begin(), kAllPlanners.end(), "static") - kAllPlanners.begin());
+  Picoseconds hidden = 0;
+  for (std::size_t step = 0; step < serial.size(); ++step) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      EXPECT_LT(paired[step].planners[p].step_time, serial[step].planners[p].step_time)
+          << kAllPlanners[p];
+    }
+    Picoseconds serial_moe = 0, paired_moe = 0, step_hidden = 0;
+    for (std::size_t r = 0; r < serial[step].records.size(); ++r) {
+      const LayerCost& before = serial[step].records[r].planners[fixed];
+      const LayerCost& after = paired[step].records[r].planners[fixed];
+      EXPECT_EQ(after.dispatch + after.combine + after.combine_grad + after.dispatch_grad,
+                before.dispatch + before.combine + before.combine_grad + before.dispatch_grad);
+      // A step's first forward and last backward have no partner.
+      const int microbatch = paired[step].records[r].microbatch;
+      EXPECT_TRUE(after.a2a_hidden_forward == 0 || microbatch > 0);
+      EXPECT_TRUE(after.a2a_hidden_backward == 0 || microbatch == 0);
+      serial_moe += before.moe();
+      paired_moe += after.moe();
+      step_hidden += after.a2a_hidden_forward + after.a2a_hidden_backward;
+    }
+    EXPECT_EQ(serial_moe - paired_moe, step_hidden);
+    hidden += step_hidden;
   }
-  ASSERT_EQ(end_us.size(), kAllPlanners.size() - 1);  // the ideal has no per-rank times
-  for (const auto& [pid, ranks] : tracks) EXPECT_EQ(ranks.size(), 16u) << kAllPlanners[pid];
-  // The timeline's step is step 2: its length is that step's time in per_step terms.
-  Collect collect;
-  SimConfig config = small_config();
-  replay_trace(small_trace(), config, collect);
-  for (const auto& [pid, end] : end_us) {
-    EXPECT_NEAR(end, static_cast<double>(collect.steps[2].planners[pid].step_time) / 1e6, 1e-3)
-        << kAllPlanners[pid];
+  EXPECT_GT(hidden, 0);
+
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 16;
+  spec.num_experts = 64;
+  spec.num_layers = 2;
+  spec.steps = 2;
+  spec.microbatches = 1;
+  spec.tokens_per_rank = 512;
+  spec.hot_ratio = 5;
+  const std::string single = temp_path("sim_one_microbatch");
+  fs::remove_all(single);
+  write_synthetic_trace(spec, single);
+  const std::vector<StepResult> alone = run(single, 0), unpaired = run(single, 1);
+  for (std::size_t step = 0; step < alone.size(); ++step) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      EXPECT_EQ(unpaired[step].planners[p].step_time, alone[step].planners[p].step_time)
+          << kAllPlanners[p];
+    }
+  }
+}
+
+TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
+  // With the all-to-alls behind compute too: their slices show what stays on the path.
+  for (const double overlap : {0.0, 1.0}) {
+    SimulationRequest request;
+    request.trace = small_trace();
+    request.config = small_config();
+    request.config.options.a2a_overlap_fraction = overlap;
+    request.timeline = temp_path("sim_timeline.json");
+    request.timeline_step = 2;
+    run_simulation(request);
+    const std::string text = read_file(request.timeline);
+    const nlohmann::json timeline = nlohmann::json::parse(text);
+    // Written event by event, it is the text a whole document's dump() gives: one line, keys
+    // sorted (the form earlier timelines had, byte for byte).
+    EXPECT_EQ(text, timeline.dump() + "\n");
+    // A run whose step never came writes the same document with no events.
+    EXPECT_EQ(empty_timeline(),
+              nlohmann::json({{"displayTimeUnit", "ms"}, {"traceEvents", nlohmann::json::array()}})
+                      .dump() +
+                  "\n");
+    // Per planner (pid), the last slice ends at the step's time; every rank has slices.
+    std::map<int, double> end_us;
+    std::map<int, std::set<int>> tracks;
+    for (const auto& event : timeline["traceEvents"]) {
+      if (event["ph"] != "X") continue;
+      const int pid = event["pid"];
+      end_us[pid] = std::max(end_us[pid], event["ts"].get<double>() + event["dur"].get<double>());
+      tracks[pid].insert(event["tid"].get<int>());
+    }
+    ASSERT_EQ(end_us.size(), kAllPlanners.size() - 1);  // the ideal has no per-rank times
+    for (const auto& [pid, ranks] : tracks) EXPECT_EQ(ranks.size(), 16u) << kAllPlanners[pid];
+    // The timeline's step is step 2: its length is that step's time in per_step terms.
+    Collect collect;
+    replay_trace(small_trace(), request.config, collect);
+    for (const auto& [pid, end] : end_us) {
+      EXPECT_NEAR(end, static_cast<double>(collect.steps[2].planners[pid].step_time) / 1e6, 1e-3)
+          << kAllPlanners[pid] << ", overlap " << overlap;
+    }
   }
 }
 
@@ -775,6 +839,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
       fs::remove_all(replayed);
       write_synthetic_trace(spec, replayed);
     }
+    if (draw(0, 1) == 1) config.options.a2a_overlap_fraction = fraction();
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(replayed, config, collect);

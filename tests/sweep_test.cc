@@ -197,6 +197,20 @@ TEST(SweepGrid, SweepsTheDispatcher) {
   EXPECT_EQ(plain.points[0].columns["dispatcher"], "alltoall");
 }
 
+// The all-to-alls' overlap with compute: a fraction from 0 (the default) to 1.
+TEST(SweepGrid, SweepsTheAllToAllOverlap) {
+  const SweepGrid grid = load_sweep_grid(write_grid("a2a_overlap.json", R"({
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
+    "a2a_overlap_fraction": [0, 0.5, 1]
+  })"));
+  ASSERT_EQ(grid.points.size(), 3u);
+  EXPECT_EQ(grid.points[0].config.options.a2a_overlap_fraction, 0);
+  EXPECT_EQ(grid.points[2].config.options.a2a_overlap_fraction, 1);
+  EXPECT_EQ(grid.points[1].columns["a2a_overlap_fraction"], 0.5);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "a2a_overlap_fraction": [1.5]})"),
+            "a2a_overlap_fraction");
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -412,15 +426,17 @@ SweepOptions resume_options(const std::string& dir) {
   return options;
 }
 
-// Results written before the dispatcher column existed were priced per assignment: a resume
-// keeps their rows and fills the column, as a fresh run writes it.
-TEST(Sweep, ResumeFillsTheDispatcherAndEplbGroupsOfRowsWrittenBeforeThem) {
+// Results written before the dispatcher column existed were priced per assignment (and before
+// the all-to-alls could run behind compute, with none of them there): a resume keeps their rows
+// and fills the columns, as a fresh run writes them.
+TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem) {
   const char* grid = R"({"planners": ["topoep", "static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
     "nodes": [2], "slots": [0, 1]})";
   const std::string dir = temp_path("sweep_old_rows");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
-  write_rows_as_an_earlier_version_did(dir, fresh, {"dispatcher", "eplb_groups"});
+  write_rows_as_an_earlier_version_did(dir, fresh,
+                                       {"dispatcher", "eplb_groups", "a2a_overlap_fraction"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);

@@ -222,6 +222,12 @@ void add_simulate_command(CLI::App& app) {
                    "Fraction of the attention backward that hides the replica gradient reduction")
       ->capture_default_str();
   simulate
+      ->add_option("--a2a-overlap", o->sim.a2a_overlap_fraction,
+                   "Fraction of the token all-to-alls that run behind another microbatch's "
+                   "compute (Megatron-LM's --overlap-moe-expert-parallel-comm, DualPipe): the "
+                   "forward of microbatch m + 1 pairs with the backward of m; 0: none")
+      ->capture_default_str();
+  simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
                    "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
@@ -316,6 +322,7 @@ void add_simulate_command(CLI::App& app) {
                   {"explain", "--explain"},
                   {"weight_overlap_fraction", "--weight-overlap"},
                   {"gradient_overlap_fraction", "--gradient-overlap"},
+                  {"a2a_overlap_fraction", "--a2a-overlap"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
