@@ -117,8 +117,10 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   }
   const SolverCostDerivation derived = derive_solver_cost(topology, model, tokens_per_rank, true);
   solver_params_ = derived.params;
-  solver_params_.weight_overlap_ps = round_ps(
-      static_cast<double>(derived.params.weight_overlap_ps) * options.weight_overlap_fraction);
+  solver_params_.weight_overlap_ps =
+      planner_weight_window_ps(round_ps(static_cast<double>(derived.params.weight_overlap_ps) *
+                                        options.weight_overlap_fraction),
+                               derived.params.weight_overlap_ps, tokens_per_rank);
   flop_per_token_ = model.expert_flops_per_token();
   dense_flop_per_token_ = model.dense_flops_per_token();
   outside_flop_per_token_ = model.outside_flops_per_token();
@@ -332,6 +334,27 @@ LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   return work;
 }
 
+Picoseconds CostModel::planner_weight_window_ps(Picoseconds window, Picoseconds dense_forward,
+                                                std::int64_t tokens_per_rank) const {
+  const double fraction = options_.a2a_overlap_fraction;
+  if (fraction == 0) return window;
+  // Uniform routing: each GPU sends and receives tokens x top-k assignments, an even share of
+  // them to each GPU; a lower bound of the busiest GPU's transfers, so the window is not
+  // underestimated.
+  const TopologyView view = topology_.view();
+  const double assignments = static_cast<double>(tokens_per_rank) * model_.top_k;
+  const double ranks = view.num_ranks(), per_node = view.gpus_per_node;
+  const auto tokens = [&](double share) { return static_cast<TokenCount>(assignments * share); };
+  const Picoseconds transfers =
+      2 * link_phase_ps(tokens((per_node - 1) / ranks), 0, tokens((ranks - per_node) / ranks), 0,
+                        solver_params_.backward_bytes_per_token, solver_params_);
+  const Picoseconds compute =
+      static_cast<Picoseconds>(assignments) * solver_params_.compute_ps_per_token;
+  const Picoseconds free = std::clamp<Picoseconds>(dense_forward + compute - transfers, 0, window);
+  return round_ps((1 - fraction) * static_cast<double>(window) +
+                  fraction * static_cast<double>(free));
+}
+
 void CostModel::overlap_all_to_alls(int microbatch, int microbatches, LayerCost& cost) const {
   cost.a2a_hidden_forward = cost.a2a_hidden_backward = 0;
   const double fraction = options_.a2a_overlap_fraction;
@@ -340,15 +363,18 @@ void CostModel::overlap_all_to_alls(int microbatch, int microbatches, LayerCost&
     return round_ps(fraction * static_cast<double>(std::min(transfers, compute)));
   };
   if (microbatch > 0) {
-    cost.a2a_hidden_forward =
-        hidden(cost.dispatch + cost.combine, 2 * cost.dense_forward + cost.compute_grad);
-  }
-  if (microbatch + 1 < microbatches) {
-    // The weights are needed before the expert compute starts: they keep their share of the
-    // forward's link-idle time.
+    // The paired backward's transfers (taken to be this record's) run while this forward
+    // computes; its replica weights are needed before its expert compute and keep their share
+    // of its link-idle time.
     const Picoseconds link_idle =
         std::max<Picoseconds>(0, cost.dense_forward + cost.compute - cost.weight_window_used);
-    cost.a2a_hidden_backward = hidden(cost.combine_grad + cost.dispatch_grad, link_idle);
+    cost.a2a_hidden_forward = hidden(cost.combine_grad + cost.dispatch_grad, link_idle);
+  }
+  if (microbatch + 1 < microbatches) {
+    // The paired forward's dispatch and combine run while this backward computes: before the
+    // step's last microbatch a backward carries no gradient syncs.
+    cost.a2a_hidden_backward =
+        hidden(cost.dispatch + cost.combine, 2 * cost.dense_forward + cost.compute_grad);
   }
 }
 

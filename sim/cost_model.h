@@ -80,10 +80,10 @@ struct LayerCost {
   // planner's slowest; 0 where the trace stands for every group; -1 for the ideal, a bound on
   // the planners' records.
   int group = 0;
-  // With SimOptions::a2a_overlap_fraction (CostModel::overlap_all_to_alls()): what of the
-  // forward's dispatch and combine runs behind the backward compute of the microbatch before,
-  // and what of the backward's two transfers runs behind the forward compute of the microbatch
-  // after. The phases above stay whole; moe_forward() and moe_backward() leave these out.
+  // With SimOptions::a2a_overlap_fraction (CostModel::overlap_all_to_alls()): the all-to-all
+  // time of the paired microbatch that runs while this record's forward computes (the backward
+  // of the microbatch before), and while its backward computes (the forward of the microbatch
+  // after). The phases above stay whole; moe_forward() and moe_backward() leave these out.
   Picoseconds a2a_hidden_forward = 0;
   Picoseconds a2a_hidden_backward = 0;
 
@@ -122,7 +122,8 @@ class CostModel {
   const Topology& topology() const { return topology_; }
   const ModelSpec& model() const { return model_; }
   // The integer parameters planners decide with (sim/solver_cost.h), the weights' overlap
-  // window scaled; no gradient window.
+  // window scaled (and, with the all-to-alls behind compute, what they leave of it:
+  // planner_weight_window_ps()); no gradient window.
   const CostParams& solver_params() const { return solver_params_; }
 
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
@@ -175,11 +176,11 @@ class CostModel {
   LayerSyncWork backward_sync_work(const LayerCost& cost) const;
   // Sets `cost`'s a2a_hidden_forward and a2a_hidden_backward for microbatch `microbatch` of
   // `microbatches` in a step (sim/README.md, "All-to-alls behind compute"). A step's first
-  // forward and last backward have no partner; the partner's compute is taken to be this
-  // record's (the same layer, the same planner, the next or the previous microbatch). The
-  // forward's transfers hide behind the partner's backward compute (expert and attention: a
-  // backward before the step's last carries no syncs), the backward's behind the partner's
-  // forward compute less what its replica weights take of the links. Zeros with a fraction of 0.
+  // forward and last backward have no partner; the partner's transfers are taken to be this
+  // record's (the same layer and planner, one microbatch away). A forward hides the partner's
+  // two backward transfers behind its compute (attention and experts) less what its replica
+  // weights take of the links; a backward before the step's last carries no syncs and hides
+  // the partner's dispatch and combine behind its compute. Zeros with a fraction of 0.
   void overlap_all_to_alls(int microbatch, int microbatches, LayerCost& cost) const;
 
   enum class Detail { kTimes, kWithHash, kPerRank };
@@ -208,6 +209,14 @@ class CostModel {
   // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
   // dense forward (before it, on the busiest rank) takes `dense_forward`.
   CostParams params_for(Picoseconds dense_forward) const;
+  // The weights' window `window` the planners decide with, of a layer whose dense forward takes
+  // `dense_forward`: with the all-to-alls behind compute, a forward's link-idle time also
+  // carries the paired backward's transfers (overlap_all_to_alls()), so a replica's weights
+  // there cost the transfers they displace. The planners get what the transfers leave free
+  // (estimated on uniform routing at `tokens_per_rank`), blended with the whole window by
+  // a2a_overlap_fraction: the window itself at 0.
+  Picoseconds planner_weight_window_ps(Picoseconds window, Picoseconds dense_forward,
+                                       std::int64_t tokens_per_rank) const;
   // weight_overlap_fraction x `compute` of link-idle forward compute (the weights' window: x the
   // attention forward).
   Picoseconds forward_window_ps(Picoseconds compute) const;

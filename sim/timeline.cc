@@ -6,10 +6,25 @@
 namespace topoep {
 namespace {
 
-// Of `hidden` behind compute, the share of phase `part` of the two phases `part` and `other`.
-Picoseconds hidden_share(Picoseconds hidden, Picoseconds part, Picoseconds other) {
-  if (hidden <= 0 || part <= 0) return 0;
-  return static_cast<Picoseconds>(static_cast<long double>(hidden) * part / (part + other));
+// A record's all-to-all time behind another microbatch's compute (LayerCost::a2a_hidden_forward
+// and a2a_hidden_backward), shared among its four transfers in proportion to their lengths:
+// their slices show what stays on the critical path.
+struct HiddenShares {
+  Picoseconds dispatch = 0, combine = 0, combine_grad = 0, dispatch_grad = 0;
+};
+HiddenShares hidden_shares(const LayerCost& c) {
+  HiddenShares h;
+  const Picoseconds hidden = c.a2a_hidden_forward + c.a2a_hidden_backward;
+  const Picoseconds whole = c.dispatch + c.combine + c.combine_grad + c.dispatch_grad;
+  if (hidden <= 0 || whole <= 0) return h;
+  const auto share = [&](Picoseconds part) {
+    return static_cast<Picoseconds>(static_cast<long double>(hidden) * part / whole);
+  };
+  h.dispatch = share(c.dispatch);
+  h.combine = share(c.combine);
+  h.combine_grad = share(c.combine_grad);
+  h.dispatch_grad = hidden - h.dispatch - h.combine - h.combine_grad;
+  return h;
 }
 
 double to_us(Picoseconds ps) { return static_cast<double>(ps) / 1e6; }
@@ -56,8 +71,8 @@ class TimelineBuilder {
   }
 
   // A phase with per-rank durations that ends with the slowest rank. Of a transfer, `hidden`
-  // runs behind another microbatch's compute (LayerCost::a2a_hidden_forward): the slices show
-  // what stays on the critical path, every rank's shortened in proportion.
+  // runs behind another microbatch's compute (hidden_shares()): every rank's slice is
+  // shortened in proportion.
   void per_rank(const char* name, const std::vector<Picoseconds>& durations, int scale,
                 Picoseconds phase, const nlohmann::json& args, Picoseconds hidden = 0) {
     if (phase <= hidden) return;
@@ -133,22 +148,20 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.shared("dense forward", c.dense_forward, args);
       timeline.shared("planner", c.overhead, args);
       timeline.per_rank("replica weights", c.ranks.weight_exposed, 1, c.weight_exposed, args);
-      const Picoseconds dispatch_hidden = hidden_share(c.a2a_hidden_forward, c.dispatch, c.combine);
-      timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args, dispatch_hidden);
+      const HiddenShares hidden = hidden_shares(c);
+      timeline.per_rank("dispatch", c.ranks.dispatch, 1, c.dispatch, args, hidden.dispatch);
       timeline.per_rank("expert compute", c.ranks.compute, 1, c.compute, args);
-      timeline.per_rank("combine", c.ranks.combine, 1, c.combine, args,
-                        c.a2a_hidden_forward - dispatch_hidden);
+      timeline.per_rank("combine", c.ranks.combine, 1, c.combine, args, hidden.combine);
     }
     for (auto it = step.records.rbegin(); it != step.records.rend(); ++it) {
       const LayerCost& c = it->planners[p];
       const nlohmann::json args = {{"microbatch", it->microbatch}, {"layer", it->layer}};
-      const Picoseconds combine_grad_hidden =
-          hidden_share(c.a2a_hidden_backward, c.combine_grad, c.dispatch_grad);
+      const HiddenShares hidden = hidden_shares(c);
       timeline.per_rank("combine grad", c.ranks.combine_grad, 1, c.combine_grad, args,
-                        combine_grad_hidden);
+                        hidden.combine_grad);
       timeline.per_rank("expert compute grad", c.ranks.compute, 2, c.compute_grad, args);
       timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args,
-                        c.a2a_hidden_backward - combine_grad_hidden);
+                        hidden.dispatch_grad);
       timeline.shared("dense backward", 2 * c.dense_forward, args);
       timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
     }

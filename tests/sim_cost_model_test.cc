@@ -417,10 +417,11 @@ TEST(SimCostModel, BackwardSyncWorkScalesTheLayersIdleComputeByTheOverlapFractio
   EXPECT_EQ(whole.expert_compute_idle + whole.attention_idle + whole.outside_idle, 0);
 }
 
-// With a2a_overlap_fraction f, microbatch m of M: the forward's dispatch and combine hide
-// behind the paired backward's compute (m > 0), the backward's two transfers behind the paired
-// forward's compute less the weights' share of its links (m < M - 1), each f x the smaller of
-// the two; the phases stay whole and the MoE time leaves the hidden parts out.
+// With a2a_overlap_fraction f, microbatch m of M: a forward (m > 0) hides the paired
+// backward's two transfers behind its compute less its weights' share of the links, a backward
+// (m < M - 1) the paired forward's dispatch and combine behind its compute, each f x the
+// smaller of the two, the partner's transfers taken to be the record's own; the phases stay
+// whole and the MoE time leaves the hidden parts out.
 TEST(SimCostModel, AllToAllsHideBehindThePairedMicrobatchsComputeUpToTheFraction) {
   SimOptions options;
   options.a2a_overlap_fraction = 0.5;
@@ -437,18 +438,18 @@ TEST(SimCostModel, AllToAllsHideBehindThePairedMicrobatchsComputeUpToTheFraction
   const Picoseconds whole = cost.moe();
 
   model.overlap_all_to_alls(1, 3, cost);
-  // Forward: min(9 us of transfers, 2 x 1 + 6 us of backward compute) = 8 us, half of it.
-  EXPECT_EQ(cost.a2a_hidden_forward, 4000000);
-  // Backward: min(5 us of transfers, 1 + 3 - 1 us of link-idle forward compute), half of it.
-  EXPECT_EQ(cost.a2a_hidden_backward, 1500000);
+  // Forward: min(5 us of transfers, 1 + 3 - 1 us of link-idle compute), half of it.
+  EXPECT_EQ(cost.a2a_hidden_forward, 1500000);
+  // Backward: min(9 us of transfers, 2 x 1 + 6 us of compute) = 8 us, half of it.
+  EXPECT_EQ(cost.a2a_hidden_backward, 4000000);
   EXPECT_EQ(cost.moe(), whole - 5500000);
   EXPECT_EQ(cost.dispatch + cost.combine + cost.combine_grad + cost.dispatch_grad, 14000000);
 
   model.overlap_all_to_alls(0, 2, cost);  // the step's first forward has no partner
   EXPECT_EQ(cost.a2a_hidden_forward, 0);
-  EXPECT_EQ(cost.a2a_hidden_backward, 1500000);
+  EXPECT_EQ(cost.a2a_hidden_backward, 4000000);
   model.overlap_all_to_alls(1, 2, cost);  // nor has its last backward
-  EXPECT_EQ(cost.a2a_hidden_forward, 4000000);
+  EXPECT_EQ(cost.a2a_hidden_forward, 1500000);
   EXPECT_EQ(cost.a2a_hidden_backward, 0);
   model.overlap_all_to_alls(0, 1, cost);  // one microbatch: nothing to pair with
   EXPECT_EQ(cost.moe(), whole);
@@ -456,12 +457,32 @@ TEST(SimCostModel, AllToAllsHideBehindThePairedMicrobatchsComputeUpToTheFraction
   options.a2a_overlap_fraction = 1;
   const CostModel full(round_topology(1, 2), round_model(2, 1), options, 10);
   full.overlap_all_to_alls(1, 3, cost);
-  EXPECT_EQ(cost.a2a_hidden_forward, 8000000);  // all the backward compute covers
-  EXPECT_EQ(cost.a2a_hidden_backward, 3000000);
+  EXPECT_EQ(cost.a2a_hidden_forward, 3000000);  // all the link-idle forward covers
+  EXPECT_EQ(cost.a2a_hidden_backward, 8000000);
   options.a2a_overlap_fraction = 0;
   const CostModel none(round_topology(1, 2), round_model(2, 1), options, 10);
   none.overlap_all_to_alls(1, 3, cost);
   EXPECT_EQ(cost.moe(), whole);
+}
+
+// With the all-to-alls behind compute, the weights' window the planners decide with is what the
+// paired backward's transfers leave of the forward's link-idle time (on uniform routing),
+// blended with the whole window by the fraction: none where the transfers outlast the
+// forward's compute, all of it where they fit beside it.
+TEST(SimCostModel, PlannersWeightWindowIsWhatThePairedTransfersLeaveOfIt) {
+  const auto window = [](const Topology& topology, double fraction) {
+    SimOptions options;
+    options.a2a_overlap_fraction = fraction;
+    return CostModel(topology, round_model(8, 2), options, 1000).solver_params().weight_overlap_ps;
+  };
+  const Topology slow_ib = round_topology(2, 2);  // ~170 us of transfers, ~17 us of compute
+  const Picoseconds whole = window(slow_ib, 0);
+  EXPECT_GT(whole, 0);
+  EXPECT_EQ(window(slow_ib, 1), 0);
+  EXPECT_NEAR(window(slow_ib, 0.5), whole / 2, 1);
+  Topology fast = round_topology(2, 2);
+  fast.scale_up = fast.scale_out = LinkSpec{"fast", 1e6, 1e6, 0, "test"};
+  EXPECT_EQ(window(fast, 1), window(fast, 0));
 }
 
 // NCCL's ring over R GPUs, one ring per GPU of a node: each GPU sends passes x (R - 1) / R of
