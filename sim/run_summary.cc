@@ -54,6 +54,7 @@ void RunSummary::add(const StepResult& step) {
       s.combine_grad += c.combine_grad;
       s.compute_grad += c.compute_grad;
       s.dispatch_grad += c.dispatch_grad;
+      s.a2a_hidden += c.a2a_hidden_forward + c.a2a_hidden_backward;
       s.nvlink_dispatch_bytes += c.nvlink_dispatch_bytes;
       s.ib_dispatch_bytes += c.ib_dispatch_bytes;
       s.nvlink_weight_bytes += c.nvlink_weight_bytes;
@@ -125,6 +126,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"combine_grad", per_step_us(s.combine_grad)},
           {"compute_grad", per_step_us(s.compute_grad)},
           {"dispatch_grad", per_step_us(s.dispatch_grad)},
+          {"a2a_hidden", per_step_us(s.a2a_hidden)},
           {"grad_reduce", per_step_us(s.grad_reduce)},
           {"dense_grad_reduce", per_step_us(s.dense_grad_reduce)},
           {"dense_param_gather", per_step_us(s.dense_param_gather)},

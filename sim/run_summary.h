@@ -21,6 +21,9 @@ struct PlannerRunSummary {
               expert_param_gather = 0, optimizer = 0;
   Picoseconds dispatch = 0, compute = 0, combine = 0, weight_exposed = 0, combine_grad = 0,
               compute_grad = 0, dispatch_grad = 0;
+  // The all-to-all time behind another microbatch's compute (SimOptions::a2a_overlap_fraction):
+  // moe = the seven phases above less it.
+  Picoseconds a2a_hidden = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0, nvlink_weight_bytes = 0,
         ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0,
         dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0, expert_sync_ib_bytes = 0;

@@ -596,10 +596,19 @@ phases = ["dispatch_us", "compute_us", "combine_us", "weight_exposed_us", "combi
 for row in rows:
     whole = sum(float(row[p]) for p in phases)
     assert abs(float(row["moe_us"]) + float(row["a2a_hidden_us"]) - whole) < 0.01, row
-# Every microbatch but the first hides its forward's, every one but the last its backward's.
 assert any(float(row["a2a_hidden_us"]) > 0 for row in rows), rows
 PY
 expect "per_layer.csv's MoE time leaves out what ran behind compute, and says how much" 0 $?
+python3 - "$work/a2a/summary.json" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["planners"]:
+    t = p["per_step_us"]
+    phases = sum(t[k] for k in ["dispatch", "compute", "combine", "weight_exposed",
+                                "combine_grad", "compute_grad", "dispatch_grad"])
+    assert t["a2a_hidden"] > 0, p
+    assert abs(t["moe"] + t["a2a_hidden"] - phases) < 0.01, p
+PY
+expect "summary.json's MoE time per step is its phases less what ran behind compute" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1
 expect "simulate rejects dense gradients wider than 8 bytes" 2 $?
