@@ -211,6 +211,24 @@ TEST(SweepGrid, SweepsTheAllToAllOverlap) {
             "a2a_overlap_fraction");
 }
 
+// Each row says how much of its all-to-alls ran behind compute: none without the overlap.
+TEST(Sweep, RowsReportTheAllToAllTimeBehindCompute) {
+  const SweepGrid grid = load_sweep_grid(write_grid("a2a_rows.json", R"({
+    "planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 2, "layers": 1, "tokens_per_rank": 64}}],
+    "a2a_overlap_fraction": [0, 1]
+  })"));
+  std::istringstream rows(read_file(run(grid, temp_path("sweep_a2a_rows"), 1)));
+  int overlapped_rows = 0;
+  for (std::string line; std::getline(rows, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    const bool overlapped = row["a2a_overlap_fraction"].get<double>() > 0;
+    EXPECT_EQ(row["a2a_hidden_us_per_step"].get<double>() > 0, overlapped) << line;
+    overlapped_rows += overlapped;
+  }
+  EXPECT_EQ(overlapped_rows, 2);
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -435,8 +453,8 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
     "nodes": [2], "slots": [0, 1]})";
   const std::string dir = temp_path("sweep_old_rows");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
-  write_rows_as_an_earlier_version_did(dir, fresh,
-                                       {"dispatcher", "eplb_groups", "a2a_overlap_fraction"});
+  write_rows_as_an_earlier_version_did(
+      dir, fresh, {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
