@@ -39,17 +39,23 @@ expect "every real-data row has its topoep-flat speedup" 0 $?
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
 expect_text "the summary names the dispatcher" "$work/out/summary.md" "--dispatcher alltoall"
-TOPOEP_BIN=$topoep "$reproduce" "$work/deepep" --quick --dispatcher deepep >"$work/log" 2>&1
-expect "reproduce_paper --quick --dispatcher deepep" 0 $?
+TOPOEP_BIN=$topoep "$reproduce" "$work/deepep" --quick --dispatcher deepep --a2a-overlap 0.5 \
+  >"$work/log" 2>&1
+expect "reproduce_paper --quick --dispatcher deepep --a2a-overlap 0.5" 0 $?
 expect_text "every row priced DeepEP's way" "$work/deepep/summary.md" "--dispatcher deepep"
-python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["run"]["sim_options"]["dispatcher"] != "deepep")' \
+expect_text "and with half the all-to-alls behind compute" "$work/deepep/summary.md" \
+  "--a2a-overlap 0.5"
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["dispatcher"] != "deepep" or o["a2a_overlap_fraction"] != 0.5)' \
   "$work/deepep/runs/esft-law/summary.json"
-expect "the runs were simulated with it" 0 $?
-grep -q '"dispatcher":"deepep"' "$work/deepep/skew/results.jsonl"
+expect "the runs were simulated with both" 0 $?
+grep -q '"a2a_overlap_fraction":0.5.*"dispatcher":"deepep"' "$work/deepep/skew/results.jsonl"
 expect "and the skew sweep" 0 $?
 TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --dispatcher nccl >"$work/log" 2>&1
 expect "an unknown dispatcher is bad usage" 2 $?
 expect_text "and named" "$work/log" "--dispatcher: must be alltoall or deepep"
+TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --a2a-overlap 2 >"$work/log" 2>&1
+expect "an overlap above 1 is bad usage" 2 $?
+expect_text "and named too" "$work/log" "--a2a-overlap: must be a number from 0 to 1"
 MPLBACKEND=Agg python3 "$plots" "$work/out" --out "$work/plots" >/dev/null
 expect "plot module" 0 $?
 [[ -s $work/plots/gain_vs_skew.png ]]
