@@ -609,6 +609,15 @@ for p in json.load(open(sys.argv[1]))["planners"]:
     assert abs(t["moe"] + t["a2a_hidden"] - phases) < 0.01, p
 PY
 expect "summary.json's MoE time per step is its phases less what ran behind compute" 0 $?
+expect_text "the table notes how the overlap pairs microbatches" "$work/out" \
+  "pairs each microbatch's forward with the backward of the one"
+"$topoep" trace synth --out "$work/one_mb.trace" --ranks 16 --experts 64 --layers 2 --steps 2 \
+  --microbatches 1 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/one_mb.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --a2a-overlap 1 >"$work/out" 2>&1
+expect "simulate takes an overlap on one microbatch a step" 0 $?
+expect_text "and says nothing could pair" "$work/out" "this trace has one microbatch a step"
+
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1
 expect "simulate rejects dense gradients wider than 8 bytes" 2 $?

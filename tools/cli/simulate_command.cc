@@ -133,6 +133,17 @@ void run_simulate(const SimulateOptions& options) {
   print_simulation_table(result.summary, std::cout);
   print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
                       request.config.planner_options, std::cout);
+  const double overlap = request.config.options.a2a_overlap_fraction;
+  if (overlap > 0) {
+    std::cout << "\nNote: --a2a-overlap " << overlap
+              << " pairs each microbatch's forward with the backward of the one\nbefore"
+              << (m.microbatches == 1
+                      ? "; this trace has one microbatch a step, so none of its all-to-alls "
+                        "ran\nbehind compute (record several, or import with "
+                        "--microbatches-per-step).\n"
+                      : " (sim/README.md, \"All-to-alls behind compute\"); a step's first "
+                        "forward and\nlast backward have no partner.\n");
+  }
   if (result.explained) {
     const ExplainedRecord& e = *result.explained;
     const std::string record =
