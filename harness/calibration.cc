@@ -299,8 +299,8 @@ PerLayerComparison compare_per_layer(const std::string& sim_csv, const std::stri
       if (!hash.empty() && hash == (*twins[i])[sim_col]) ++comparison.same_plans;
     }
   }
-  for (const char* phase :
-       {"dispatch_us", "compute_us", "combine_us", "weight_exposed_us", "overhead_us", "moe_us"}) {
+  for (const char* phase : {"dispatch_us", "compute_us", "combine_us", "weight_exposed_us",
+                            "overhead_us", "moe_forward_us"}) {
     PhaseError e;
     e.phase = phase;
     double sum = 0;

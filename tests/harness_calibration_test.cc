@@ -222,7 +222,7 @@ TEST(Calibration, RefusesMeasurementsItCannotTurnIntoAValidTopology) {
 }
 
 const char kCompareHeader[] =
-    "step,microbatch,layer,planner,moe_us,dispatch_us,compute_us,combine_us,"
+    "step,microbatch,layer,planner,moe_forward_us,dispatch_us,compute_us,combine_us,"
     "weight_exposed_us,overhead_us,plan_hash\n";
 
 TEST(Compare, ReportsThePerPhaseRelativeErrorOfMatchingRecords) {

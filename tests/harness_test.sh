@@ -49,6 +49,8 @@ expect "measurements share the simulator's per-layer schema" 0 $?
 "$topoep" compare --sim "$work/sim" --measured "$work/measured" >"$work/out" 2>&1
 expect "compare exits 0" 0 $?
 expect_text "compare reports dispatch" "$work/out" "dispatch_us"
+expect_text "and the MoE forward, what the harness measures" "$work/out" "moe_forward_us"
+expect_no_text "a simulation without overlap needs no overlap note" "$work/out" "--a2a-overlap"
 expect_text "the simulator and the harness ran the same plans" "$work/out" "Same plan in both: 8 of 8 records"
 expect_no_text "a per-assignment simulation needs no dispatcher note" "$work/out" "DeepEP"
 "$topoep" simulate "${common[@]:0:6}" --planners topoep --dispatcher deepep --out "$work/sim-deepep" \
@@ -57,6 +59,12 @@ expect_no_text "a per-assignment simulation needs no dispatcher note" "$work/out
 expect "compare takes a DeepEP simulation" 0 $?
 expect_text "and says the harness dispatches per assignment" "$work/out" \
   "the harness sends every token-expert assignment on its own"
+"$topoep" simulate "${common[@]:0:6}" --planners topoep --a2a-overlap 1 --out "$work/sim-overlap" \
+  >/dev/null 2>&1
+"$topoep" compare --sim "$work/sim-overlap" --measured "$work/measured" >"$work/out" 2>&1
+expect "compare takes an overlapped simulation" 0 $?
+expect_text "and says the harness runs every all-to-all on the critical path" "$work/out" \
+  "simulate with --a2a-overlap 0 to calibrate"
 
 # 10 experts on 4 GPUs: refused as the simulator refuses them, run with --uneven-homes.
 "$topoep" trace synth --out "$work/trace10" --ranks 4 --gpus-per-node 2 --experts 10 --top-k 2 \

@@ -41,16 +41,14 @@ void run_calibrate(const CalibrateOptions& options) {
             << " points\nWrote " << options.out << "\n";
 }
 
-// The dispatcher a simulate --out directory's summary.json names ("alltoall" where it names
-// none, or has no summary).
-std::string simulated_dispatcher(const std::string& sim_dir) {
+// A simulate --out directory's summary.json run.sim_options.`name`, or null where it names
+// none (or has no summary).
+nlohmann::json simulated_option(const std::string& sim_dir, const std::string& name) {
   std::ifstream in(sim_dir + "/summary.json");
   const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  const nlohmann::json::json_pointer field("/run/sim_options/dispatcher");
-  if (summary.is_discarded() || !summary.contains(field) || !summary[field].is_string()) {
-    return "alltoall";
-  }
-  return summary[field].get<std::string>();
+  const nlohmann::json::json_pointer field("/run/sim_options/" + name);
+  if (summary.is_discarded() || !summary.contains(field)) return nullptr;
+  return summary[field];
 }
 
 void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
@@ -65,12 +63,20 @@ void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
   }
   std::cout << "Simulator (" << sim_dir << ") against measurements (" << measured_dir
             << "): |simulated - measured| / measured\n\n";
-  if (simulated_dispatcher(sim_dir) == "deepep") {
+  if (simulated_option(sim_dir, "dispatcher") == "deepep") {
     // The harness's all-to-all sends one copy per token-expert assignment.
     std::cout << "Note: the simulation priced DeepEP's dispatch (--dispatcher deepep); the "
                  "harness sends every token-expert assignment on its own, so the dispatch and "
                  "combine phases compare unlike with like: simulate with --dispatcher alltoall "
                  "to calibrate.\n\n";
+  }
+  const nlohmann::json overlap = simulated_option(sim_dir, "a2a_overlap_fraction");
+  if (overlap.is_number() && overlap.get<double>() > 0) {
+    // The harness runs one microbatch's forward at a time.
+    std::cout << "Note: the simulation ran part of the all-to-alls behind another microbatch's "
+                 "compute (--a2a-overlap); the harness runs each on the critical path, so the "
+                 "MoE forward compares unlike with like: simulate with --a2a-overlap 0 to "
+                 "calibrate.\n\n";
   }
   table.print(std::cout);
   if (comparison.same_plans >= 0) {
