@@ -39,9 +39,10 @@ std::string temp_path(const std::string& name) {
   return (fs::path(::testing::TempDir()) / name).string();
 }
 
-// 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x 2 microbatches x 3 layers, the busiest
+// 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x `microbatches` x 3 layers, the busiest
 // expert's share `hot_ratio` times the mean.
-std::string small_trace_like(const std::string& name, double hot_ratio, std::uint64_t seed) {
+std::string small_trace_like(const std::string& name, double hot_ratio, std::uint64_t seed,
+                             int microbatches = 2) {
   const std::string out = temp_path(name);
   fs::remove_all(out);
   SyntheticTraceSpec spec;
@@ -49,6 +50,7 @@ std::string small_trace_like(const std::string& name, double hot_ratio, std::uin
   spec.num_experts = 64;
   spec.num_layers = 3;
   spec.steps = 3;
+  spec.microbatches = microbatches;
   spec.tokens_per_rank = 512;
   spec.hot_ratio = hot_ratio;
   spec.seed = seed;
@@ -631,17 +633,7 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
   }
   EXPECT_GT(hidden, 0);
 
-  SyntheticTraceSpec spec;
-  spec.num_ranks = 16;
-  spec.num_experts = 64;
-  spec.num_layers = 2;
-  spec.steps = 2;
-  spec.microbatches = 1;
-  spec.tokens_per_rank = 512;
-  spec.hot_ratio = 5;
-  const std::string single = temp_path("sim_one_microbatch");
-  fs::remove_all(single);
-  write_synthetic_trace(spec, single);
+  const std::string single = small_trace_like("sim_one_microbatch", 5.0, 7, 1);
   const std::vector<StepResult> alone = run(single, 0), unpaired = run(single, 1);
   for (std::size_t step = 0; step < alone.size(); ++step) {
     for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {

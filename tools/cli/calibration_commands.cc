@@ -41,13 +41,15 @@ void run_calibrate(const CalibrateOptions& options) {
             << " points\nWrote " << options.out << "\n";
 }
 
-// A simulate --out directory's summary.json run.sim_options.`name`, or null where it names
-// none (or has no summary).
-nlohmann::json simulated_option(const std::string& sim_dir, const std::string& name) {
+// A simulate --out directory's summary.json run.sim_options, or an empty object where it has
+// none (or there is no summary).
+nlohmann::json simulated_options(const std::string& sim_dir) {
   std::ifstream in(sim_dir + "/summary.json");
   const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  const nlohmann::json::json_pointer field("/run/sim_options/" + name);
-  if (summary.is_discarded() || !summary.contains(field)) return nullptr;
+  const nlohmann::json::json_pointer field("/run/sim_options");
+  if (summary.is_discarded() || !summary.contains(field) || !summary[field].is_object()) {
+    return nlohmann::json::object();
+  }
   return summary[field];
 }
 
@@ -63,15 +65,16 @@ void run_compare(const std::string& sim_dir, const std::string& measured_dir) {
   }
   std::cout << "Simulator (" << sim_dir << ") against measurements (" << measured_dir
             << "): |simulated - measured| / measured\n\n";
-  if (simulated_option(sim_dir, "dispatcher") == "deepep") {
+  const nlohmann::json options = simulated_options(sim_dir);
+  if (options.contains("dispatcher") && options["dispatcher"] == "deepep") {
     // The harness's all-to-all sends one copy per token-expert assignment.
     std::cout << "Note: the simulation priced DeepEP's dispatch (--dispatcher deepep); the "
                  "harness sends every token-expert assignment on its own, so the dispatch and "
                  "combine phases compare unlike with like: simulate with --dispatcher alltoall "
                  "to calibrate.\n\n";
   }
-  const nlohmann::json overlap = simulated_option(sim_dir, "a2a_overlap_fraction");
-  if (overlap.is_number() && overlap.get<double>() > 0) {
+  const auto overlap = options.find("a2a_overlap_fraction");
+  if (overlap != options.end() && overlap->is_number() && overlap->get<double>() > 0) {
     // The harness runs one microbatch's forward at a time.
     std::cout << "Note: the simulation ran part of the all-to-alls behind another microbatch's "
                  "compute (--a2a-overlap); the harness runs each on the critical path, so the "
