@@ -193,14 +193,15 @@ std::int64_t run_harness(const HarnessConfig& config, Comm& comm, const LayerFac
       const double moe = slowest[1] + slowest[2] + slowest[3] + slowest[4];
       const double max_mean = total_tokens > 0 ? max_tokens * R / total_tokens : 1.0;
       // Forward only: moe_us (forward and backward) and the backward columns are left empty
-      // (not measured); moe_forward_us, last, is the forward's.
-      per_layer->write(id + "," + "," + us(slowest[2]) + "," + us(slowest[3]) + "," +
-                       us(slowest[4]) + "," + us(slowest[1]) + ",,,,,,,,," + us(slowest[0]) + ",," +
-                       us(moe + slowest[0]) + "," + std::to_string(max_mean) + "," +
-                       std::to_string(static_cast<std::int64_t>(nvlink_total)) + "," +
-                       std::to_string(static_cast<std::int64_t>(ib_total)) + ",,," +
-                       std::to_string(static_cast<int>(new_replicas)) + "," +
-                       format_plan_hash(hash) + ",0,0," + us(moe) + "\n");  // one group; no overlap
+      // (not measured); moe_forward_us is the forward's. No dense compute runs: its columns,
+      // dense_forward_us and the last, outside_forward_us, are empty too.
+      per_layer->write(
+          id + "," + "," + us(slowest[2]) + "," + us(slowest[3]) + "," + us(slowest[4]) + "," +
+          us(slowest[1]) + ",,,,,,,,," + us(slowest[0]) + ",," + us(moe + slowest[0]) + "," +
+          std::to_string(max_mean) + "," + std::to_string(static_cast<std::int64_t>(nvlink_total)) +
+          "," + std::to_string(static_cast<std::int64_t>(ib_total)) + ",,," +
+          std::to_string(static_cast<int>(new_replicas)) + "," + format_plan_hash(hash) + ",0,0," +
+          us(moe) + ",\n");  // one group; no overlap
     }
     ++index;
   }

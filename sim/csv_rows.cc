@@ -56,7 +56,8 @@ std::string per_layer_csv_rows(const StepResult& step, const std::vector<std::st
                     planners[p] == "ideal" ? "" : format_plan_hash(c.plan_hash),
                     c.group < 0 ? "" : std::to_string(c.group),
                     format_us(c.a2a_hidden_forward + c.a2a_hidden_backward),
-                    format_us(c.moe_forward())});
+                    format_us(c.moe_forward()),
+                    format_us(c.outside_forward)});
     }
   }
   return rows;

@@ -6,7 +6,8 @@
 // all-to-alls ran behind another microbatch's compute (SimOptions::a2a_overlap_fraction), left
 // out of moe_us; the phases' own columns stay whole. `moe_forward_us`: the MoE layer's forward
 // alone (moe_us is forward and backward), what the harness measures and `topoep compare`
-// compares.
+// compares. `outside_forward_us`: the part of dense_forward_us that is the record's share of the
+// layers outside the MoE (CostModel's outside_forward), which no overlap window counts.
 
 #include <string>
 
@@ -19,7 +20,7 @@ inline std::string per_layer_csv_header() {
          "overhead_us,dense_forward_us,"
          "critical_path_us,max_mean_load,nvlink_dispatch_bytes,"
          "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,new_replicas,plan_hash,group,"
-         "a2a_hidden_us,moe_forward_us\n";
+         "a2a_hidden_us,moe_forward_us,outside_forward_us\n";
 }
 
 }  // namespace topoep
