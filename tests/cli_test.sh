@@ -568,6 +568,20 @@ for p in s["planners"]:
 assert noted == ["shadowing"], noted
 PY
 expect "a planner that moved no replica weights is said to have run the static plan" 0 $?
+# One GPU a node: EPLB's hierarchical layout (a group a node) keeps every copy at home, and
+# the note says so and how to run its global policy, which does replicate.
+"$topoep" trace synth --out "$work/g1.trace" --ranks 4 --gpus-per-node 1 --experts 64 --layers 2 \
+  --steps 2 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/g1.trace" --topology h800-4x8 --nodes 4 --gpus-per-node 1 \
+  --model "$work/model16.json" --planners eplb-microbatch,static >"$work/out" 2>&1
+expect "simulate runs EPLB on one GPU a node" 0 $?
+expect_text "the note names EPLB's hierarchical policy on one GPU a node" "$work/out" \
+  "eplb-microbatch made no replica on any record: with one GPU a node, EPLB's hierarchical"
+expect_text "and the flag for its global policy" "$work/out" "--eplb-groups 1 runs its global policy."
+"$topoep" simulate --trace "$work/g1.trace" --topology h800-4x8 --nodes 4 --gpus-per-node 1 \
+  --model "$work/model16.json" --planners eplb-microbatch,static --eplb-groups 1 >"$work/out" 2>&1
+expect "simulate runs EPLB's global policy on one GPU a node" 0 $?
+expect_no_text "whose layouts then replicate" "$work/out" "eplb-microbatch made no replica"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners ideal >"$work/out" 2>&1
 expect "simulate rejects the ideal alone" 2 $?

@@ -9,6 +9,16 @@
 
 namespace topoep {
 
+EplbPolicy eplb_policy(int eplb_groups, int num_nodes, int model_expert_groups, int num_experts) {
+  // DeepSeek's EPLB packs groups onto nodes where they divide evenly (hierarchical) and
+  // balances globally otherwise; one group (a model without them) is global on many nodes.
+  int groups = eplb_groups;
+  if (groups == kEplbGroupsPerNode) groups = num_nodes;
+  if (groups == kEplbGroupsOfModel) groups = model_expert_groups;
+  if (groups < 1 || num_experts % groups != 0) groups = 1;
+  return {groups, groups % num_nodes == 0};
+}
+
 EplbPlanner::EplbPlanner(const PlannerContext& context, const PlannerOptions& options,
                          bool every_microbatch)
     : context_(context), options_(options), every_microbatch_(every_microbatch) {
@@ -24,12 +34,8 @@ PlannerOverhead EplbPlanner::relayout(const std::vector<double>& loads) {
   const int E = context_.placement.num_experts(), R = topology.num_ranks();
   // The GPUs' memory holds the fullest rank's home experts and S spare slots.
   const int per_gpu = context_.placement.most_homed() + context_.placement.slots_per_rank;
-  // DeepSeek's EPLB packs groups onto nodes where they divide evenly (hierarchical) and
-  // balances globally otherwise; one group (a model without them) is global on many nodes.
-  int groups = options_.eplb_groups;
-  if (groups == kEplbGroupsPerNode) groups = topology.num_nodes;
-  if (groups == kEplbGroupsOfModel) groups = context_.expert_groups;
-  if (groups < 1 || E % groups != 0) groups = 1;
+  const int groups =
+      eplb_policy(options_.eplb_groups, topology.num_nodes, context_.expert_groups, E).groups;
   EplbWeights weights{1, E, std::vector<float>(loads.begin(), loads.end())};
   const EplbResult layout =
       rebalance_experts(weights, EplbParams{per_gpu * R, groups, topology.num_nodes, R});

@@ -10,6 +10,16 @@
 
 namespace topoep {
 
+// The expert groups EPLB runs with on this cluster and model (PlannerOptions::eplb_groups
+// resolved; 1 where they do not divide the experts), and whether they make DeepSeek's
+// hierarchical policy (groups a multiple of the nodes: groups packed onto nodes, every copy
+// of an expert kept on its group's node) rather than the global one.
+struct EplbPolicy {
+  int groups = 1;
+  bool hierarchical = false;
+};
+EplbPolicy eplb_policy(int eplb_groups, int num_nodes, int model_expert_groups, int num_experts);
+
 class EplbPlanner : public Planner {
  public:
   EplbPlanner(const PlannerContext& context, const PlannerOptions& options, bool every_microbatch);

@@ -131,8 +131,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   std::cout << "\n";
   print_simulation_table(result.summary, std::cout);
-  print_planner_notes(result.summary, m.steps, request.config.slots_per_rank,
-                      request.config.planner_options, std::cout);
+  print_planner_notes(result.summary, m.steps, request.config, std::cout);
   const double overlap = request.config.options.a2a_overlap_fraction;
   if (overlap > 0) {
     std::cout << "\nNote: --a2a-overlap " << overlap

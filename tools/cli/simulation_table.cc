@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "solver/planners/eplb_planner.h"
 #include "tools/cli/table.h"
 
 namespace topoep {
@@ -46,8 +47,10 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
-void print_planner_notes(const RunSummary& summary, int steps, int slots,
-                         const PlannerOptions& options, std::ostream& out) {
+void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
+                         std::ostream& out) {
+  const PlannerOptions& options = config.planner_options;
+  const int slots = config.slots_per_rank;
   const bool topoep_runs = summary.index_of("topoep") >= 0;
   if (topoep_runs && slots > 0) {
     out << "\nNote: topoep's GPU solve is charged " << options.topoep_solve_us
@@ -73,14 +76,30 @@ void print_planner_notes(const RunSummary& summary, int steps, int slots,
   if (slots == 0) return;  // no planner can make a replica: every row is static's
   // New replicas and migrations are the only weight traffic, so a planner that moved none
   // made no replica on any record.
+  const Topology& topology = config.topology;
+  const bool eplb_keeps_copies_home =
+      topology.gpus_per_node == 1 && topology.nodes > 1 &&
+      eplb_policy(options.eplb_groups, topology.nodes, config.model.expert_groups,
+                  config.model.num_experts)
+          .hierarchical;
   for (const PlannerRunSummary& s : summary.planners()) {
     if (s.planner == "static" || s.planner == "ideal") continue;
     if (s.planner == "eplb" && eplb_never_replanned) continue;
     if (s.nvlink_weight_bytes + s.ib_weight_bytes > 0) continue;
-    out << "\nNote: " << s.planner
-        << " made no replica on any record: at these costs no replica paid for moving\n"
-        << "its weights, so it ran the static plan throughout"
+    const bool eplb = s.planner == "eplb" || s.planner == "eplb-microbatch";
+    const bool home_copies = eplb && eplb_keeps_copies_home;
+    out << "\nNote: " << s.planner << " made no replica on any record: "
+        << (home_copies
+                // Its layout fills every slot, but each copy lands on the expert's home GPU.
+                ? "with one GPU a node, EPLB's hierarchical\n"
+                  "policy (expert groups packed onto nodes) keeps every copy of an expert on its\n"
+                  "home GPU, so it ran the static plan throughout"
+                : eplb ? "its layouts put no copy of an expert on a GPU\n"
+                         "that did not hold it, so it ran the static plan throughout"
+                       : "at these costs no replica paid for moving\n"
+                         "its weights, so it ran the static plan throughout")
         << (s.overhead > 0 ? " (its row adds its planning overhead).\n" : ".\n");
+    if (home_copies) out << "--eplb-groups 1 runs its global policy.\n";
   }
 }
 

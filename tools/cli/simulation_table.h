@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/replay.h"
 #include "sim/run_summary.h"
 #include "solver/planners/planner.h"
 
@@ -18,8 +19,11 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out);
 // trace of `steps` steps that ends before its first replan ran the home layout throughout, so
 // it ties with static; and a balancing planner that moved no replica weights over the whole run
 // made no replica, so it ran the static plan on every record (its row is static's plus its
-// planning overhead, if any: TopoEP's solve, shadowing's policy).
-void print_planner_notes(const RunSummary& summary, int steps, int slots,
-                         const PlannerOptions& options, std::ostream& out);
+// planning overhead, if any: TopoEP's solve, shadowing's policy), and why: the costs, for the
+// planners that weigh them; for EPLB, whose layouts do not, one GPU a node under its
+// hierarchical policy, which keeps every copy of an expert on its home GPU (eplb_policy()). `config` is the
+// replay's.
+void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
+                         std::ostream& out);
 
 }  // namespace topoep
