@@ -1,0 +1,139 @@
+#include "sim/sim_config.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/preset_source.h"
+#include "common/text_list.h"
+#include "models/model_json.h"
+#include "sim/home_layout_check.h"
+#include "solver/input_error.h"
+#include "solver/placement.h"
+#include "topologies/topology_presets.h"
+#include "topologies/topology_shape.h"
+
+namespace topoep {
+
+void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata) {
+  const std::string named = quoted_with_origin(model.name, model.origin);
+  const auto hint = [&] {
+    return preset_hint(
+        model_presets_fitting(metadata.num_experts, metadata.top_k),
+        std::to_string(metadata.num_experts) + " experts and top-" + std::to_string(metadata.top_k),
+        show_command("model", model.name, model.origin));
+  };
+  if (metadata.num_experts != model.num_experts) {
+    throw InputError("model.num_experts", named + " has " + std::to_string(model.num_experts) +
+                                              " experts but the trace has " +
+                                              std::to_string(metadata.num_experts) + hint());
+  }
+  if (metadata.top_k != model.top_k) {
+    throw InputError("model.top_k", named + " routes each token to " + std::to_string(model.top_k) +
+                                        " experts but the trace to " +
+                                        std::to_string(metadata.top_k) + hint());
+  }
+}
+
+namespace {
+
+// SimConfig::explain: none, or a record of the trace that the topoep planner plans.
+void check_explain(const SimConfig& config, const TraceMetadata& metadata) {
+  const RecordKey& record = config.explain;
+  if (record.step < 0) return;
+  if (std::find(config.planners.begin(), config.planners.end(), "topoep") ==
+      config.planners.end()) {
+    throw InputError("explain", "shows the topoep planner's moves: add topoep to the planners");
+  }
+  const int groups = routing_groups(config, metadata);
+  const std::pair<int, int> parts[] = {{record.step, metadata.steps},
+                                       {record.microbatch, metadata.microbatches},
+                                       {record.layer, metadata.num_layers},
+                                       {record.group, groups}};
+  const char* names[] = {"steps", "microbatches", "layers", "data-parallel groups routed apart"};
+  for (int i = 0; i < 4; ++i) {
+    if (parts[i].first < 0 || parts[i].first >= parts[i].second) {
+      throw InputError(
+          "explain",
+          "step " + std::to_string(record.step) + ", microbatch " +
+              std::to_string(record.microbatch) + ", layer " + std::to_string(record.layer) +
+              (i == 3 ? ", group " + std::to_string(record.group) : "") +
+              (i == 3 && groups == 1
+                   ? ": the trace's ranks stand for every data-parallel group, so the group is 0"
+                   : ": the trace has " + std::to_string(parts[i].second) + " " + names[i] +
+                         " (0 to " + std::to_string(parts[i].second - 1) + ")"));
+    }
+  }
+}
+
+}  // namespace
+
+void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
+  check_sim_options(config.options);
+  check_planner_options(config.planner_options);
+  if (config.planners.empty()) throw InputError("planners", "name at least one planner");
+  const std::vector<std::string> known = planner_names();
+  bool planned = false;
+  for (std::size_t i = 0; i < config.planners.size(); ++i) {
+    const std::string& name = config.planners[i];
+    if (std::find(config.planners.begin(), config.planners.begin() + i, name) !=
+        config.planners.begin() + i) {
+      throw InputError("planners", "'" + name + "' is listed twice");
+    }
+    if (name == "ideal") continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      make_planner(name, PlannerContext{}, PlannerOptions{});  // throws, listing the names
+    }
+    planned = true;
+  }
+  if (!planned) throw InputError("planners", "'ideal' is a bound on other planners: add one");
+  if (config.threads < 1) throw InputError("threads", "must be at least 1");
+  const int gpus = config.topology.num_gpus();
+  const int groups = config.options.data_parallel;
+  // D x the GPUs, each group's own routing, fit as well as the GPUs (routing_groups()).
+  if (metadata.num_ranks != gpus && routing_groups(config, metadata) == 1) {
+    const std::vector<std::string> fitting = topology_presets_with_gpus(metadata.num_ranks);
+    // Where its nodes divide the ranks, the same cluster on more or fewer nodes fits.
+    const std::string reshape = fitting_nodes_hint(config.topology, metadata.num_ranks, true);
+    throw InputError(
+        "topology", quoted_with_origin(config.topology.name, config.topology.origin) + " has " +
+                        std::to_string(gpus) + " GPUs but the trace has " +
+                        std::to_string(metadata.num_ranks) + " ranks" +
+                        (groups > 1 ? " (with " + std::to_string(groups) +
+                                          " data-parallel groups it may also have " +
+                                          std::to_string(static_cast<std::int64_t>(groups) * gpus) +
+                                          ", each group's own)"
+                                    : "") +
+                        reshape +
+                        (reshape.empty() || !fitting.empty()
+                             ? preset_hint(fitting, std::to_string(metadata.num_ranks) + " GPUs",
+                                           show_command("topology", config.topology.name,
+                                                        config.topology.origin))
+                             : ""));
+  }
+  check_model_fits_trace(config.model, metadata);
+  require_homes_fit(config.homes, metadata.num_experts, gpus, "num_experts",
+                    "the trace's " + std::to_string(metadata.num_experts) + " experts",
+                    " of " + quoted_with_origin(config.topology.name, config.topology.origin));
+  // A replica never sits on its expert's home: the fullest rank has room for the others.
+  const int max_slots =
+      metadata.num_experts -
+      Placement::contiguous(metadata.num_experts, gpus, 0, config.homes).most_homed();
+  if (config.slots_per_rank < 0 || config.slots_per_rank > max_slots) {
+    throw InputError("slots", "must be in [0, " + std::to_string(max_slots) + "] for " +
+                                  std::to_string(metadata.num_experts) + " experts on " +
+                                  std::to_string(gpus) + " GPUs");
+  }
+  check_explain(config, metadata);
+}
+
+int routing_groups(const SimConfig& config, const TraceMetadata& metadata) {
+  const int groups = config.options.data_parallel;
+  const bool apart =
+      groups > 1 && static_cast<std::int64_t>(metadata.num_ranks) ==
+                        static_cast<std::int64_t>(groups) * config.topology.num_gpus();
+  return apart ? groups : 1;
+}
+
+}  // namespace topoep
