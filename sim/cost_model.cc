@@ -91,6 +91,9 @@ void check_sim_options(const SimOptions& options) {
   if (options.data_parallel < 1 || options.data_parallel > kMaxDataParallel) {
     throw InputError("data_parallel", "must be 1 to " + std::to_string(kMaxDataParallel));
   }
+  if (options.pipeline_stages < 1 || options.pipeline_stages > kMaxPipelineStages) {
+    throw InputError("pipeline_stages", "must be 1 to " + std::to_string(kMaxPipelineStages));
+  }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");
   }
@@ -187,6 +190,12 @@ Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
 Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
   return round_ps(outside_flop_per_token_ * static_cast<double>(tokens_on_rank) /
                   dense_gemm_flop_per_ps_);
+}
+
+Picoseconds CostModel::pipeline_handover_ps(TokenCount tokens_on_rank) const {
+  const Bytes bytes_per_token =
+      static_cast<Bytes>(model_.hidden_size) * options_.activation_grad_bytes;
+  return link_phase_ps(0, 0, tokens_on_rank, tokens_on_rank, bytes_per_token, solver_params_);
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {

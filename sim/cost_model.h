@@ -142,6 +142,10 @@ class CostModel {
   // distributed optimizer): the GPU that homes the most) per GPU x optimizer_bytes_per_param at
   // HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
+  // One microbatch's hand-over between pipeline stages: each GPU sends its `tokens_on_rank`
+  // tokens' hidden states (forward; their gradients backward) at activation_grad_bytes to the
+  // GPU of its rank in the next stage, which is on other nodes: one IB phase.
+  Picoseconds pipeline_handover_ps(TokenCount tokens_on_rank) const;
   // Experts homed on the GPU that homes the most (Placement::contiguous): ceil(E / R). The
   // optimizer and the experts' sync between data-parallel groups wait for that GPU.
   int most_homed_experts() const { return most_homed_; }

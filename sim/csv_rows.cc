@@ -90,21 +90,33 @@ std::string per_step_csv_header() {
          "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,"
          "expert_param_gather_us,optimizer_us,"
          "max_mean_load_mean,nvlink_dispatch_bytes,"
-         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes\n";
+         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,pipeline_idle_us\n";
 }
 
 std::string per_step_csv_rows(const StepResult& step, const std::vector<std::string>& planners) {
   std::string rows;
   for (std::size_t p = 0; p < planners.size(); ++p) {
     const StepTotals& t = step.planners[p];
-    rows += join({std::to_string(step.step), planners[p], format_us(t.step_time),
-                  fixed(t.tokens_per_s, 1), format_us(t.moe), format_us(t.moe_forward),
-                  format_us(t.overhead), format_us(t.dense), format_us(t.grad_reduce),
-                  format_us(t.dense_grad_reduce), format_us(t.dense_param_gather),
-                  format_us(t.expert_grad_sync), format_us(t.expert_param_gather),
-                  format_us(t.optimizer), fixed(t.max_mean_load_mean, 6),
-                  std::to_string(t.nvlink_dispatch_bytes), std::to_string(t.ib_dispatch_bytes),
-                  std::to_string(t.nvlink_weight_bytes), std::to_string(t.ib_weight_bytes)});
+    rows += join({std::to_string(step.step),
+                  planners[p],
+                  format_us(t.step_time),
+                  fixed(t.tokens_per_s, 1),
+                  format_us(t.moe),
+                  format_us(t.moe_forward),
+                  format_us(t.overhead),
+                  format_us(t.dense),
+                  format_us(t.grad_reduce),
+                  format_us(t.dense_grad_reduce),
+                  format_us(t.dense_param_gather),
+                  format_us(t.expert_grad_sync),
+                  format_us(t.expert_param_gather),
+                  format_us(t.optimizer),
+                  fixed(t.max_mean_load_mean, 6),
+                  std::to_string(t.nvlink_dispatch_bytes),
+                  std::to_string(t.ib_dispatch_bytes),
+                  std::to_string(t.nvlink_weight_bytes),
+                  std::to_string(t.ib_weight_bytes),
+                  format_us(t.pipeline_idle)});
   }
   return rows;
 }

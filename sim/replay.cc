@@ -9,6 +9,7 @@
 #include "common/parallel_tasks.h"
 #include "common/progress.h"
 #include "sim/gradient_reduction.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/plan_check.h"
 #include "solver/input_error.h"
 #include "solver/placement.h"
@@ -107,7 +108,16 @@ class Replay {
       }
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
-    optimizer_ps_ = cost_.optimizer_ps(metadata.num_layers);
+    // Each pipeline stage's GPUs update their own layers; the step waits for the fullest.
+    stage_first_ = stage_first_layers(metadata.num_layers, config.options.pipeline_stages);
+    int most_layers = 0;
+    for (std::size_t s = 0; s + 1 < stage_first_.size(); ++s) {
+      most_layers = std::max(most_layers, stage_first_[s + 1] - stage_first_[s]);
+    }
+    optimizer_ps_ = cost_.optimizer_ps(most_layers);
+    if (config.options.pipeline_stages > 1) {
+      handover_ps_ = cost_.pipeline_handover_ps(tokens_per_rank);
+    }
   }
 
   const CostModel& cost() const { return cost_; }
@@ -193,7 +203,6 @@ class Replay {
       StepTotals& totals = result.planners[p];
       for (const RecordResult& record : result.records) {
         const LayerCost& cost = record.planners[p];
-        totals.step_time += cost.critical_path();
         totals.moe += cost.moe();
         totals.moe_forward += cost.moe_forward();
         totals.overhead += cost.overhead;
@@ -211,8 +220,10 @@ class Replay {
         totals.max_mean_load_mean += cost.max_mean_load;
       }
       totals.max_mean_load_mean /= static_cast<double>(result.records.size());
+      const PipelineTimes span = step_span(result.records, static_cast<int>(p));
+      totals.pipeline_idle = span.mean_idle();
       totals.optimizer = optimizer_ps_;
-      totals.step_time += optimizer_ps_;
+      totals.step_time = span.makespan + optimizer_ps_;
       totals.tokens_per_s = static_cast<double>(result.tokens) * 1e12 / totals.step_time;
     }
     return result;
@@ -231,13 +242,12 @@ class Replay {
   // group's step at once) are told apart by their own work, the syncs left out: the group the
   // others waited for. Ties: the lower group. One group: its step as it is.
   StepResult take_slowest_groups() {
-    const auto path = [](const std::vector<RecordResult>& records, int p) {
-      Picoseconds sum = 0, syncs = 0;
+    const auto path = [&](const std::vector<RecordResult>& records, int p) {
+      Picoseconds work = 0;
       for (const RecordResult& record : records) {
-        sum += record.planners[p].critical_path();
-        syncs += record.planners[p].step_end_syncs();
+        work += record.planners[p].critical_path() - record.planners[p].step_end_syncs();
       }
-      return std::make_pair(sum, sum - syncs);
+      return std::make_pair(step_span(records, p).makespan, work);
     };
     StepResult result = std::move(groups_.front().step);
     for (std::size_t g = 1; g < groups_.size(); ++g) {
@@ -393,12 +403,16 @@ class Replay {
     // Where each group begins the layer before, past its gathers, on its own clock.
     std::vector<Picoseconds> begins(groups_.size(), 0);
     for (int layer = 0; layer < metadata_.num_layers; ++layer) {
+      // A pipeline stage's first layer has no layer before it on its GPUs: its gathers start
+      // as the step's optimizer ends, on the stage's own clock.
+      const bool first = starts_stage(layer);
+      if (first) std::fill(begins.begin(), begins.end(), 0);
       const Picoseconds last = *std::max_element(begins.begin(), begins.end());
       for (std::size_t g = 0; g < groups_.size(); ++g) {
         std::vector<RecordResult>& records = groups_[g].step.records;
         LayerCost& cost = records[layer].planners[p];
         Picoseconds idle = 0, late = 0;
-        if (layer > 0) {
+        if (!first) {
           const LayerCost& before = records[layer - 1].planners[p];
           const Picoseconds span = span_of(before), wait = last - begins[g];
           begins[g] += span;  // this layer begins
@@ -423,30 +437,70 @@ class Replay {
 
   // The step-end syncs of planner `p`'s last microbatch in each group, run as the group's
   // backward leaves the links idle, those between the groups together (sim/backward_sync.h):
-  // what of each is left when a group's backward ends goes onto its layer's record.
+  // what of each is left when a group's backward ends goes onto its layer's record. Each
+  // pipeline stage runs its own layers' syncs on its own GPUs, on its own clock.
   void expose_gradient_syncs(int p) {
     const int num_layers = metadata_.num_layers;
     const std::size_t last = static_cast<std::size_t>(metadata_.microbatches - 1) * num_layers;
-    std::vector<GroupBackward> backward(groups_.size());
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      const std::vector<RecordResult>& records = groups_[g].step.records;
-      // Every microbatch before the last, forward and backward, then the last one's forward.
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        const LayerCost& cost = records[i].planners[p];
-        backward[g].start += i < last ? cost.critical_path() : cost.forward_path();
-        if (i >= last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
+    for (std::size_t stage = 0; stage + 1 < stage_first_.size(); ++stage) {
+      const int begin = stage_first_[stage], end = stage_first_[stage + 1];
+      std::vector<GroupBackward> backward(groups_.size());
+      for (std::size_t g = 0; g < groups_.size(); ++g) {
+        const std::vector<RecordResult>& records = groups_[g].step.records;
+        // Every microbatch before the last, forward and backward, then the last one's forward.
+        for (std::size_t i = 0; i < records.size(); ++i) {
+          const int layer = static_cast<int>(i % num_layers);
+          if (layer < begin || layer >= end) continue;
+          const LayerCost& cost = records[i].planners[p];
+          backward[g].start += i < last ? cost.critical_path() : cost.forward_path();
+          if (i >= last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
+        }
+      }
+      const std::vector<std::vector<LayerSyncExposed>> exposed =
+          expose_group_backward_syncs(backward);
+      for (std::size_t g = 0; g < groups_.size(); ++g) {
+        for (int layer = begin; layer < end; ++layer) {
+          LayerCost& cost = groups_[g].step.records[last + layer].planners[p];
+          const LayerSyncExposed& sync = exposed[g][layer - begin];
+          cost.grad_reduce = sync.replica_reduction;
+          cost.expert_grad_sync = sync.expert_sync;
+          cost.dense_grad_reduce = sync.dense_sync;
+        }
       }
     }
-    const std::vector<std::vector<LayerSyncExposed>> exposed =
-        expose_group_backward_syncs(backward);
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      for (int layer = 0; layer < num_layers; ++layer) {
-        LayerCost& cost = groups_[g].step.records[last + layer].planners[p];
-        cost.grad_reduce = exposed[g][layer].replica_reduction;
-        cost.expert_grad_sync = exposed[g][layer].expert_sync;
-        cost.dense_grad_reduce = exposed[g][layer].dense_sync;
+  }
+
+  bool starts_stage(int layer) const {
+    return std::binary_search(stage_first_.begin(), stage_first_.end() - 1, layer);
+  }
+
+  // The time planner `p`'s `records` (one step's, in (microbatch, layer) order) keep the
+  // cluster busy before the optimizer: their critical paths one after the other, or through
+  // the pipeline stages (pipeline_schedule.h).
+  PipelineTimes step_span(const std::vector<RecordResult>& records, int p) const {
+    const int stages = static_cast<int>(stage_first_.size()) - 1;
+    PipelineTimes times;
+    if (stages == 1) {
+      for (const RecordResult& record : records)
+        times.makespan += record.planners[p].critical_path();
+      times.busy = {times.makespan};
+      return times;
+    }
+    const int num_layers = metadata_.num_layers;
+    std::vector<std::vector<StageWork>> work(stages,
+                                             std::vector<StageWork>(metadata_.microbatches));
+    for (int stage = 0; stage < stages; ++stage) {
+      for (int m = 0; m < metadata_.microbatches; ++m) {
+        StageWork& w = work[stage][m];
+        for (int layer = stage_first_[stage]; layer < stage_first_[stage + 1]; ++layer) {
+          const LayerCost& cost =
+              records[static_cast<std::size_t>(m) * num_layers + layer].planners[p];
+          w.forward += cost.forward_path();
+          w.backward += cost.critical_path() - cost.forward_path();
+        }
       }
     }
+    return run_one_f_one_b(work, handover_ps_);
   }
 
   int gpus() const { return config_.topology.num_gpus(); }
@@ -466,6 +520,9 @@ class Replay {
   std::vector<std::vector<TraceRecord>> split_;
   std::int64_t step_tokens_ = 0;  // every group's tokens so far in the step
   Picoseconds optimizer_ps_ = 0;
+  // The first layer of each pipeline stage, and the layer count last (stage_first_layers()).
+  std::vector<int> stage_first_;
+  Picoseconds handover_ps_ = 0;  // one microbatch's activations from one stage to the next
 };
 
 }  // namespace

@@ -31,7 +31,9 @@ struct RecordResult {
   std::vector<LayerCost> planners;
 };
 
-// A planner's totals over one step. Critical path = the records' critical paths + optimizer.
+// A planner's totals over one step. Critical path = the records' critical paths + optimizer;
+// with pipeline stages, their 1F1B schedule's span + optimizer. The phases are summed over the
+// records, every stage's.
 struct StepTotals {
   Picoseconds step_time = 0;
   Picoseconds moe = 0;  // MoE layers' straggler time, forward and backward
@@ -45,6 +47,9 @@ struct StepTotals {
   Picoseconds expert_grad_sync = 0;     // the expert gradients' sync across groups, exposed
   Picoseconds expert_param_gather = 0;  // the expert parameters' all-gather across groups
   Picoseconds optimizer = 0;
+  // With pipeline stages: the step (before the optimizer) less the stages' mean busy time,
+  // what of it a stage waits on average (warm-up and drain, hand-overs, slower stages).
+  Picoseconds pipeline_idle = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;
   double max_mean_load_mean = 0;

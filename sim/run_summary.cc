@@ -44,6 +44,7 @@ void RunSummary::add(const StepResult& step) {
     s.expert_grad_sync += totals.expert_grad_sync;
     s.expert_param_gather += totals.expert_param_gather;
     s.optimizer += totals.optimizer;
+    s.pipeline_idle += totals.pipeline_idle;
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       ++s.records;
@@ -135,7 +136,8 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"planner_overhead", per_step_us(s.overhead)},
           {"dense", per_step_us(s.dense)},
           {"dense_outside_moe_layers", per_step_us(s.outside)},
-          {"optimizer", per_step_us(s.optimizer)}}},
+          {"optimizer", per_step_us(s.optimizer)},
+          {"pipeline_idle", per_step_us(s.pipeline_idle)}}},
         {"per_step_bytes",
          {{"nvlink_dispatch", per_step_bytes(s.nvlink_dispatch_bytes)},
           {"ib_dispatch", per_step_bytes(s.ib_dispatch_bytes)},

@@ -24,6 +24,8 @@ struct PlannerRunSummary {
   // The all-to-all time behind another microbatch's compute (SimOptions::a2a_overlap_fraction):
   // moe = the seven phases above less it.
   Picoseconds a2a_hidden = 0;
+  // With pipeline stages: what of the step a stage waits on average (StepTotals).
+  Picoseconds pipeline_idle = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0, nvlink_weight_bytes = 0,
         ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0,
         dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0, expert_sync_ib_bytes = 0;

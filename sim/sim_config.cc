@@ -89,6 +89,12 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   }
   if (!planned) throw InputError("planners", "'ideal' is a bound on other planners: add one");
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
+  if (config.options.pipeline_stages > metadata.num_layers) {
+    throw InputError("pipeline_stages",
+                     "is " + std::to_string(config.options.pipeline_stages) + ", more than the " +
+                         std::to_string(metadata.num_layers) +
+                         " MoE layers of the trace: each stage holds at least one");
+  }
   const int gpus = config.topology.num_gpus();
   const int groups = config.options.data_parallel;
   // D x the GPUs, each group's own routing, fit as well as the GPUs (routing_groups()).

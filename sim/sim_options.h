@@ -74,7 +74,15 @@ struct SimOptions {
   // microbatch m + 1 with the backward of microbatch m. 0: every all-to-all on the critical path
   // (the default schedule); 1: as much as the paired compute covers.
   double a2a_overlap_fraction = 0.0;
+  // Pipeline stages the trace's MoE layers are split into, contiguously (the first layers % P
+  // stages hold one more), each on its own copy of the topology's GPUs, run by Megatron-LM's
+  // non-interleaved 1F1B schedule (sim/pipeline_schedule.h; sim/README.md, "Pipeline
+  // stages"). 1: every layer on the topology's GPUs, one microbatch after the other.
+  int pipeline_stages = 1;
 };
+
+// The most pipeline stages SimOptions::pipeline_stages accepts (and no more than the layers).
+constexpr int kMaxPipelineStages = 1024;
 
 // "allreduce" or "distributed", as the CLI and the sweep spell them.
 const char* dense_sync_name(DenseSync sync);

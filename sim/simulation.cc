@@ -42,7 +42,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)},
-        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction}}},
+        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
+        {"pipeline_stages", c.options.pipeline_stages}}},
       {"planner_options",
        {{"eplb_period_steps", c.planner_options.eplb_period_steps},
         {"eplb_window_steps", c.planner_options.eplb_window_steps},
@@ -145,6 +146,12 @@ SimulationResult run_simulation(const SimulationRequest& request) {
   if (request.out_dir.empty()) config.plan_hashes = false;
   if (!request.timeline.empty()) {
     if (request.timeline_step < 0) throw InputError("timeline_step", "must not be negative");
+    if (config.options.pipeline_stages > 1) {
+      throw InputError("timeline",
+                       "draws a step's records one after the other on one set of "
+                       "GPUs: it does not show pipeline stages (pipeline_stages " +
+                           std::to_string(config.options.pipeline_stages) + ")");
+    }
     config.detail_step = request.timeline_step;
   }
   // Every check that can fail before the replay runs first, so a mistake costs no time.

@@ -40,6 +40,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "expert_grad_sync_us_per_step",
                                                    "expert_param_gather_us_per_step",
                                                    "a2a_hidden_us_per_step",
+                                                   "pipeline_idle_us_per_step",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -117,6 +118,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["expert_param_gather_us_per_step"] =
         static_cast<double>(s.expert_param_gather) / 1e6 / steps;
     row["a2a_hidden_us_per_step"] = static_cast<double>(s.a2a_hidden) / 1e6 / steps;
+    row["pipeline_idle_us_per_step"] = static_cast<double>(s.pipeline_idle) / 1e6 / steps;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -196,10 +198,13 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     // Rows written before the dispatcher column were priced per assignment, and those written
     // before the dense gradients' all-reduce joined the step (2026-12-03) without it, and for
     // one expert-parallel group (before data_parallel), and EPLB's groups were one a node
-    // (before eplb_groups), and no all-to-all ran behind compute (before a2a_overlap_fraction).
+    // (before eplb_groups), and no all-to-all ran behind compute (before a2a_overlap_fraction),
+    // and every layer ran on one set of GPUs (before pipeline_stages).
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
     if (!row.contains("a2a_overlap_fraction")) row["a2a_overlap_fraction"] = 0.0;
     if (!row.contains("a2a_hidden_us_per_step")) row["a2a_hidden_us_per_step"] = 0.0;
+    if (!row.contains("pipeline_stages")) row["pipeline_stages"] = 1;
+    if (!row.contains("pipeline_idle_us_per_step")) row["pipeline_idle_us_per_step"] = 0.0;
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

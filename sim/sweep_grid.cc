@@ -19,6 +19,7 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "slots",
                                                "dense_grad_bytes",
                                                "data_parallel",
+                                               "pipeline_stages",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
@@ -335,6 +336,7 @@ class GridReader {
       c.options.gradient_overlap_fraction =
           get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
       c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
+      c.options.pipeline_stages = get("pipeline_stages", c.options.pipeline_stages);
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
@@ -370,6 +372,9 @@ class GridReader {
         metadata.num_ranks = point.synthetic.num_ranks;
         metadata.num_experts = point.synthetic.num_experts;
         metadata.top_k = point.synthetic.top_k;
+        metadata.num_layers = point.synthetic.num_layers;
+        metadata.microbatches = point.synthetic.microbatches;
+        metadata.steps = point.synthetic.steps;
       }
       check_sim_config(c, metadata);
       point.columns = {{"trace", trace.is_string() ? trace.get<std::string>()
@@ -393,6 +398,7 @@ class GridReader {
                        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
                        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
+                       {"pipeline_stages", c.options.pipeline_stages},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -442,6 +448,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "optimizer_bytes_per_param",
                                                    "dispatcher",
                                                    "a2a_overlap_fraction",
+                                                   "pipeline_stages",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -631,6 +631,35 @@ expect_text "the table notes how the overlap pairs microbatches" "$work/out" \
   --model "$work/model16.json" --planners topoep,static --a2a-overlap 1 >"$work/out" 2>&1
 expect "simulate takes an overlap on one microbatch a step" 0 $?
 expect_text "and says nothing could pair" "$work/out" "this trace has one microbatch a step"
+# Pipeline stages: at most one a layer; no timeline (it draws one set of GPUs); recorded, and
+# what of the step the stages wait in summary.json and per_step.csv.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --pipeline-stages 3 >"$work/out" 2>&1
+expect "simulate rejects more pipeline stages than layers" 2 $?
+expect_text "the stages' error names the flag and the layers" "$work/out" \
+  "error: --pipeline-stages: is 3, more than the 2 MoE layers of the trace"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --pipeline-stages 2 --timeline "$work/pp.json" >"$work/out" 2>&1
+expect "simulate refuses a timeline of pipeline stages" 2 $?
+expect_text "naming the timeline" "$work/out" "error: --timeline: draws a step's records one after"
+[[ ! -e "$work/pp.json" ]]
+expect "and writes none" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --out "$work/pp" >"$work/out" 2>&1
+expect "simulate runs pipeline stages" 0 $?
+expect_text "and says how the layers split" "$work/out" \
+  "2 pipeline stages of 1 MoE layers, each on its own 16 GPUs, run by 1F1B"
+python3 - "$work/pp" <<'PY'
+import csv, json, sys
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+assert summary["run"]["sim_options"]["pipeline_stages"] == 2, summary["run"]["sim_options"]
+for p in summary["planners"]:
+    assert 0 < p["per_step_us"]["pipeline_idle"] < p["step_time_us"], p
+rows = list(csv.DictReader(open(sys.argv[1] + "/per_step.csv")))
+assert rows and all(0 < float(r["pipeline_idle_us"]) < float(r["step_time_us"]) for r in rows), rows
+PY
+expect "summary.json and per_step.csv record the stages and what they wait" 0 $?
 
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1

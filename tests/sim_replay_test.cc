@@ -15,6 +15,7 @@
 
 #include "common/file_input_error.h"
 #include "models/model_json.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/simulation.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
@@ -643,6 +644,77 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
   }
 }
 
+// Pipeline stages: each planner's step is the 1F1B schedule of its records' forward and
+// backward, stage by stage (sim/pipeline_schedule.h), plus the optimizer of the fullest stage;
+// every bound holds; each stage's first layer has no layer before it to hide its parameter
+// gathers in, and each stage runs its own gradient syncs; more stages than layers are refused.
+TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
+  const auto run = [](int stages, int threads) {
+    SimConfig config = small_config();
+    config.options.pipeline_stages = stages;
+    config.options.dense_sync = DenseSync::kDistributedOptimizer;
+    config.threads = threads;
+    Collect collect;
+    replay_trace(small_trace(), config, collect);
+    return collect.steps;
+  };
+  SimConfig config = small_config();
+  config.options.dense_sync = DenseSync::kDistributedOptimizer;
+  const std::vector<StepResult> one = run(1, 1);
+  for (const int stages : {2, 3}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages");
+    config.options.pipeline_stages = stages;
+    const CostModel cost(config.topology, config.model, config.options, 512);
+    const Picoseconds handover = cost.pipeline_handover_ps(512);
+    EXPECT_GT(handover, 0);
+    const std::vector<int> first = stage_first_layers(3, stages);
+    const std::vector<StepResult> piped = run(stages, 1);
+    check_bounds(piped, kAllPlanners, "pipelined");
+    const std::vector<StepResult> two_threads = run(stages, 2);
+    for (std::size_t step = 0; step < piped.size(); ++step) {
+      const StepResult& result = piped[step];
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        SCOPED_TRACE(kAllPlanners[p]);
+        std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(2));
+        for (const RecordResult& record : result.records) {
+          const LayerCost& c = record.planners[p];
+          const int stage = static_cast<int>(
+              std::upper_bound(first.begin(), first.end(), record.layer) - first.begin() - 1);
+          work[stage][record.microbatch].forward += c.forward_path();
+          work[stage][record.microbatch].backward += c.critical_path() - c.forward_path();
+          const bool starts = record.layer == first[stage];
+          if (record.microbatch == 0 && starts && kAllPlanners[p] != "ideal") {
+            EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps)
+                << "layer " << record.layer;
+          }
+        }
+        const PipelineTimes times = run_one_f_one_b(work, handover);
+        const StepTotals& totals = result.planners[p];
+        EXPECT_EQ(totals.optimizer, cost.optimizer_ps(first[1] - first[0]));
+        EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
+        EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
+        EXPECT_GT(totals.pipeline_idle, 0);
+        // More stages, each with fewer layers: a shorter step than on one set of GPUs.
+        EXPECT_LT(totals.step_time, one[step].planners[p].step_time);
+        EXPECT_EQ(totals.step_time, two_threads[step].planners[p].step_time);
+      }
+    }
+  }
+  for (const StepResult& step : one) {
+    for (const StepTotals& totals : step.planners) EXPECT_EQ(totals.pipeline_idle, 0);
+  }
+  config.options.pipeline_stages = 4;
+  Collect collect;
+  try {
+    replay_trace(small_trace(), config, collect);
+    ADD_FAILURE() << "4 stages of 3 layers passed";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "pipeline_stages");
+    EXPECT_NE(std::string(error.what()).find("more than the 3 MoE layers"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
   // With the all-to-alls behind compute too: their slices show what stays on the path.
   for (const double overlap : {0.0, 1.0}) {
@@ -832,6 +904,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
       write_synthetic_trace(spec, replayed);
     }
     if (draw(0, 1) == 1) config.options.a2a_overlap_fraction = fraction();
+    config.options.pipeline_stages = draw(1, spec.num_layers);
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(replayed, config, collect);

@@ -229,6 +229,33 @@ TEST(Sweep, RowsReportTheAllToAllTimeBehindCompute) {
   EXPECT_EQ(overlapped_rows, 2);
 }
 
+// Pipeline stages: 1 (the default) to the trace's layers; each row says what of its step the
+// stages wait, none on one stage.
+TEST(Sweep, SweepsPipelineStagesAndReportsWhatTheyWait) {
+  const SweepGrid grid = load_sweep_grid(write_grid("pipeline.json", R"({
+    "planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 2, "layers": 2, "tokens_per_rank": 64}}],
+    "pipeline_stages": [1, 2]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[1].config.options.pipeline_stages, 2);
+  EXPECT_EQ(grid.points[0].columns["pipeline_stages"], 1);
+  std::istringstream rows(read_file(run(grid, temp_path("sweep_pipeline_rows"), 1)));
+  int staged_rows = 0;
+  for (std::string line; std::getline(rows, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    const bool staged = row["pipeline_stages"].get<int>() > 1;
+    EXPECT_EQ(row["pipeline_idle_us_per_step"].get<double>() > 0, staged) << line;
+    staged_rows += staged;
+  }
+  EXPECT_EQ(staged_rows, 2);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 2}}],
+                                    "pipeline_stages": [3]})"),
+            "pipeline_stages");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "pipeline_stages": [0]})"),
+            "pipeline_stages[0]");
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -445,7 +472,8 @@ SweepOptions resume_options(const std::string& dir) {
 }
 
 // Results written before the dispatcher column existed were priced per assignment (and before
-// the all-to-alls could run behind compute, with none of them there): a resume keeps their rows
+// the all-to-alls could run behind compute, with none of them there, and before pipeline
+// stages, on one set of GPUs): a resume keeps their rows
 // and fills the columns, as a fresh run writes them.
 TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem) {
   const char* grid = R"({"planners": ["topoep", "static"],
@@ -454,7 +482,9 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   const std::string dir = temp_path("sweep_old_rows");
   const std::string fresh = read_file(run(load_sweep_grid(write_grid("old.json", grid)), dir, 1));
   write_rows_as_an_earlier_version_did(
-      dir, fresh, {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step"});
+      dir, fresh,
+      {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step",
+       "pipeline_stages", "pipeline_idle_us_per_step"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);

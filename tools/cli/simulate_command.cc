@@ -12,6 +12,7 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/home_layout_check.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/replay.h"
 #include "sim/simulation.h"
 #include "solver/input_error.h"
@@ -117,6 +118,18 @@ void run_simulate(const SimulateOptions& options) {
                     ? ", DeepEP's dispatch (distinct tokens estimated from the counts)"
                     : "")
             << "\n";
+  const int stages = request.config.options.pipeline_stages;
+  if (stages > 1) {
+    const std::vector<int> first = stage_first_layers(m.num_layers, stages);
+    std::cout
+        << stages << " pipeline stages of " << first[1] - first[0]
+        << (first[1] - first[0] == first[stages] - first[stages - 1]
+                ? ""
+                : " to " + std::to_string(first[stages] - first[stages - 1]))
+        << " MoE layers, each on its own " << request.config.topology.num_gpus()
+        << " GPUs, run by 1F1B\n(the MoE and phase times below sum over the stages; a step is the "
+           "schedule's span)\n";
+  }
   const int groups = request.config.options.data_parallel;
   if (groups > 1) {
     std::cout << groups << " data-parallel groups, "
@@ -238,6 +251,11 @@ void add_simulate_command(CLI::App& app) {
                    "forward of microbatch m + 1 pairs with the backward of m; 0: none")
       ->capture_default_str();
   simulate
+      ->add_option("--pipeline-stages", o->sim.pipeline_stages,
+                   "Pipeline stages the MoE layers are split into, each on its own copy of the "
+                   "topology's GPUs, run by 1F1B (Megatron-LM's --pipeline-model-parallel-size)")
+      ->capture_default_str();
+  simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
                    "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
@@ -333,6 +351,8 @@ void add_simulate_command(CLI::App& app) {
                   {"weight_overlap_fraction", "--weight-overlap"},
                   {"gradient_overlap_fraction", "--gradient-overlap"},
                   {"a2a_overlap_fraction", "--a2a-overlap"},
+                  {"pipeline_stages", "--pipeline-stages"},
+                  {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},

@@ -1,0 +1,38 @@
+#pragma once
+// A training step's microbatches through P pipeline stages, as Megatron-LM's non-interleaved
+// 1F1B schedule runs them (sim/README.md, "Pipeline stages"). Stage s first runs
+// min(P - s - 1, M) forwards, then alternates one forward and one backward until its forwards
+// are done, then runs the backwards left. A forward on stage s > 0 waits for the same
+// microbatch's forward on stage s - 1 and the hand-over of its activations; a backward on stage
+// s < P - 1 waits for the same microbatch's backward on stage s + 1 and the hand-over of the
+// activation gradients. Deterministic integers.
+
+#include <vector>
+
+#include "solver/cost_params.h"
+
+namespace topoep {
+
+// One microbatch's work on one stage: its layers' forward and backward critical paths, in ps.
+struct StageWork {
+  Picoseconds forward = 0;
+  Picoseconds backward = 0;
+};
+
+struct PipelineTimes {
+  Picoseconds makespan = 0;       // when the last stage finishes its last backward
+  std::vector<Picoseconds> busy;  // per stage: the sum of its forwards and backwards
+  Picoseconds mean_idle() const;  // makespan less the stages' mean busy time, rounded down
+};
+
+// `work[stage][microbatch]`, every stage with the same microbatches; `handover`: the time one
+// microbatch's activations (forward) or their gradients (backward) take from one stage to the
+// next. One stage: the microbatches one after the other, forward then backward.
+PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
+                              Picoseconds handover);
+
+// The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
+// ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].
+std::vector<int> stage_first_layers(int layers, int stages);
+
+}  // namespace topoep

@@ -1,0 +1,152 @@
+// The 1F1B schedule of a step's microbatches through pipeline stages (sim/pipeline_schedule.h):
+// its closed forms, a case worked by hand, and that no stage's work finishing later can make
+// the step end sooner.
+
+#include "sim/pipeline_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace topoep {
+namespace {
+
+std::vector<std::vector<StageWork>> uniform(int stages, int microbatches, Picoseconds forward,
+                                            Picoseconds backward) {
+  return std::vector<std::vector<StageWork>>(
+      stages, std::vector<StageWork>(microbatches, StageWork{forward, backward}));
+}
+
+TEST(PipelineSchedule, OneStageRunsItsMicrobatchesOneAfterTheOther) {
+  const std::vector<std::vector<StageWork>> work = {{{3, 7}, {5, 11}, {2, 1}}};
+  const PipelineTimes times = run_one_f_one_b(work, 1000);
+  EXPECT_EQ(times.makespan, 3 + 7 + 5 + 11 + 2 + 1);
+  EXPECT_EQ(times.busy, std::vector<Picoseconds>{29});
+  EXPECT_EQ(times.mean_idle(), 0);
+}
+
+TEST(PipelineSchedule, EvenStagesTakeMicrobatchesPlusStagesLessOneSlots) {
+  // (M + P - 1) x (forward + backward) without hand-over time, more or fewer microbatches than
+  // stages alike.
+  for (const int stages : {2, 4, 7}) {
+    for (const int microbatches : {1, 2, 4, 9}) {
+      SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(microbatches) +
+                   " microbatches");
+      const PipelineTimes times = run_one_f_one_b(uniform(stages, microbatches, 10, 20), 0);
+      EXPECT_EQ(times.makespan, (microbatches + stages - 1) * 30);
+      for (const Picoseconds busy : times.busy) EXPECT_EQ(busy, microbatches * 30);
+      EXPECT_EQ(times.mean_idle(), (stages - 1) * 30);
+    }
+  }
+}
+
+TEST(PipelineSchedule, HandOversDelayTheWarmUpAndTheDrain) {
+  // Worked by hand: 2 stages, 2 microbatches, forward 1, backward 2, hand-over 1.
+  // Stage 0: F0 [0, 1], F1 [1, 2], B0 [6, 8] (after stage 1's B0 at 5, +1), B1 [9, 11].
+  // Stage 1: F0 [2, 3], B0 [3, 5], F1 [5, 6], B1 [6, 8].
+  const PipelineTimes times = run_one_f_one_b(uniform(2, 2, 1, 2), 1);
+  EXPECT_EQ(times.makespan, 11);
+  EXPECT_EQ(times.busy, (std::vector<Picoseconds>{6, 6}));
+  EXPECT_EQ(times.mean_idle(), 5);
+}
+
+// The schedule's end as the longest path through its dependency graph: each operation after
+// the one before it on its stage, a forward after the stage before's and a backward after the
+// stage after's, each plus the hand-over. Another algorithm than run_one_f_one_b()'s passes.
+Picoseconds longest_path(const std::vector<std::vector<StageWork>>& work, Picoseconds handover) {
+  const int stages = static_cast<int>(work.size());
+  const int microbatches = static_cast<int>(work.front().size());
+  // Stage s's order: F for the warm-up, then F, B pairs, then the B left.
+  std::vector<std::vector<std::pair<bool, int>>> order(stages);
+  for (int s = 0; s < stages; ++s) {
+    const int warmup = std::min(stages - s - 1, microbatches);
+    for (int m = 0; m < warmup; ++m) order[s].push_back({true, m});
+    for (int m = warmup; m < microbatches; ++m) {
+      order[s].push_back({true, m});
+      order[s].push_back({false, m - warmup});
+    }
+    for (int m = microbatches - warmup; m < microbatches; ++m) order[s].push_back({false, m});
+  }
+  std::map<std::tuple<int, bool, int>, Picoseconds> memo;
+  std::function<Picoseconds(int, bool, int)> end = [&](int s, bool forward, int m) {
+    const auto key = std::make_tuple(s, forward, m);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+    const auto& ops = order[s];
+    const std::size_t i = static_cast<std::size_t>(
+        std::find(ops.begin(), ops.end(), std::make_pair(forward, m)) - ops.begin());
+    Picoseconds start = i > 0 ? end(s, ops[i - 1].first, ops[i - 1].second) : 0;
+    if (forward && s > 0) start = std::max(start, end(s - 1, true, m) + handover);
+    if (!forward && s + 1 < stages) start = std::max(start, end(s + 1, false, m) + handover);
+    const StageWork& w = work[s][m];
+    return memo[key] = start + (forward ? w.forward : w.backward);
+  };
+  Picoseconds last = 0;
+  for (int s = 0; s < stages; ++s) last = std::max(last, end(s, false, microbatches - 1));
+  return last;
+}
+
+TEST(PipelineSchedule, EndsWhereTheLongestPathThroughItsDependenciesEnds) {
+  std::mt19937_64 random(5);
+  for (int round = 0; round < 300; ++round) {
+    const int stages = 1 + static_cast<int>(random() % 6);
+    const int microbatches = 1 + static_cast<int>(random() % 9);
+    std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(microbatches));
+    for (auto& row : work) {
+      for (StageWork& w : row) {
+        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
+      }
+    }
+    const Picoseconds handover = static_cast<Picoseconds>(random() % 30);
+    EXPECT_EQ(run_one_f_one_b(work, handover).makespan, longest_path(work, handover))
+        << "round " << round;
+  }
+  // With hand-overs a microbatch's round trip, P (F + B) + 2 (P - 1) x the hand-over, outlasts
+  // the P microbatches stage 0 holds in flight: the steady state slows, beyond
+  // (M + P - 1)(F + B) + 2 (P - 1) x the hand-over (348 here).
+  EXPECT_EQ(run_one_f_one_b(uniform(4, 8, 10, 20), 3).makespan, 378);
+}
+
+TEST(PipelineSchedule, TheSlowestStageSetsThePace) {
+  // Stage 1 twice as slow as its neighbours: the step is its 16 microbatches (960), stage 0's
+  // first forward before them and last backward after them, and one forward's wait.
+  std::vector<std::vector<StageWork>> work = uniform(3, 16, 10, 20);
+  for (StageWork& w : work[1]) w = {20, 40};
+  const PipelineTimes times = run_one_f_one_b(work, 0);
+  EXPECT_EQ(times.makespan, 1000);
+  EXPECT_EQ(times.makespan, longest_path(work, 0));
+  EXPECT_EQ(times.busy, (std::vector<Picoseconds>{480, 960, 480}));
+}
+
+TEST(PipelineSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
+  std::mt19937_64 random(11);
+  for (int round = 0; round < 300; ++round) {
+    const int stages = 1 + static_cast<int>(random() % 6);
+    const int microbatches = 1 + static_cast<int>(random() % 8);
+    std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(microbatches));
+    for (auto& row : work) {
+      for (StageWork& w : row)
+        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
+    }
+    const Picoseconds handover = static_cast<Picoseconds>(random() % 20);
+    const PipelineTimes before = run_one_f_one_b(work, handover);
+    StageWork& grown = work[random() % stages][random() % microbatches];
+    (random() % 2 ? grown.forward : grown.backward) += 1 + static_cast<Picoseconds>(random() % 50);
+    EXPECT_GE(run_one_f_one_b(work, handover).makespan, before.makespan) << "round " << round;
+    EXPECT_GE(run_one_f_one_b(work, handover + 5).makespan, before.makespan);
+  }
+}
+
+TEST(PipelineSchedule, StagesSplitTheLayersContiguouslyTheFirstOnesHoldingTheRest) {
+  EXPECT_EQ(stage_first_layers(58, 4), (std::vector<int>{0, 15, 30, 44, 58}));
+  EXPECT_EQ(stage_first_layers(8, 8), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(stage_first_layers(5, 1), (std::vector<int>{0, 5}));
+}
+
+}  // namespace
+}  // namespace topoep
