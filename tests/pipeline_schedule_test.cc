@@ -91,17 +91,23 @@ Picoseconds longest_path(const std::vector<std::vector<StageWork>>& work, Picose
   return last;
 }
 
+// 1 to 6 stages of 1 to 9 microbatches, forwards under 100 ps and backwards under 200.
+std::vector<std::vector<StageWork>> random_work(std::mt19937_64& random) {
+  const int stages = 1 + static_cast<int>(random() % 6);
+  const int microbatches = 1 + static_cast<int>(random() % 9);
+  std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(microbatches));
+  for (auto& row : work) {
+    for (StageWork& w : row) {
+      w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
+    }
+  }
+  return work;
+}
+
 TEST(PipelineSchedule, EndsWhereTheLongestPathThroughItsDependenciesEnds) {
   std::mt19937_64 random(5);
   for (int round = 0; round < 300; ++round) {
-    const int stages = 1 + static_cast<int>(random() % 6);
-    const int microbatches = 1 + static_cast<int>(random() % 9);
-    std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(microbatches));
-    for (auto& row : work) {
-      for (StageWork& w : row) {
-        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
-      }
-    }
+    const std::vector<std::vector<StageWork>> work = random_work(random);
     const Picoseconds handover = static_cast<Picoseconds>(random() % 30);
     EXPECT_EQ(run_one_f_one_b(work, handover).makespan, longest_path(work, handover))
         << "round " << round;
@@ -126,16 +132,10 @@ TEST(PipelineSchedule, TheSlowestStageSetsThePace) {
 TEST(PipelineSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
   std::mt19937_64 random(11);
   for (int round = 0; round < 300; ++round) {
-    const int stages = 1 + static_cast<int>(random() % 6);
-    const int microbatches = 1 + static_cast<int>(random() % 8);
-    std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(microbatches));
-    for (auto& row : work) {
-      for (StageWork& w : row)
-        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
-    }
+    std::vector<std::vector<StageWork>> work = random_work(random);
     const Picoseconds handover = static_cast<Picoseconds>(random() % 20);
     const PipelineTimes before = run_one_f_one_b(work, handover);
-    StageWork& grown = work[random() % stages][random() % microbatches];
+    StageWork& grown = work[random() % work.size()][random() % work.front().size()];
     (random() % 2 ? grown.forward : grown.backward) += 1 + static_cast<Picoseconds>(random() % 50);
     EXPECT_GE(run_one_f_one_b(work, handover).makespan, before.makespan) << "round " << round;
     EXPECT_GE(run_one_f_one_b(work, handover + 5).makespan, before.makespan);
