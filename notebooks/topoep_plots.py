@@ -303,7 +303,11 @@ def write_all(results_dir, out_dir):
             save(plot_load_heatmaps(replay), "load_heatmaps.png")
     if os.path.exists(os.path.join(results_dir, "results.csv")):
         results = load_sweep(results_dir)
-        for x in ("slots", "ib_nvlink_ratio", "nodes", "dispatcher"):
+        # The featured axes first, then any other the sweep varied. The ratio stands for the
+        # link bandwidths it is made of; a trace's column is its path or generator spec.
+        featured = ["slots", "ib_nvlink_ratio", "nodes", "dispatcher"]
+        skipped = featured + ["ib_gb_per_s", "nvlink_gb_per_s", "trace"]
+        for x in featured + [c for c in sweep_parameters(results) if c not in skipped]:
             if x in results and results[x].nunique() > 1:
                 save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
     if os.path.exists(os.path.join(results_dir, "skew", "results.csv")):

@@ -21,7 +21,8 @@ expect "replay with rank loads" 0 $?
 cat >"$work/grid.json" <<'JSON'
 {"planners": ["topoep", "eplb", "static", "ideal"],
  "trace": [{"synthetic": {"steps": 2, "layers": 2, "tokens_per_rank": 2048, "seed": 4}}],
- "nodes": [2, 4], "slots": [0, 1], "ib_gb_per_s": [25, 50], "dispatcher": ["alltoall", "deepep"]}
+ "nodes": [2, 4], "slots": [0, 1], "ib_gb_per_s": [25, 50], "dispatcher": ["alltoall", "deepep"],
+ "pipeline_stages": [1, 2]}
 JSON
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" --threads 2 >/dev/null
 expect "sweep" 0 $?
@@ -66,7 +67,9 @@ for png in straggler_by_layer load_heatmaps bytes_by_link gain_over_baselines; d
   [[ -s "$work/png-replay/$png.png" ]]
   expect "replay plot $png.png" 0 $?
 done
-for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes gain_vs_dispatcher; do
+# The featured axes, and any other the sweep varied (pipeline_stages).
+for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes gain_vs_dispatcher \
+  gain_vs_pipeline_stages; do
   [[ -s "$work/png-sweep/$png.png" ]]
   expect "sweep plot $png.png" 0 $?
 done
