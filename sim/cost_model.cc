@@ -192,6 +192,12 @@ Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
                   dense_gemm_flop_per_ps_);
 }
 
+Picoseconds CostModel::outside_head_part(Picoseconds outside) const {
+  if (outside_flop_per_token_ <= 0 || model_.moe_layers <= 0) return 0;
+  const double head = model_.head_flops_per_token() / model_.moe_layers;
+  return round_ps(static_cast<double>(outside) * head / outside_flop_per_token_);
+}
+
 Picoseconds CostModel::pipeline_handover_ps(TokenCount tokens_on_rank) const {
   const Bytes bytes_per_token =
       static_cast<Bytes>(model_.hidden_size) * options_.activation_grad_bytes;

@@ -136,6 +136,9 @@ class CostModel {
   // A MoE layer's share of the dense-only layers' and the output head's forward on the busiest
   // rank: outside_forward_time_ps() (sim/solver_cost.h).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
+  // Of a record's `outside` (its outside_forward_ps()), the output head's part, rounded; the
+  // rest is the dense-only layers'. Pipeline stages put the two on the last and the first stage.
+  Picoseconds outside_head_part(Picoseconds outside) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
   // of the dense-only layers' and the embeddings' (1/(D R) of them with the distributed
   // optimizer, D = data_parallel) + ceil(E/R) home experts' params (1/D of them with the

@@ -495,8 +495,15 @@ class Replay {
         for (int layer = stage_first_[stage]; layer < stage_first_[stage + 1]; ++layer) {
           const LayerCost& cost =
               records[static_cast<std::size_t>(m) * num_layers + layer].planners[p];
-          w.forward += cost.forward_path();
-          w.backward += cost.critical_path() - cost.forward_path();
+          // Each record's share outside the MoE layers runs where those layers are: the
+          // dense-only layers (the model's first) on the first stage, the head on the last.
+          const Picoseconds head = cost_.outside_head_part(cost.outside_forward);
+          w.forward += cost.forward_path() - cost.outside_forward;
+          w.backward += cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+          work[0][m].forward += cost.outside_forward - head;
+          work[0][m].backward += 2 * (cost.outside_forward - head);
+          work[stages - 1][m].forward += head;
+          work[stages - 1][m].backward += 2 * head;
         }
       }
     }

@@ -645,7 +645,9 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
 }
 
 // Pipeline stages: each planner's step is the 1F1B schedule of its records' forward and
-// backward, stage by stage (sim/pipeline_schedule.h), plus the optimizer of the fullest stage;
+// backward, stage by stage (sim/pipeline_schedule.h), the work outside the MoE layers on the
+// first (dense-only layers) and last (output head) stages, plus the optimizer of the fullest
+// stage;
 // every bound holds; each stage's first layer has no layer before it to hide its parameter
 // gathers in, and each stage runs its own gradient syncs; more stages than layers are refused.
 TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
@@ -680,8 +682,18 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
           const LayerCost& c = record.planners[p];
           const int stage = static_cast<int>(
               std::upper_bound(first.begin(), first.end(), record.layer) - first.begin() - 1);
-          work[stage][record.microbatch].forward += c.forward_path();
-          work[stage][record.microbatch].backward += c.critical_path() - c.forward_path();
+          // The share outside the MoE layers: the dense-only layers' on the first stage, the
+          // head's on the last.
+          const Picoseconds head = cost.outside_head_part(c.outside_forward);
+          EXPECT_GT(head, 0);
+          EXPECT_LT(head, c.outside_forward);
+          work[stage][record.microbatch].forward += c.forward_path() - c.outside_forward;
+          work[stage][record.microbatch].backward +=
+              c.critical_path() - c.forward_path() - 2 * c.outside_forward;
+          work[0][record.microbatch].forward += c.outside_forward - head;
+          work[0][record.microbatch].backward += 2 * (c.outside_forward - head);
+          work[stages - 1][record.microbatch].forward += head;
+          work[stages - 1][record.microbatch].backward += 2 * head;
           const bool starts = record.layer == first[stage];
           if (record.microbatch == 0 && starts && kAllPlanners[p] != "ideal") {
             EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps)
