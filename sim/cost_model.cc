@@ -94,6 +94,15 @@ void check_sim_options(const SimOptions& options) {
   if (options.pipeline_stages < 1 || options.pipeline_stages > kMaxPipelineStages) {
     throw InputError("pipeline_stages", "must be 1 to " + std::to_string(kMaxPipelineStages));
   }
+  const std::vector<int>& layers = options.pipeline_layers;
+  if (!layers.empty() && static_cast<int>(layers.size()) != options.pipeline_stages) {
+    throw InputError("pipeline_layers", "names " + std::to_string(layers.size()) +
+                                            " stages but pipeline_stages is " +
+                                            std::to_string(options.pipeline_stages));
+  }
+  if (std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; })) {
+    throw InputError("pipeline_layers", "every stage holds at least one layer");
+  }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");
   }

@@ -91,4 +91,12 @@ std::vector<int> stage_first_layers(int layers, int stages) {
   return first;
 }
 
+std::vector<int> stage_first_layers(int layers, int stages,
+                                    const std::vector<int>& layers_per_stage) {
+  if (layers_per_stage.empty()) return stage_first_layers(layers, stages);
+  std::vector<int> first(layers_per_stage.size() + 1, 0);
+  std::partial_sum(layers_per_stage.begin(), layers_per_stage.end(), first.begin() + 1);
+  return first;
+}
+
 }  // namespace topoep

@@ -34,5 +34,9 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].
 std::vector<int> stage_first_layers(int layers, int stages);
+// The same from the layers of each stage (SimOptions::pipeline_layers, summing to `layers`), or
+// where that is empty the even split over `stages`.
+std::vector<int> stage_first_layers(int layers, int stages,
+                                    const std::vector<int>& layers_per_stage);
 
 }  // namespace topoep

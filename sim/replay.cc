@@ -109,7 +109,8 @@ class Replay {
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
     // Each pipeline stage's GPUs update their own layers; the step waits for the fullest.
-    stage_first_ = stage_first_layers(metadata.num_layers, config.options.pipeline_stages);
+    stage_first_ = stage_first_layers(metadata.num_layers, config.options.pipeline_stages,
+                                      config.options.pipeline_layers);
     int most_layers = 0;
     for (std::size_t s = 0; s + 1 < stage_first_.size(); ++s) {
       most_layers = std::max(most_layers, stage_first_[s + 1] - stage_first_[s]);

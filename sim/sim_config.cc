@@ -1,6 +1,7 @@
 #include "sim/sim_config.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,14 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
   }
   if (!planned) throw InputError("planners", "'ideal' is a bound on other planners: add one");
   if (config.threads < 1) throw InputError("threads", "must be at least 1");
+  const std::vector<int>& per_stage = config.options.pipeline_layers;
+  const int staged = std::accumulate(per_stage.begin(), per_stage.end(), 0);
+  if (!per_stage.empty() && staged != metadata.num_layers) {
+    throw InputError("pipeline_layers", "place " + std::to_string(staged) +
+                                            " MoE layers, but the "
+                                            "trace has " +
+                                            std::to_string(metadata.num_layers));
+  }
   if (config.options.pipeline_stages > metadata.num_layers) {
     throw InputError("pipeline_stages",
                      "is " + std::to_string(config.options.pipeline_stages) + ", more than the " +

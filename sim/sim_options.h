@@ -3,6 +3,7 @@
 // documented with its source in sim/README.md.
 
 #include <string>
+#include <vector>
 
 namespace topoep {
 
@@ -79,6 +80,11 @@ struct SimOptions {
   // non-interleaved 1F1B schedule (sim/pipeline_schedule.h; sim/README.md, "Pipeline
   // stages"). 1: every layer on the topology's GPUs, one microbatch after the other.
   int pipeline_stages = 1;
+  // MoE layers on each stage, first to last, where not an even split (Megatron-LM's
+  // --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers lighten the
+  // stages that hold the dense-only layers and the head): pipeline_stages counts, each at least
+  // 1, summing to the trace's layers. Empty: the even split.
+  std::vector<int> pipeline_layers;
 };
 
 // The most pipeline stages SimOptions::pipeline_stages accepts (and no more than the layers).

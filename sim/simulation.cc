@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/file_input_error.h"
 #include "sim/csv_rows.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
 #include "traces/trace_reader.h"
@@ -20,6 +22,15 @@ nlohmann::json ring_traffic_json(const RingTraffic& traffic) {
 }
 
 namespace fs = std::filesystem;
+
+// The MoE layers each pipeline stage holds, first to last.
+std::vector<int> layers_per_stage(const SimOptions& options, int layers) {
+  const std::vector<int> first =
+      stage_first_layers(layers, options.pipeline_stages, options.pipeline_layers);
+  std::vector<int> counts(first.size() - 1);
+  for (std::size_t s = 0; s < counts.size(); ++s) counts[s] = first[s + 1] - first[s];
+  return counts;
+}
 
 nlohmann::json run_description(const SimulationRequest& request, const TraceMetadata& metadata,
                                const CostModel& cost) {
@@ -43,7 +54,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)},
         {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
-        {"pipeline_stages", c.options.pipeline_stages}}},
+        {"pipeline_stages", c.options.pipeline_stages},
+        {"pipeline_layers", layers_per_stage(c.options, metadata.num_layers)}}},
       {"planner_options",
        {{"eplb_period_steps", c.planner_options.eplb_period_steps},
         {"eplb_window_steps", c.planner_options.eplb_window_steps},

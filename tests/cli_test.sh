@@ -649,7 +649,7 @@ expect "and writes none" 0 $?
   --out "$work/pp" >"$work/out" 2>&1
 expect "simulate runs pipeline stages" 0 $?
 expect_text "and says how the layers split" "$work/out" \
-  "2 pipeline stages of 1 MoE layers, each on its own 16 GPUs, run by 1F1B"
+  "2 pipeline stages of 1, 1 MoE layers, each on its own 16 GPUs, run by 1F1B"
 python3 - "$work/pp" <<'PY'
 import csv, json, sys
 summary = json.load(open(sys.argv[1] + "/summary.json"))
@@ -660,6 +660,18 @@ rows = list(csv.DictReader(open(sys.argv[1] + "/per_step.csv")))
 assert rows and all(0 < float(r["pipeline_idle_us"]) < float(r["step_time_us"]) for r in rows), rows
 PY
 expect "summary.json and per_step.csv record the stages and what they wait" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
+expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?
+expect_text "naming the flag and both counts" "$work/out" \
+  "error: --pipeline-layers: place 3 MoE layers, but the trace has 2"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-layers 1,1 \
+  --out "$work/pp-layers" >"$work/out" 2>&1
+expect "simulate takes the stages' layers, which set the stages" 0 $?
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["pipeline_stages"] != 2 or o["pipeline_layers"] != [1, 1])' \
+  "$work/pp-layers/summary.json"
+expect "summary.json records each stage's layers" 0 $?
 
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1

@@ -651,9 +651,10 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
 // every bound holds; each stage's first layer has no layer before it to hide its parameter
 // gathers in, and each stage runs its own gradient syncs; more stages than layers are refused.
 TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
-  const auto run = [](int stages, int threads) {
+  const auto run = [](int stages, const std::vector<int>& layers, int threads) {
     SimConfig config = small_config();
     config.options.pipeline_stages = stages;
+    config.options.pipeline_layers = layers;
     config.options.dense_sync = DenseSync::kDistributedOptimizer;
     config.threads = threads;
     Collect collect;
@@ -662,17 +663,21 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
   };
   SimConfig config = small_config();
   config.options.dense_sync = DenseSync::kDistributedOptimizer;
-  const std::vector<StepResult> one = run(1, 1);
-  for (const int stages : {2, 3}) {
-    SCOPED_TRACE(std::to_string(stages) + " stages");
+  const std::vector<StepResult> one = run(1, {}, 1);
+  // Even splits of the 3 layers (2 + 1, 1 + 1 + 1), and one given stage by stage (1 + 2).
+  const std::vector<std::pair<int, std::vector<int>>> splits = {{2, {}}, {3, {}}, {2, {1, 2}}};
+  for (const auto& [stages, layers] : splits) {
+    SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(layers.size()) + " given");
     config.options.pipeline_stages = stages;
+    config.options.pipeline_layers = layers;
     const CostModel cost(config.topology, config.model, config.options, 512);
     const Picoseconds handover = cost.pipeline_handover_ps(512);
     EXPECT_GT(handover, 0);
-    const std::vector<int> first = stage_first_layers(3, stages);
-    const std::vector<StepResult> piped = run(stages, 1);
+    const std::vector<int> first =
+        layers.empty() ? stage_first_layers(3, stages) : std::vector<int>{0, 1, 3};
+    const std::vector<StepResult> piped = run(stages, layers, 1);
     check_bounds(piped, kAllPlanners, "pipelined");
-    const std::vector<StepResult> two_threads = run(stages, 2);
+    const std::vector<StepResult> two_threads = run(stages, layers, 2);
     for (std::size_t step = 0; step < piped.size(); ++step) {
       const StepResult& result = piped[step];
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
@@ -702,7 +707,7 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
         }
         const PipelineTimes times = run_one_f_one_b(work, handover);
         const StepTotals& totals = result.planners[p];
-        EXPECT_EQ(totals.optimizer, cost.optimizer_ps(first[1] - first[0]));
+        EXPECT_EQ(totals.optimizer, cost.optimizer_ps(layers.empty() ? first[1] - first[0] : 2));
         EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
         EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
         EXPECT_GT(totals.pipeline_idle, 0);
@@ -715,16 +720,30 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
   for (const StepResult& step : one) {
     for (const StepTotals& totals : step.planners) EXPECT_EQ(totals.pipeline_idle, 0);
   }
+  const auto refusal = [](const SimConfig& refused) {
+    Collect collect;
+    try {
+      replay_trace(small_trace(), refused, collect);
+    } catch (const InputError& error) {
+      EXPECT_TRUE(collect.steps.empty());
+      return error.field() + ": " + error.what();
+    }
+    return std::string("no error");
+  };
   config.options.pipeline_stages = 4;
-  Collect collect;
-  try {
-    replay_trace(small_trace(), config, collect);
-    ADD_FAILURE() << "4 stages of 3 layers passed";
-  } catch (const InputError& error) {
-    EXPECT_EQ(error.field(), "pipeline_stages");
-    EXPECT_NE(std::string(error.what()).find("more than the 3 MoE layers"), std::string::npos)
-        << error.what();
-  }
+  config.options.pipeline_layers = {};
+  EXPECT_NE(refusal(config).find("pipeline_stages: is 4, more than the 3 MoE layers"),
+            std::string::npos)
+      << refusal(config);
+  config.options.pipeline_stages = 2;
+  config.options.pipeline_layers = {1, 1};
+  EXPECT_NE(refusal(config).find("pipeline_layers: place 2 MoE layers, but the trace has 3"),
+            std::string::npos)
+      << refusal(config);
+  config.options.pipeline_layers = {1, 1, 1};
+  EXPECT_NE(refusal(config).find("pipeline_layers: names 3 stages but pipeline_stages is 2"),
+            std::string::npos)
+      << refusal(config);
 }
 
 TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {

@@ -89,6 +89,11 @@ void run_simulate(const SimulateOptions& options) {
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
   request.config.options = options.sim;
+  // A list of the stages' layers says how many stages there are.
+  const std::vector<int>& staged = options.sim.pipeline_layers;
+  if (!staged.empty() && options.sim.pipeline_stages == 1) {
+    request.config.options.pipeline_stages = static_cast<int>(staged.size());
+  }
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
   request.config.planner_options = options.planner;
@@ -120,15 +125,16 @@ void run_simulate(const SimulateOptions& options) {
             << "\n";
   const int stages = request.config.options.pipeline_stages;
   if (stages > 1) {
-    const std::vector<int> first = stage_first_layers(m.num_layers, stages);
-    std::cout
-        << stages << " pipeline stages of " << first[1] - first[0]
-        << (first[1] - first[0] == first[stages] - first[stages - 1]
-                ? ""
-                : " to " + std::to_string(first[stages] - first[stages - 1]))
-        << " MoE layers, each on its own " << request.config.topology.num_gpus()
-        << " GPUs, run by 1F1B\n(the MoE and phase times below sum over the stages; a step is the "
-           "schedule's span)\n";
+    const std::vector<int> first =
+        stage_first_layers(m.num_layers, stages, request.config.options.pipeline_layers);
+    std::string layers;
+    for (int s = 0; s < stages; ++s) {
+      layers += (s > 0 ? ", " : "") + std::to_string(first[s + 1] - first[s]);
+    }
+    std::cout << stages << " pipeline stages of " << layers << " MoE layers, each on its own "
+              << request.config.topology.num_gpus()
+              << " GPUs, run by 1F1B\n(the MoE and phase times below sum over the stages; a "
+                 "step is the schedule's span)\n";
   }
   const int groups = request.config.options.data_parallel;
   if (groups > 1) {
@@ -251,6 +257,11 @@ void add_simulate_command(CLI::App& app) {
                    "forward of microbatch m + 1 pairs with the backward of m; 0: none")
       ->capture_default_str();
   simulate
+      ->add_option("--pipeline-layers", o->sim.pipeline_layers,
+                   "MoE layers on each pipeline stage, first to last (e.g. 13,15,15,15), where "
+                   "not an even split; sets the stages")
+      ->delimiter(',');
+  simulate
       ->add_option("--pipeline-stages", o->sim.pipeline_stages,
                    "Pipeline stages the MoE layers are split into, each on its own copy of the "
                    "topology's GPUs, run by 1F1B (Megatron-LM's --pipeline-model-parallel-size)")
@@ -352,6 +363,7 @@ void add_simulate_command(CLI::App& app) {
                   {"gradient_overlap_fraction", "--gradient-overlap"},
                   {"a2a_overlap_fraction", "--a2a-overlap"},
                   {"pipeline_stages", "--pipeline-stages"},
+                  {"pipeline_layers", "--pipeline-layers"},
                   {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"data_parallel", "--data-parallel"},
