@@ -36,7 +36,7 @@ std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
 }  // namespace
 
 PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
-                              Picoseconds handover) {
+                              Picoseconds handover, const std::vector<StageEnds>& ends) {
   const int stages = static_cast<int>(work.size());
   PipelineTimes times;
   times.busy.assign(work.size(), 0);
@@ -51,6 +51,12 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
   for (int s = 0; s < stages; ++s) order[s] = one_f_one_b_order(s, stages, microbatches);
   std::vector<std::size_t> next(work.size(), 0);
   std::vector<Picoseconds> free_at(work.size(), 0);
+  if (!ends.empty()) {
+    for (int s = 0; s < stages; ++s) {
+      free_at[s] = ends[s].lead;
+      times.busy[s] += ends[s].lead + ends[s].tail;
+    }
+  }
   // Each pass runs, stage by stage, every operation whose input has arrived; 1F1B never waits
   // in a cycle, so every pass makes progress until all are done.
   for (bool progressed = true; progressed;) {
@@ -79,7 +85,9 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
       }
     }
   }
-  times.makespan = *std::max_element(free_at.begin(), free_at.end());
+  for (int s = 0; s < stages; ++s) {
+    times.makespan = std::max(times.makespan, free_at[s] + (ends.empty() ? 0 : ends[s].tail));
+  }
   return times;
 }
 

@@ -19,17 +19,27 @@ struct StageWork {
   Picoseconds backward = 0;
 };
 
+// What a stage waits for around its operations, in ps: `lead` from the step's start before its
+// first operation (the parameter all-gathers its first layer needs, which run as the optimizer
+// ends, while the stage waits for its first microbatch anyway), `tail` after its last (the
+// gradient syncs its backward left exposed, which delay no other stage).
+struct StageEnds {
+  Picoseconds lead = 0;
+  Picoseconds tail = 0;
+};
+
 struct PipelineTimes {
-  Picoseconds makespan = 0;       // when the last stage finishes its last backward
-  std::vector<Picoseconds> busy;  // per stage: the sum of its forwards and backwards
+  Picoseconds makespan = 0;       // when the last stage ends, its tail included
+  std::vector<Picoseconds> busy;  // per stage: its forwards, backwards, lead and tail
   Picoseconds mean_idle() const;  // makespan less the stages' mean busy time, rounded down
 };
 
 // `work[stage][microbatch]`, every stage with the same microbatches; `handover`: the time one
 // microbatch's activations (forward) or their gradients (backward) take from one stage to the
-// next. One stage: the microbatches one after the other, forward then backward.
+// next; `ends`: each stage's lead and tail (none where empty). One stage: the lead, the
+// microbatches one after the other, forward then backward, then the tail.
 PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
-                              Picoseconds handover);
+                              Picoseconds handover, const std::vector<StageEnds>& ends = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

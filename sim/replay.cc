@@ -488,10 +488,12 @@ class Replay {
       return times;
     }
     const int num_layers = metadata_.num_layers;
+    const int last = metadata_.microbatches - 1;
     std::vector<std::vector<StageWork>> work(stages,
                                              std::vector<StageWork>(metadata_.microbatches));
+    std::vector<StageEnds> ends(stages);
     for (int stage = 0; stage < stages; ++stage) {
-      for (int m = 0; m < metadata_.microbatches; ++m) {
+      for (int m = 0; m <= last; ++m) {
         StageWork& w = work[stage][m];
         for (int layer = stage_first_[stage]; layer < stage_first_[stage + 1]; ++layer) {
           const LayerCost& cost =
@@ -499,8 +501,23 @@ class Replay {
           // Each record's share outside the MoE layers runs where those layers are: the
           // dense-only layers (the model's first) on the first stage, the head on the last.
           const Picoseconds head = cost_.outside_head_part(cost.outside_forward);
-          w.forward += cost.forward_path() - cost.outside_forward;
-          w.backward += cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+          Picoseconds forward = cost.forward_path() - cost.outside_forward;
+          Picoseconds backward =
+              cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+          // The first layer's gathers run from the step's start, while the stage waits for its
+          // first microbatch; the syncs the last backward leaves run after it, holding up no
+          // other stage.
+          if (m == 0 && layer == stage_first_[stage]) {
+            const Picoseconds gathers = cost.dense_param_gather + cost.expert_param_gather;
+            ends[stage].lead += gathers;
+            forward -= gathers;
+          }
+          if (m == last) {
+            ends[stage].tail += cost.step_end_syncs();
+            backward -= cost.step_end_syncs();
+          }
+          w.forward += forward;
+          w.backward += backward;
           work[0][m].forward += cost.outside_forward - head;
           work[0][m].backward += 2 * (cost.outside_forward - head);
           work[stages - 1][m].forward += head;
@@ -508,7 +525,7 @@ class Replay {
         }
       }
     }
-    return run_one_f_one_b(work, handover_ps_);
+    return run_one_f_one_b(work, handover_ps_, ends);
   }
 
   int gpus() const { return config_.topology.num_gpus(); }

@@ -59,7 +59,8 @@ TEST(PipelineSchedule, HandOversDelayTheWarmUpAndTheDrain) {
 // The schedule's end as the longest path through its dependency graph: each operation after
 // the one before it on its stage, a forward after the stage before's and a backward after the
 // stage after's, each plus the hand-over. Another algorithm than run_one_f_one_b()'s passes.
-Picoseconds longest_path(const std::vector<std::vector<StageWork>>& work, Picoseconds handover) {
+Picoseconds longest_path(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                         const std::vector<StageEnds>& ends) {
   const int stages = static_cast<int>(work.size());
   const int microbatches = static_cast<int>(work.front().size());
   // Stage s's order: F for the warm-up, then F, B pairs, then the B left.
@@ -80,14 +81,16 @@ Picoseconds longest_path(const std::vector<std::vector<StageWork>>& work, Picose
     const auto& ops = order[s];
     const std::size_t i = static_cast<std::size_t>(
         std::find(ops.begin(), ops.end(), std::make_pair(forward, m)) - ops.begin());
-    Picoseconds start = i > 0 ? end(s, ops[i - 1].first, ops[i - 1].second) : 0;
+    Picoseconds start = i > 0 ? end(s, ops[i - 1].first, ops[i - 1].second) : ends[s].lead;
     if (forward && s > 0) start = std::max(start, end(s - 1, true, m) + handover);
     if (!forward && s + 1 < stages) start = std::max(start, end(s + 1, false, m) + handover);
     const StageWork& w = work[s][m];
     return memo[key] = start + (forward ? w.forward : w.backward);
   };
   Picoseconds last = 0;
-  for (int s = 0; s < stages; ++s) last = std::max(last, end(s, false, microbatches - 1));
+  for (int s = 0; s < stages; ++s) {
+    last = std::max(last, end(s, false, microbatches - 1) + ends[s].tail);
+  }
   return last;
 }
 
@@ -109,7 +112,11 @@ TEST(PipelineSchedule, EndsWhereTheLongestPathThroughItsDependenciesEnds) {
   for (int round = 0; round < 300; ++round) {
     const std::vector<std::vector<StageWork>> work = random_work(random);
     const Picoseconds handover = static_cast<Picoseconds>(random() % 30);
-    EXPECT_EQ(run_one_f_one_b(work, handover).makespan, longest_path(work, handover))
+    std::vector<StageEnds> ends(work.size());
+    for (StageEnds& e : ends) {
+      e = {static_cast<Picoseconds>(random() % 150), static_cast<Picoseconds>(random() % 150)};
+    }
+    EXPECT_EQ(run_one_f_one_b(work, handover, ends).makespan, longest_path(work, handover, ends))
         << "round " << round;
   }
   // With hand-overs a microbatch's round trip, P (F + B) + 2 (P - 1) x the hand-over, outlasts
@@ -125,8 +132,25 @@ TEST(PipelineSchedule, TheSlowestStageSetsThePace) {
   for (StageWork& w : work[1]) w = {20, 40};
   const PipelineTimes times = run_one_f_one_b(work, 0);
   EXPECT_EQ(times.makespan, 1000);
-  EXPECT_EQ(times.makespan, longest_path(work, 0));
+  EXPECT_EQ(times.makespan, longest_path(work, 0, std::vector<StageEnds>(3)));
   EXPECT_EQ(times.busy, (std::vector<Picoseconds>{480, 960, 480}));
+}
+
+TEST(PipelineSchedule, LeadsHideWhileAStageWaitsAndTailsHoldUpNoOtherStage) {
+  // 3 stages, 4 microbatches, forward 10, backward 20: stage 1 waits 10 for its first
+  // microbatch and stage 2 waits 20, so leads up to that hide; stages 2, 1 and 0 end their last
+  // backwards at 140, 160 and 180, so tails up to 40 and 20 hide on stages 2 and 1. Stage 0's
+  // lead and tail show whole.
+  const std::vector<std::vector<StageWork>> work = uniform(3, 4, 10, 20);
+  const Picoseconds plain = run_one_f_one_b(work, 0).makespan;
+  EXPECT_EQ(plain, 6 * 30);
+  EXPECT_EQ(run_one_f_one_b(work, 0, {{0, 0}, {10, 20}, {20, 40}}).makespan, plain);
+  EXPECT_EQ(run_one_f_one_b(work, 0, {{0, 0}, {0, 0}, {0, 41}}).makespan, plain + 1);
+  EXPECT_EQ(run_one_f_one_b(work, 0, {{0, 0}, {11, 0}, {0, 0}}).makespan, plain + 1);
+  EXPECT_EQ(run_one_f_one_b(work, 0, {{7, 0}, {0, 0}, {0, 0}}).makespan, plain + 7);
+  EXPECT_EQ(run_one_f_one_b(work, 0, {{0, 5}, {0, 0}, {0, 0}}).makespan, plain + 5);
+  const PipelineTimes times = run_one_f_one_b(work, 0, {{1, 2}, {3, 4}, {5, 6}});
+  EXPECT_EQ(times.busy, (std::vector<Picoseconds>{123, 127, 131}));
 }
 
 TEST(PipelineSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
