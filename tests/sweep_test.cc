@@ -211,6 +211,21 @@ TEST(SweepGrid, SweepsTheAllToAllOverlap) {
             "a2a_overlap_fraction");
 }
 
+// Runs `grid` into `dir` and checks every row's `metric` is above 0 exactly where its
+// `parameter` is above `off`; returns the rows where it is.
+int rows_where_metric_follows(const SweepGrid& grid, const std::string& dir,
+                              const std::string& parameter, double off, const std::string& metric) {
+  std::istringstream rows(read_file(run(grid, temp_path(dir), 1)));
+  int on_rows = 0;
+  for (std::string line; std::getline(rows, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    const bool on = row[parameter].get<double>() > off;
+    EXPECT_EQ(row[metric].get<double>() > 0, on) << line;
+    on_rows += on;
+  }
+  return on_rows;
+}
+
 // Each row says how much of its all-to-alls ran behind compute: none without the overlap.
 TEST(Sweep, RowsReportTheAllToAllTimeBehindCompute) {
   const SweepGrid grid = load_sweep_grid(write_grid("a2a_rows.json", R"({
@@ -218,15 +233,9 @@ TEST(Sweep, RowsReportTheAllToAllTimeBehindCompute) {
     "trace": [{"synthetic": {"steps": 1, "microbatches": 2, "layers": 1, "tokens_per_rank": 64}}],
     "a2a_overlap_fraction": [0, 1]
   })"));
-  std::istringstream rows(read_file(run(grid, temp_path("sweep_a2a_rows"), 1)));
-  int overlapped_rows = 0;
-  for (std::string line; std::getline(rows, line);) {
-    const nlohmann::json row = nlohmann::json::parse(line);
-    const bool overlapped = row["a2a_overlap_fraction"].get<double>() > 0;
-    EXPECT_EQ(row["a2a_hidden_us_per_step"].get<double>() > 0, overlapped) << line;
-    overlapped_rows += overlapped;
-  }
-  EXPECT_EQ(overlapped_rows, 2);
+  EXPECT_EQ(rows_where_metric_follows(grid, "sweep_a2a_rows", "a2a_overlap_fraction", 0,
+                                      "a2a_hidden_us_per_step"),
+            2);
 }
 
 // Pipeline stages: 1 (the default) to the trace's layers; each row says what of its step the
@@ -240,15 +249,9 @@ TEST(Sweep, SweepsPipelineStagesAndReportsWhatTheyWait) {
   ASSERT_EQ(grid.points.size(), 2u);
   EXPECT_EQ(grid.points[1].config.options.pipeline_stages, 2);
   EXPECT_EQ(grid.points[0].columns["pipeline_stages"], 1);
-  std::istringstream rows(read_file(run(grid, temp_path("sweep_pipeline_rows"), 1)));
-  int staged_rows = 0;
-  for (std::string line; std::getline(rows, line);) {
-    const nlohmann::json row = nlohmann::json::parse(line);
-    const bool staged = row["pipeline_stages"].get<int>() > 1;
-    EXPECT_EQ(row["pipeline_idle_us_per_step"].get<double>() > 0, staged) << line;
-    staged_rows += staged;
-  }
-  EXPECT_EQ(staged_rows, 2);
+  EXPECT_EQ(rows_where_metric_follows(grid, "sweep_pipeline_rows", "pipeline_stages", 1,
+                                      "pipeline_idle_us_per_step"),
+            2);
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 2}}],
                                     "pipeline_stages": [3]})"),
             "pipeline_stages");
