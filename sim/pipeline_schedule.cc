@@ -35,8 +35,8 @@ std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
 
 }  // namespace
 
-PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
-                              Picoseconds handover, const std::vector<StageEnds>& ends) {
+PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                              const std::vector<StageEnds>& ends) {
   const int stages = static_cast<int>(work.size());
   PipelineTimes times;
   times.busy.assign(work.size(), 0);
@@ -105,6 +105,15 @@ std::vector<int> stage_first_layers(int layers, int stages,
   std::vector<int> first(layers_per_stage.size() + 1, 0);
   std::partial_sum(layers_per_stage.begin(), layers_per_stage.end(), first.begin() + 1);
   return first;
+}
+
+std::vector<int> stage_layer_counts(int layers, int stages,
+                                    const std::vector<int>& layers_per_stage) {
+  const std::vector<int> first = stage_first_layers(layers, stages, layers_per_stage);
+  std::vector<int> counts(first.size() - 1);
+  // first[0] is 0, so the first difference is the first stage's count.
+  std::adjacent_difference(first.begin() + 1, first.end(), counts.begin());
+  return counts;
 }
 
 }  // namespace topoep

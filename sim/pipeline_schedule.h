@@ -38,8 +38,8 @@ struct PipelineTimes {
 // microbatch's activations (forward) or their gradients (backward) take from one stage to the
 // next; `ends`: each stage's lead and tail (none where empty). One stage: the lead, the
 // microbatches one after the other, forward then backward, then the tail.
-PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
-                              Picoseconds handover, const std::vector<StageEnds>& ends = {});
+PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                              const std::vector<StageEnds>& ends = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].
@@ -47,6 +47,9 @@ std::vector<int> stage_first_layers(int layers, int stages);
 // The same from the layers of each stage (SimOptions::pipeline_layers, summing to `layers`), or
 // where that is empty the even split over `stages`.
 std::vector<int> stage_first_layers(int layers, int stages,
+                                    const std::vector<int>& layers_per_stage);
+// The layers each stage holds, first to last, by the same split ([stages]).
+std::vector<int> stage_layer_counts(int layers, int stages,
                                     const std::vector<int>& layers_per_stage);
 
 }  // namespace topoep

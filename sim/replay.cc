@@ -109,13 +109,12 @@ class Replay {
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
     // Each pipeline stage's GPUs update their own layers; the step waits for the fullest.
-    stage_first_ = stage_first_layers(metadata.num_layers, config.options.pipeline_stages,
-                                      config.options.pipeline_layers);
-    int most_layers = 0;
-    for (std::size_t s = 0; s + 1 < stage_first_.size(); ++s) {
-      most_layers = std::max(most_layers, stage_first_[s + 1] - stage_first_[s]);
-    }
-    optimizer_ps_ = cost_.optimizer_ps(most_layers);
+    const SimOptions& sim = config.options;
+    stage_first_ =
+        stage_first_layers(metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
+    const std::vector<int> counts =
+        stage_layer_counts(metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
+    optimizer_ps_ = cost_.optimizer_ps(*std::max_element(counts.begin(), counts.end()));
     if (config.options.pipeline_stages > 1) {
       handover_ps_ = cost_.pipeline_handover_ps(tokens_per_rank);
     }
@@ -448,13 +447,14 @@ class Replay {
       std::vector<GroupBackward> backward(groups_.size());
       for (std::size_t g = 0; g < groups_.size(); ++g) {
         const std::vector<RecordResult>& records = groups_[g].step.records;
-        // Every microbatch before the last, forward and backward, then the last one's forward.
-        for (std::size_t i = 0; i < records.size(); ++i) {
-          const int layer = static_cast<int>(i % num_layers);
-          if (layer < begin || layer >= end) continue;
-          const LayerCost& cost = records[i].planners[p];
-          backward[g].start += i < last ? cost.critical_path() : cost.forward_path();
-          if (i >= last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
+        // The stage's layers of every microbatch before the last, forward and backward, then
+        // of the last one, forward.
+        for (std::size_t first = 0; first <= last; first += num_layers) {
+          for (int layer = begin; layer < end; ++layer) {
+            const LayerCost& cost = records[first + layer].planners[p];
+            backward[g].start += first < last ? cost.critical_path() : cost.forward_path();
+            if (first == last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
+          }
         }
       }
       const std::vector<std::vector<LayerSyncExposed>> exposed =

@@ -23,15 +23,6 @@ nlohmann::json ring_traffic_json(const RingTraffic& traffic) {
 
 namespace fs = std::filesystem;
 
-// The MoE layers each pipeline stage holds, first to last.
-std::vector<int> layers_per_stage(const SimOptions& options, int layers) {
-  const std::vector<int> first =
-      stage_first_layers(layers, options.pipeline_stages, options.pipeline_layers);
-  std::vector<int> counts(first.size() - 1);
-  for (std::size_t s = 0; s < counts.size(); ++s) counts[s] = first[s + 1] - first[s];
-  return counts;
-}
-
 nlohmann::json run_description(const SimulationRequest& request, const TraceMetadata& metadata,
                                const CostModel& cost) {
   const SimConfig& c = request.config;
@@ -55,7 +46,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"dispatcher", dispatcher_name(c.options.dispatcher)},
         {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
         {"pipeline_stages", c.options.pipeline_stages},
-        {"pipeline_layers", layers_per_stage(c.options, metadata.num_layers)}}},
+        {"pipeline_layers", stage_layer_counts(metadata.num_layers, c.options.pipeline_stages,
+                                               c.options.pipeline_layers)}}},
       {"planner_options",
        {{"eplb_period_steps", c.planner_options.eplb_period_steps},
         {"eplb_window_steps", c.planner_options.eplb_window_steps},

@@ -170,6 +170,10 @@ TEST(PipelineSchedule, StagesSplitTheLayersContiguouslyTheFirstOnesHoldingTheRes
   EXPECT_EQ(stage_first_layers(58, 4), (std::vector<int>{0, 15, 30, 44, 58}));
   EXPECT_EQ(stage_first_layers(8, 8), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(stage_first_layers(5, 1), (std::vector<int>{0, 5}));
+  EXPECT_EQ(stage_layer_counts(58, 4, {}), (std::vector<int>{15, 15, 14, 14}));
+  EXPECT_EQ(stage_layer_counts(58, 4, {14, 15, 15, 14}), (std::vector<int>{14, 15, 15, 14}));
+  EXPECT_EQ(stage_first_layers(58, 4, {14, 15, 15, 14}), (std::vector<int>{0, 14, 29, 44, 58}));
+  EXPECT_EQ(stage_layer_counts(5, 1, {}), (std::vector<int>{5}));
 }
 
 }  // namespace

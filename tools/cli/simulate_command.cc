@@ -125,11 +125,10 @@ void run_simulate(const SimulateOptions& options) {
             << "\n";
   const int stages = request.config.options.pipeline_stages;
   if (stages > 1) {
-    const std::vector<int> first =
-        stage_first_layers(m.num_layers, stages, request.config.options.pipeline_layers);
     std::string layers;
-    for (int s = 0; s < stages; ++s) {
-      layers += (s > 0 ? ", " : "") + std::to_string(first[s + 1] - first[s]);
+    for (const int count :
+         stage_layer_counts(m.num_layers, stages, request.config.options.pipeline_layers)) {
+      layers += (layers.empty() ? "" : ", ") + std::to_string(count);
     }
     std::cout << stages << " pipeline stages of " << layers << " MoE layers, each on its own "
               << request.config.topology.num_gpus()
