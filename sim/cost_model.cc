@@ -94,14 +94,26 @@ void check_sim_options(const SimOptions& options) {
   if (options.pipeline_stages < 1 || options.pipeline_stages > kMaxPipelineStages) {
     throw InputError("pipeline_stages", "must be 1 to " + std::to_string(kMaxPipelineStages));
   }
+  if (options.virtual_stages < 1 ||
+      options.virtual_stages > kMaxPipelineStages / options.pipeline_stages) {
+    throw InputError("virtual_stages", "must be 1 to " + std::to_string(kMaxPipelineStages) +
+                                           " chunks in all over pipeline_stages");
+  }
+  if (options.virtual_stages > 1 && options.pipeline_stages < 2) {
+    throw InputError("virtual_stages", "interleaves the chunks of at least 2 pipeline stages");
+  }
   const std::vector<int>& layers = options.pipeline_layers;
-  if (!layers.empty() && static_cast<int>(layers.size()) != options.pipeline_stages) {
-    throw InputError("pipeline_layers", "names " + std::to_string(layers.size()) +
-                                            " stages but pipeline_stages is " +
-                                            std::to_string(options.pipeline_stages));
+  if (!layers.empty() && static_cast<int>(layers.size()) != options.pipeline_chunks()) {
+    throw InputError(
+        "pipeline_layers",
+        "names " + std::to_string(layers.size()) +
+            (options.virtual_stages > 1
+                 ? " chunks but pipeline_stages x virtual_stages is " +
+                       std::to_string(options.pipeline_chunks())
+                 : " stages but pipeline_stages is " + std::to_string(options.pipeline_stages)));
   }
   if (std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; })) {
-    throw InputError("pipeline_layers", "every stage holds at least one layer");
+    throw InputError("pipeline_layers", "every stage (chunk) holds at least one layer");
   }
   if (options.activation_grad_bytes < 1 || options.activation_grad_bytes > 8) {
     throw InputError("activation_grad_bytes", "must be 1 to 8");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace topoep {
 
@@ -15,69 +17,98 @@ Picoseconds PipelineTimes::mean_idle() const {
 
 namespace {
 
+// One operation of a stage: a microbatch's forward or backward through one of its chunks.
 struct Op {
   bool forward = true;
+  int chunk = 0;
   int microbatch = 0;
 };
 
-// Stage `stage`'s operations in 1F1B order.
+// Stage `stage`'s operations in non-interleaved 1F1B order (its one chunk is `stage`).
 std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
   const int warmup = std::min(stages - stage - 1, microbatches);
   std::vector<Op> ops;
-  for (int m = 0; m < warmup; ++m) ops.push_back({true, m});
+  for (int m = 0; m < warmup; ++m) ops.push_back({true, stage, m});
   for (int m = warmup; m < microbatches; ++m) {
-    ops.push_back({true, m});
-    ops.push_back({false, m - warmup});
+    ops.push_back({true, stage, m});
+    ops.push_back({false, stage, m - warmup});
   }
-  for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({false, m});
+  for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({false, stage, m});
   return ops;
 }
 
-}  // namespace
+// Stage `stage`'s operations in Megatron-LM's interleaved 1F1B order over its `chunks` chunks:
+// its k-th forward takes microbatch group k / (P x chunks) (P microbatches a group) through its
+// chunk (k mod (P x chunks)) / P; backwards visit each group's chunks last to first. After a
+// warm-up of 2 (P - stage - 1) + (chunks - 1) P forwards (all of them where M = P), one forward
+// and one backward alternate. Needs M divisible by P.
+std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microbatches) {
+  const int total = microbatches * chunks;
+  const int warmup = microbatches == stages
+                         ? total
+                         : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  const auto op = [&](int k, bool forward) {
+    const int in_group = k % (stages * chunks);
+    const int local = in_group / stages;
+    const int chunk = (forward ? local : chunks - 1 - local) * stages + stage;
+    return Op{forward, chunk, k / (stages * chunks) * stages + in_group % stages};
+  };
+  std::vector<Op> ops;
+  for (int k = 0; k < warmup; ++k) ops.push_back(op(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    ops.push_back(op(warmup + k, true));
+    ops.push_back(op(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) ops.push_back(op(k, false));
+  return ops;
+}
 
-PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
-                              const std::vector<StageEnds>& ends) {
-  const int stages = static_cast<int>(work.size());
+// Runs each stage's `order`, every operation once its input has arrived: a forward through
+// chunk c > 0 after the same microbatch's forward through chunk c - 1, a backward through chunk
+// c < C - 1 after that through chunk c + 1, each plus the hand-over.
+PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
+                         const std::vector<std::vector<Op>>& order, Picoseconds handover,
+                         const std::vector<StageEnds>& ends) {
+  const int stages = static_cast<int>(order.size());
+  const int chunks = static_cast<int>(work.size());
   PipelineTimes times;
-  times.busy.assign(work.size(), 0);
-  if (stages == 0 || work.front().empty()) return times;
+  times.busy.assign(order.size(), 0);
+  if (chunks == 0 || work.front().empty()) return times;
   const int microbatches = static_cast<int>(work.front().size());
   constexpr Picoseconds kNotYet = -1;
-  // When each (stage, microbatch) forward and backward ends.
+  // When each (chunk, microbatch) forward and backward ends.
   std::vector<std::vector<Picoseconds>> forward_end(
       work.size(), std::vector<Picoseconds>(microbatches, kNotYet));
   std::vector<std::vector<Picoseconds>> backward_end = forward_end;
-  std::vector<std::vector<Op>> order(work.size());
-  for (int s = 0; s < stages; ++s) order[s] = one_f_one_b_order(s, stages, microbatches);
-  std::vector<std::size_t> next(work.size(), 0);
-  std::vector<Picoseconds> free_at(work.size(), 0);
+  std::vector<std::size_t> next(order.size(), 0);
+  std::vector<Picoseconds> free_at(order.size(), 0);
   if (!ends.empty()) {
     for (int s = 0; s < stages; ++s) {
       free_at[s] = ends[s].lead;
       times.busy[s] += ends[s].lead + ends[s].tail;
     }
   }
-  // Each pass runs, stage by stage, every operation whose input has arrived; 1F1B never waits
-  // in a cycle, so every pass makes progress until all are done.
+  // Each pass runs, stage by stage, every operation whose input has arrived. Megatron-LM's
+  // orders never wait in a cycle, so every pass makes progress until all are done.
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (int s = 0; s < stages; ++s) {
       while (next[s] < order[s].size()) {
         const Op op = order[s][next[s]];
         Picoseconds ready = 0;
-        if (op.forward && s > 0) {
-          const Picoseconds before = forward_end[s - 1][op.microbatch];
+        if (op.forward && op.chunk > 0) {
+          const Picoseconds before = forward_end[op.chunk - 1][op.microbatch];
           if (before == kNotYet) break;
           ready = before + handover;
-        } else if (!op.forward && s + 1 < stages) {
-          const Picoseconds after = backward_end[s + 1][op.microbatch];
+        } else if (!op.forward && op.chunk + 1 < chunks) {
+          const Picoseconds after = backward_end[op.chunk + 1][op.microbatch];
           if (after == kNotYet) break;
           ready = after + handover;
         }
-        const StageWork& w = work[s][op.microbatch];
+        const StageWork& w = work[op.chunk][op.microbatch];
         const Picoseconds length = op.forward ? w.forward : w.backward;
         const Picoseconds end = std::max(free_at[s], ready) + length;
-        (op.forward ? forward_end : backward_end)[s][op.microbatch] = end;
+        (op.forward ? forward_end : backward_end)[op.chunk][op.microbatch] = end;
         free_at[s] = end;
         times.busy[s] += length;
         ++next[s];
@@ -86,9 +117,41 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, P
     }
   }
   for (int s = 0; s < stages; ++s) {
+    if (next[s] < order[s].size()) throw std::logic_error("pipeline schedule waits in a cycle");
     times.makespan = std::max(times.makespan, free_at[s] + (ends.empty() ? 0 : ends[s].tail));
   }
   return times;
+}
+
+}  // namespace
+
+PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                              const std::vector<StageEnds>& ends) {
+  const int stages = static_cast<int>(work.size());
+  const int microbatches = work.empty() ? 0 : static_cast<int>(work.front().size());
+  std::vector<std::vector<Op>> order(work.size());
+  for (int s = 0; s < stages; ++s) order[s] = one_f_one_b_order(s, stages, microbatches);
+  return run_orders(work, order, handover, ends);
+}
+
+PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
+                                          int stages, Picoseconds handover,
+                                          const std::vector<StageEnds>& ends) {
+  if (stages < 1 || work.size() % static_cast<std::size_t>(stages) != 0) {
+    throw std::invalid_argument("interleaved 1F1B: " + std::to_string(work.size()) +
+                                " chunks do not divide over " + std::to_string(stages) + " stages");
+  }
+  const int chunks = static_cast<int>(work.size()) / stages;
+  if (chunks == 1) return run_one_f_one_b(work, handover, ends);
+  const int microbatches = work.empty() ? 0 : static_cast<int>(work.front().size());
+  if (microbatches % stages != 0) {
+    throw std::invalid_argument("interleaved 1F1B: " + std::to_string(microbatches) +
+                                " microbatches are not a multiple of " + std::to_string(stages) +
+                                " stages");
+  }
+  std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) order[s] = interleaved_order(s, stages, chunks, microbatches);
+  return run_orders(work, order, handover, ends);
 }
 
 std::vector<int> stage_first_layers(int layers, int stages) {

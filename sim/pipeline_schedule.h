@@ -1,11 +1,12 @@
 #pragma once
-// A training step's microbatches through P pipeline stages, as Megatron-LM's non-interleaved
-// 1F1B schedule runs them (sim/README.md, "Pipeline stages"). Stage s first runs
+// A training step's microbatches through P pipeline stages, as Megatron-LM's 1F1B schedules
+// run them (sim/README.md, "Pipeline stages"). Non-interleaved, stage s first runs
 // min(P - s - 1, M) forwards, then alternates one forward and one backward until its forwards
 // are done, then runs the backwards left. A forward on stage s > 0 waits for the same
 // microbatch's forward on stage s - 1 and the hand-over of its activations; a backward on stage
 // s < P - 1 waits for the same microbatch's backward on stage s + 1 and the hand-over of the
-// activation gradients. Deterministic integers.
+// activation gradients. The interleaved schedule below does the same chunk by chunk.
+// Deterministic integers.
 
 #include <vector>
 
@@ -40,6 +41,19 @@ struct PipelineTimes {
 // microbatches one after the other, forward then backward, then the tail.
 PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
                               const std::vector<StageEnds>& ends = {});
+
+// Megatron-LM's interleaved 1F1B schedule (virtual pipeline stages): the layers split into
+// C = V x `stages` contiguous chunks, `work[chunk][microbatch]`, chunk c on stage c mod `stages`,
+// so that each stage holds V chunks spread along the model and a microbatch crosses every
+// stage V times, with a hand-over at every chunk boundary. Each stage runs its forwards
+// microbatch group by group (P microbatches a group; chunk by chunk within a group) after a
+// longer warm-up, which cuts the fill and drain to about 1/V of 1F1B's. `ends` and `busy` are per
+// stage. V = 1 is run_one_f_one_b(). Throws std::invalid_argument where the chunks are not a
+// multiple of the stages or, with V > 1, the microbatches not a multiple of the stages (as
+// Megatron-LM requires).
+PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
+                                          int stages, Picoseconds handover,
+                                          const std::vector<StageEnds>& ends = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

@@ -108,13 +108,20 @@ class Replay {
       }
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
-    // Each pipeline stage's GPUs update their own layers; the step waits for the fullest.
+    // Chunk c of the layers runs on pipeline stage c mod P; each stage's GPUs update their
+    // own layers, and the step waits for the fullest.
     const SimOptions& sim = config.options;
-    stage_first_ =
-        stage_first_layers(metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
-    const std::vector<int> counts =
-        stage_layer_counts(metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
-    optimizer_ps_ = cost_.optimizer_ps(*std::max_element(counts.begin(), counts.end()));
+    chunk_first_ =
+        stage_first_layers(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers);
+    stage_layers_.resize(static_cast<std::size_t>(sim.pipeline_stages));
+    for (int c = 0; c + 1 < static_cast<int>(chunk_first_.size()); ++c) {
+      for (int layer = chunk_first_[c]; layer < chunk_first_[c + 1]; ++layer) {
+        stage_layers_[c % sim.pipeline_stages].push_back(layer);
+      }
+    }
+    std::size_t fullest = 0;
+    for (const std::vector<int>& layers : stage_layers_) fullest = std::max(fullest, layers.size());
+    optimizer_ps_ = cost_.optimizer_ps(static_cast<int>(fullest));
     if (config.options.pipeline_stages > 1) {
       handover_ps_ = cost_.pipeline_handover_ps(tokens_per_rank);
     }
@@ -394,6 +401,15 @@ class Replay {
   // layer's own gathers), and a group that began it earlier forgoes the idle time before then,
   // spread evenly over that forward; one past it waits, exposed.
   void expose_param_gathers(int p) {
+    // Each pipeline stage's layers, on its own GPUs and clock. A stage's first layer has no
+    // layer before it on its GPUs: its gathers start as the step's optimizer ends. A later
+    // chunk's first layer hides its gathers behind the stage's layer before it, the last of its
+    // chunk before (the other microbatches' forwards between them are not counted).
+    for (const std::vector<int>& layers : stage_layers_) expose_param_gathers(p, layers);
+  }
+
+  // The same over one stage's `layers`, in forward order.
+  void expose_param_gathers(int p, const std::vector<int>& layers) {
     const bool gathers =
         cost_.dense_param_gather().time_ps > 0 || cost_.expert_param_gather().time_ps > 0;
     // A layer's forward past its own gathers: where the next layer's gathers may hide.
@@ -402,18 +418,15 @@ class Replay {
     };
     // Where each group begins the layer before, past its gathers, on its own clock.
     std::vector<Picoseconds> begins(groups_.size(), 0);
-    for (int layer = 0; layer < metadata_.num_layers; ++layer) {
-      // A pipeline stage's first layer has no layer before it on its GPUs: its gathers start
-      // as the step's optimizer ends, on the stage's own clock.
-      const bool first = starts_stage(layer);
-      if (first) std::fill(begins.begin(), begins.end(), 0);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const bool first = i == 0;
       const Picoseconds last = *std::max_element(begins.begin(), begins.end());
       for (std::size_t g = 0; g < groups_.size(); ++g) {
         std::vector<RecordResult>& records = groups_[g].step.records;
-        LayerCost& cost = records[layer].planners[p];
+        LayerCost& cost = records[layers[i]].planners[p];
         Picoseconds idle = 0, late = 0;
         if (!first) {
-          const LayerCost& before = records[layer - 1].planners[p];
+          const LayerCost& before = records[layers[i - 1]].planners[p];
           const Picoseconds span = span_of(before), wait = last - begins[g];
           begins[g] += span;  // this layer begins
           if (gathers) {
@@ -442,15 +455,16 @@ class Replay {
   void expose_gradient_syncs(int p) {
     const int num_layers = metadata_.num_layers;
     const std::size_t last = static_cast<std::size_t>(metadata_.microbatches - 1) * num_layers;
-    for (std::size_t stage = 0; stage + 1 < stage_first_.size(); ++stage) {
-      const int begin = stage_first_[stage], end = stage_first_[stage + 1];
+    // A stage's layers as one run, its chunks' in forward order: between its chunks the stage
+    // runs other microbatches, which leave the links more idle time than counted here.
+    for (const std::vector<int>& layers : stage_layers_) {
       std::vector<GroupBackward> backward(groups_.size());
       for (std::size_t g = 0; g < groups_.size(); ++g) {
         const std::vector<RecordResult>& records = groups_[g].step.records;
         // The stage's layers of every microbatch before the last, forward and backward, then
         // of the last one, forward.
         for (std::size_t first = 0; first <= last; first += num_layers) {
-          for (int layer = begin; layer < end; ++layer) {
+          for (const int layer : layers) {
             const LayerCost& cost = records[first + layer].planners[p];
             backward[g].start += first < last ? cost.critical_path() : cost.forward_path();
             if (first == last) backward[g].layers.push_back(cost_.backward_sync_work(cost));
@@ -460,9 +474,9 @@ class Replay {
       const std::vector<std::vector<LayerSyncExposed>> exposed =
           expose_group_backward_syncs(backward);
       for (std::size_t g = 0; g < groups_.size(); ++g) {
-        for (int layer = begin; layer < end; ++layer) {
-          LayerCost& cost = groups_[g].step.records[last + layer].planners[p];
-          const LayerSyncExposed& sync = exposed[g][layer - begin];
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+          LayerCost& cost = groups_[g].step.records[last + layers[i]].planners[p];
+          const LayerSyncExposed& sync = exposed[g][i];
           cost.grad_reduce = sync.replica_reduction;
           cost.expert_grad_sync = sync.expert_sync;
           cost.dense_grad_reduce = sync.dense_sync;
@@ -471,17 +485,14 @@ class Replay {
     }
   }
 
-  bool starts_stage(int layer) const {
-    return std::binary_search(stage_first_.begin(), stage_first_.end() - 1, layer);
-  }
-
   // The time planner `p`'s `records` (one step's, in (microbatch, layer) order) keep the
   // cluster busy before the optimizer: their critical paths one after the other, or through
-  // the pipeline stages (pipeline_schedule.h).
+  // the pipeline stages' chunks (pipeline_schedule.h).
   PipelineTimes step_span(const std::vector<RecordResult>& records, int p) const {
-    const int stages = static_cast<int>(stage_first_.size()) - 1;
+    const int stages = static_cast<int>(stage_layers_.size());
+    const int chunks = static_cast<int>(chunk_first_.size()) - 1;
     PipelineTimes times;
-    if (stages == 1) {
+    if (chunks == 1) {
       for (const RecordResult& record : records)
         times.makespan += record.planners[p].critical_path();
       times.busy = {times.makespan};
@@ -489,17 +500,18 @@ class Replay {
     }
     const int num_layers = metadata_.num_layers;
     const int last = metadata_.microbatches - 1;
-    std::vector<std::vector<StageWork>> work(stages,
+    std::vector<std::vector<StageWork>> work(chunks,
                                              std::vector<StageWork>(metadata_.microbatches));
     std::vector<StageEnds> ends(stages);
-    for (int stage = 0; stage < stages; ++stage) {
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      const int stage = chunk % stages;
       for (int m = 0; m <= last; ++m) {
-        StageWork& w = work[stage][m];
-        for (int layer = stage_first_[stage]; layer < stage_first_[stage + 1]; ++layer) {
+        StageWork& w = work[chunk][m];
+        for (int layer = chunk_first_[chunk]; layer < chunk_first_[chunk + 1]; ++layer) {
           const LayerCost& cost =
               records[static_cast<std::size_t>(m) * num_layers + layer].planners[p];
           // Each record's share outside the MoE layers runs where those layers are: the
-          // dense-only layers (the model's first) on the first stage, the head on the last.
+          // dense-only layers (the model's first) in the first chunk, the head in the last.
           const Picoseconds head = cost_.outside_head_part(cost.outside_forward);
           Picoseconds forward = cost.forward_path() - cost.outside_forward;
           Picoseconds backward =
@@ -507,7 +519,7 @@ class Replay {
           // The first layer's gathers run from the step's start, while the stage waits for its
           // first microbatch; the syncs the last backward leaves run after it, holding up no
           // other stage.
-          if (m == 0 && layer == stage_first_[stage]) {
+          if (m == 0 && layer == stage_layers_[stage].front()) {
             const Picoseconds gathers = cost.dense_param_gather + cost.expert_param_gather;
             ends[stage].lead += gathers;
             forward -= gathers;
@@ -520,12 +532,12 @@ class Replay {
           w.backward += backward;
           work[0][m].forward += cost.outside_forward - head;
           work[0][m].backward += 2 * (cost.outside_forward - head);
-          work[stages - 1][m].forward += head;
-          work[stages - 1][m].backward += 2 * head;
+          work[chunks - 1][m].forward += head;
+          work[chunks - 1][m].backward += 2 * head;
         }
       }
     }
-    return run_one_f_one_b(work, handover_ps_, ends);
+    return run_interleaved_one_f_one_b(work, stages, handover_ps_, ends);
   }
 
   int gpus() const { return config_.topology.num_gpus(); }
@@ -545,8 +557,11 @@ class Replay {
   std::vector<std::vector<TraceRecord>> split_;
   std::int64_t step_tokens_ = 0;  // every group's tokens so far in the step
   Picoseconds optimizer_ps_ = 0;
-  // The first layer of each pipeline stage, and the layer count last (stage_first_layers()).
-  std::vector<int> stage_first_;
+  // The first layer of each chunk of the pipeline stages, and the layer count last
+  // (stage_first_layers() over SimOptions::pipeline_chunks()).
+  std::vector<int> chunk_first_;
+  // Each pipeline stage's layers, in forward order: its chunks', chunk c on stage c mod P.
+  std::vector<std::vector<int>> stage_layers_;
   Picoseconds handover_ps_ = 0;  // one microbatch's activations from one stage to the next
 };
 

@@ -104,6 +104,25 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                          std::to_string(metadata.num_layers) +
                          " MoE layers of the trace: each stage holds at least one");
   }
+  if (config.options.virtual_stages > 1) {
+    const int chunks = config.options.pipeline_chunks();
+    if (chunks > metadata.num_layers) {
+      throw InputError("virtual_stages",
+                       "makes " + std::to_string(chunks) + " chunks, more than the " +
+                           std::to_string(metadata.num_layers) +
+                           " MoE layers of the trace: each chunk holds at least one");
+    }
+    // Megatron-LM's interleaved schedule runs the microbatches in groups of pipeline_stages.
+    if (metadata.microbatches % config.options.pipeline_stages != 0) {
+      throw InputError("virtual_stages",
+                       "needs the trace's microbatches a step (" +
+                           std::to_string(metadata.microbatches) +
+                           ") to be a multiple of the pipeline stages (" +
+                           std::to_string(config.options.pipeline_stages) +
+                           "): Megatron-LM's interleaved schedule runs them in groups of one a "
+                           "stage");
+    }
+  }
   const int gpus = config.topology.num_gpus();
   const int groups = config.options.data_parallel;
   // D x the GPUs, each group's own routing, fit as well as the GPUs (routing_groups()).

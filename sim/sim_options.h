@@ -85,9 +85,20 @@ struct SimOptions {
   // stages that hold the dense-only layers and the head): pipeline_stages counts, each at least
   // 1, summing to the trace's layers. Empty: the even split.
   std::vector<int> pipeline_layers;
+  // Chunks a pipeline stage holds (Megatron-LM's virtual pipeline stages,
+  // --num-virtual-stages-per-pipeline-rank): the layers split into pipeline_stages x
+  // virtual_stages contiguous chunks, chunk c on stage c mod pipeline_stages, run by the
+  // interleaved 1F1B schedule. With more than 1, pipeline_layers gives each chunk's layers
+  // (pipeline_chunks() counts), pipeline_stages is at least 2 and the microbatches a multiple
+  // of it. 1: each stage one contiguous share of the layers.
+  int virtual_stages = 1;
+
+  // The contiguous shares the layers split into: each stage's chunks.
+  int pipeline_chunks() const { return pipeline_stages * virtual_stages; }
 };
 
-// The most pipeline stages SimOptions::pipeline_stages accepts (and no more than the layers).
+// The most pipeline stages SimOptions::pipeline_stages accepts, and the most chunks
+// (pipeline_chunks()); no more than the layers either way.
 constexpr int kMaxPipelineStages = 1024;
 
 // "allreduce" or "distributed", as the CLI and the sweep spell them.

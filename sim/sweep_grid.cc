@@ -20,6 +20,7 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "dense_grad_bytes",
                                                "data_parallel",
                                                "pipeline_stages",
+                                               "virtual_stages",
                                                "activation_grad_bytes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
@@ -337,6 +338,7 @@ class GridReader {
           get("gradient_overlap_fraction", c.options.gradient_overlap_fraction);
       c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
       c.options.pipeline_stages = get("pipeline_stages", c.options.pipeline_stages);
+      c.options.virtual_stages = get("virtual_stages", c.options.virtual_stages);
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
@@ -399,6 +401,7 @@ class GridReader {
                        {"dispatcher", dispatcher_name(c.options.dispatcher)},
                        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
                        {"pipeline_stages", c.options.pipeline_stages},
+                       {"virtual_stages", c.options.virtual_stages},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -449,6 +452,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "dispatcher",
                                                    "a2a_overlap_fraction",
                                                    "pipeline_stages",
+                                                   "virtual_stages",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -18,7 +18,9 @@
 //   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8), dense_sync
 //   ("allreduce" or "distributed"), data_parallel (expert-parallel groups, 1 to 65,536),
 //   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep"),
-//   a2a_overlap_fraction (0 to 1), pipeline_stages (1 to the trace's layers)   (SimOptions)
+//   a2a_overlap_fraction (0 to 1), pipeline_stages (1 to the trace's layers), virtual_stages
+//   (chunks a stage, interleaved 1F1B; the microbatches a multiple of pipeline_stages)
+//                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),
 //   topoep_max_moves (0 to 1,000,000; 0: the solver's default)   (PlannerOptions)

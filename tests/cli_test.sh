@@ -672,6 +672,37 @@ expect "simulate takes the stages' layers, which set the stages" 0 $?
 python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["pipeline_stages"] != 2 or o["pipeline_layers"] != [1, 1])' \
   "$work/pp-layers/summary.json"
 expect "summary.json records each stage's layers" 0 $?
+# Virtual stages: two chunks a stage need two stages; the chunks' layers set the stages.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --virtual-stages 2 >"$work/out" 2>&1
+expect "simulate rejects virtual stages on one pipeline stage" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --virtual-stages: interleaves the chunks of at least 2 pipeline stages"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --virtual-stages 2 \
+  --pipeline-layers 1,1,1 >"$work/out" 2>&1
+expect "simulate rejects chunks' layers that the virtual stages do not divide" 2 $?
+expect_text "naming both flags" "$work/out" \
+  "error: --pipeline-layers: names 3 chunks, not a multiple of --virtual-stages 2"
+"$topoep" trace synth --out "$work/pp4.trace" --ranks 16 --experts 64 --layers 4 --steps 1 \
+  --microbatches 2 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/pp4.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --virtual-stages 2 \
+  --pipeline-layers 1,2,0,1 --out "$work/pp-virtual" >"$work/out" 2>&1
+expect "simulate rejects an empty chunk" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --pipeline-layers: every stage (chunk) holds at least one layer"
+[[ ! -e "$work/pp-virtual" ]]
+expect "and writes no outputs" 0 $?
+"$topoep" simulate --trace "$work/pp4.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --virtual-stages 2 \
+  --pipeline-layers 1,1,1,1 --out "$work/pp-virtual" >"$work/out" 2>&1
+expect "simulate runs virtual stages" 0 $?
+expect_text "and says how the chunks lie" "$work/out" \
+  "2 pipeline stages of 2 chunks each, chunks of 1, 1, 1, 1 MoE layers (chunk c on stage c mod 2)"
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["pipeline_stages"] != 2 or o["virtual_stages"] != 2 or o["pipeline_layers"] != [1, 1, 1, 1])' \
+  "$work/pp-virtual/summary.json"
+expect "summary.json records the chunks" 0 $?
 
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1

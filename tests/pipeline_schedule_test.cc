@@ -1,6 +1,7 @@
-// The 1F1B schedule of a step's microbatches through pipeline stages (sim/pipeline_schedule.h):
-// its closed forms, a case worked by hand, and that no stage's work finishing later can make
-// the step end sooner.
+// The 1F1B schedules of a step's microbatches through pipeline stages (sim/pipeline_schedule.h),
+// non-interleaved and interleaved: their closed forms, a case worked by hand, the longest path
+// through their dependencies, and that no stage's work finishing later can make the step end
+// sooner.
 
 #include "sim/pipeline_schedule.h"
 
@@ -10,6 +11,8 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -164,6 +167,137 @@ TEST(PipelineSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
     EXPECT_GE(run_one_f_one_b(work, handover).makespan, before.makespan) << "round " << round;
     EXPECT_GE(run_one_f_one_b(work, handover + 5).makespan, before.makespan);
   }
+}
+
+// Megatron-LM's interleaved order for `stage`, built another way than pipeline_schedule.cc's:
+// the stage's forwards as a list (microbatch groups of P, chunks first to last within a group,
+// microbatches within a chunk), its backwards as the same with the chunks reversed, then merged
+// as warm-up forwards, forward-backward pairs and the backwards left. {forward, chunk, mb}.
+std::vector<std::tuple<bool, int, int>> interleaved_reference_order(int stage, int stages,
+                                                                    int chunks, int microbatches) {
+  std::vector<std::tuple<bool, int, int>> forwards, backwards;
+  for (int group = 0; group < microbatches / stages; ++group) {
+    for (int v = 0; v < chunks; ++v) {
+      for (int i = 0; i < stages; ++i) {
+        forwards.emplace_back(true, v * stages + stage, group * stages + i);
+        backwards.emplace_back(false, (chunks - 1 - v) * stages + stage, group * stages + i);
+      }
+    }
+  }
+  const int total = static_cast<int>(forwards.size());
+  const int warmup = microbatches == stages
+                         ? total
+                         : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  std::vector<std::tuple<bool, int, int>> order(forwards.begin(), forwards.begin() + warmup);
+  for (int k = 0; k + warmup < total; ++k) {
+    order.push_back(forwards[warmup + k]);
+    order.push_back(backwards[k]);
+  }
+  order.insert(order.end(), backwards.begin() + (total - warmup), backwards.end());
+  return order;
+}
+
+// The interleaved schedule's end as the longest path through its dependencies (each operation
+// after the one before it on its stage; a chunk's forward after the chunk before's, a backward
+// after the chunk after's, each plus the hand-over), by memoised recursion.
+Picoseconds interleaved_longest_path(const std::vector<std::vector<StageWork>>& work, int stages,
+                                     Picoseconds handover, const std::vector<StageEnds>& ends) {
+  const int chunks_total = static_cast<int>(work.size());
+  const int microbatches = static_cast<int>(work.front().size());
+  std::vector<std::vector<std::tuple<bool, int, int>>> order(stages);
+  for (int s = 0; s < stages; ++s) {
+    order[s] = interleaved_reference_order(s, stages, chunks_total / stages, microbatches);
+  }
+  std::map<std::tuple<bool, int, int>, Picoseconds> memo;
+  std::function<Picoseconds(bool, int, int)> end = [&](bool forward, int chunk, int m) {
+    const auto key = std::make_tuple(forward, chunk, m);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+    const int s = chunk % stages;
+    const auto& ops = order[s];
+    const std::size_t i =
+        static_cast<std::size_t>(std::find(ops.begin(), ops.end(), key) - ops.begin());
+    Picoseconds start = ends[s].lead;
+    if (i > 0)
+      start = end(std::get<0>(ops[i - 1]), std::get<1>(ops[i - 1]), std::get<2>(ops[i - 1]));
+    if (forward && chunk > 0) start = std::max(start, end(true, chunk - 1, m) + handover);
+    if (!forward && chunk + 1 < chunks_total) {
+      start = std::max(start, end(false, chunk + 1, m) + handover);
+    }
+    const StageWork& w = work[chunk][m];
+    return memo[key] = start + (forward ? w.forward : w.backward);
+  };
+  Picoseconds last = 0;
+  for (int s = 0; s < stages; ++s) {
+    const auto& [forward, chunk, m] = order[s].back();
+    last = std::max(last, end(forward, chunk, m) + ends[s].tail);
+  }
+  return last;
+}
+
+TEST(InterleavedSchedule, EvenChunksCutTheFillAndDrainByTheChunksAStageHolds) {
+  // (M V + P - 1) x (forward + backward) of one chunk without hand-over time: the same work as
+  // 1F1B's M (F + B) of a whole stage, with 1F1B's fill and drain of P - 1 slots a V-th as long.
+  for (const int stages : {2, 3, 4}) {
+    for (const int chunks : {2, 3, 5}) {
+      for (const int microbatches : {stages, 2 * stages, 4 * stages}) {
+        SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(chunks) +
+                     " chunks a stage, " + std::to_string(microbatches) + " microbatches");
+        const PipelineTimes times =
+            run_interleaved_one_f_one_b(uniform(stages * chunks, microbatches, 10, 20), stages, 0);
+        EXPECT_EQ(times.makespan, (microbatches * chunks + stages - 1) * 30);
+        for (const Picoseconds busy : times.busy) EXPECT_EQ(busy, microbatches * chunks * 30);
+        EXPECT_EQ(times.mean_idle(), (stages - 1) * 30);
+        const PipelineTimes plain =
+            run_one_f_one_b(uniform(stages, microbatches, 10 * chunks, 20 * chunks), 0);
+        EXPECT_EQ(plain.mean_idle(), chunks * times.mean_idle());
+      }
+    }
+  }
+}
+
+TEST(InterleavedSchedule, EndsWhereTheLongestPathThroughItsDependenciesEnds) {
+  std::mt19937_64 random(17);
+  for (int round = 0; round < 300; ++round) {
+    const int stages = 2 + static_cast<int>(random() % 4);
+    const int chunks = 1 + static_cast<int>(random() % 4);
+    const int microbatches = stages * (1 + static_cast<int>(random() % 3));
+    std::vector<std::vector<StageWork>> work(stages * chunks, std::vector<StageWork>(microbatches));
+    for (auto& row : work) {
+      for (StageWork& w : row) {
+        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
+      }
+    }
+    const Picoseconds handover = static_cast<Picoseconds>(random() % 30);
+    std::vector<StageEnds> ends(stages);
+    for (StageEnds& e : ends) {
+      e = {static_cast<Picoseconds>(random() % 150), static_cast<Picoseconds>(random() % 150)};
+    }
+    const Picoseconds reference = chunks == 1
+                                      ? longest_path(work, handover, ends)
+                                      : interleaved_longest_path(work, stages, handover, ends);
+    EXPECT_EQ(run_interleaved_one_f_one_b(work, stages, handover, ends).makespan, reference)
+        << "round " << round << ": " << stages << " stages, " << chunks << " chunks each, "
+        << microbatches << " microbatches";
+  }
+}
+
+TEST(InterleavedSchedule, OneChunkAStageIsTheNonInterleavedSchedule) {
+  std::mt19937_64 random(23);
+  for (int round = 0; round < 50; ++round) {
+    const std::vector<std::vector<StageWork>> work = random_work(random);
+    const int stages = static_cast<int>(work.size());
+    const PipelineTimes a = run_interleaved_one_f_one_b(work, stages, 7);
+    const PipelineTimes b = run_one_f_one_b(work, 7);
+    EXPECT_EQ(a.makespan, b.makespan);
+    EXPECT_EQ(a.busy, b.busy);
+  }
+}
+
+TEST(InterleavedSchedule, RefusesChunksOrMicrobatchesThatDoNotDivideOverTheStages) {
+  // 5 chunks over 2 stages; 6 microbatches over 4 stages (Megatron-LM asserts the same).
+  EXPECT_THROW(run_interleaved_one_f_one_b(uniform(5, 4, 1, 2), 2, 0), std::invalid_argument);
+  EXPECT_THROW(run_interleaved_one_f_one_b(uniform(8, 6, 1, 2), 4, 0), std::invalid_argument);
+  EXPECT_NO_THROW(run_interleaved_one_f_one_b(uniform(8, 8, 1, 2), 4, 0));
 }
 
 TEST(PipelineSchedule, StagesSplitTheLayersContiguouslyTheFirstOnesHoldingTheRest) {

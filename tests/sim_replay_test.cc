@@ -43,13 +43,13 @@ std::string temp_path(const std::string& name) {
 // 2 nodes x 8 GPUs, 64 experts, top-8: 3 steps x `microbatches` x 3 layers, the busiest
 // expert's share `hot_ratio` times the mean.
 std::string small_trace_like(const std::string& name, double hot_ratio, std::uint64_t seed,
-                             int microbatches = 2) {
+                             int microbatches = 2, int layers = 3) {
   const std::string out = temp_path(name);
   fs::remove_all(out);
   SyntheticTraceSpec spec;
   spec.num_ranks = 16;
   spec.num_experts = 64;
-  spec.num_layers = 3;
+  spec.num_layers = layers;
   spec.steps = 3;
   spec.microbatches = microbatches;
   spec.tokens_per_rank = 512;
@@ -644,12 +644,55 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
   }
 }
 
+// Planner `p`'s step span rebuilt from its records as sim/README.md ("Pipeline stages") says:
+// each record's forward and backward on its chunk (`chunk_first`: each chunk's first layer, the
+// layer count last; chunk c on stage c mod `stages`), the work outside the MoE layers in the
+// first chunk (dense-only layers) and the last (output head), each stage's first layer's
+// gathers ahead of its first microbatch (shown whole on its record) and the syncs of its last
+// backward after it, run by the (interleaved) 1F1B schedule.
+PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const CostModel& cost,
+                               const std::vector<int>& chunk_first, int stages, int microbatches,
+                               Picoseconds handover) {
+  const int chunks = static_cast<int>(chunk_first.size()) - 1;
+  std::vector<std::vector<StageWork>> work(chunks, std::vector<StageWork>(microbatches));
+  std::vector<StageEnds> ends(stages);
+  for (const RecordResult& record : result.records) {
+    const LayerCost& c = record.planners[p];
+    const int chunk =
+        static_cast<int>(std::upper_bound(chunk_first.begin(), chunk_first.end(), record.layer) -
+                         chunk_first.begin() - 1);
+    const int stage = chunk % stages;
+    const Picoseconds head = cost.outside_head_part(c.outside_forward);
+    EXPECT_GT(head, 0);
+    EXPECT_LT(head, c.outside_forward);
+    StageWork& w = work[chunk][record.microbatch];
+    w.forward += c.forward_path() - c.outside_forward;
+    w.backward += c.critical_path() - c.forward_path() - 2 * c.outside_forward;
+    work[0][record.microbatch].forward += c.outside_forward - head;
+    work[0][record.microbatch].backward += 2 * (c.outside_forward - head);
+    work[chunks - 1][record.microbatch].forward += head;
+    work[chunks - 1][record.microbatch].backward += 2 * head;
+    if (record.microbatch == 0 && record.layer == chunk_first[stage]) {
+      if (kAllPlanners[p] != "ideal") {
+        EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps)
+            << "layer " << record.layer;
+      }
+      ends[stage].lead += c.dense_param_gather + c.expert_param_gather;
+      w.forward -= c.dense_param_gather + c.expert_param_gather;
+    }
+    if (record.microbatch == microbatches - 1) {
+      ends[stage].tail += c.step_end_syncs();
+      w.backward -= c.step_end_syncs();
+    }
+  }
+  return run_interleaved_one_f_one_b(work, stages, handover, ends);
+}
+
 // Pipeline stages: each planner's step is the 1F1B schedule of its records' forward and
-// backward, stage by stage (sim/pipeline_schedule.h), the work outside the MoE layers on the
-// first (dense-only layers) and last (output head) stages, plus the optimizer of the fullest
-// stage;
-// every bound holds; each stage's first layer has no layer before it to hide its parameter
-// gathers in, and each stage runs its own gradient syncs; more stages than layers are refused.
+// backward, stage by stage (sim/pipeline_schedule.h), plus the optimizer of the fullest stage
+// (rebuilt_pipeline()); every bound holds; each stage's first layer has no layer before it to
+// hide its parameter gathers in, and each stage runs its own gradient syncs; more stages than
+// layers are refused.
 TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
   const auto run = [](int stages, const std::vector<int>& layers, int threads) {
     SimConfig config = small_config();
@@ -682,41 +725,7 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
       const StepResult& result = piped[step];
       for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
         SCOPED_TRACE(kAllPlanners[p]);
-        std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(2));
-        std::vector<StageEnds> ends(stages);
-        for (const RecordResult& record : result.records) {
-          const LayerCost& c = record.planners[p];
-          const int stage = static_cast<int>(
-              std::upper_bound(first.begin(), first.end(), record.layer) - first.begin() - 1);
-          // The share outside the MoE layers: the dense-only layers' on the first stage, the
-          // head's on the last.
-          const Picoseconds head = cost.outside_head_part(c.outside_forward);
-          EXPECT_GT(head, 0);
-          EXPECT_LT(head, c.outside_forward);
-          work[stage][record.microbatch].forward += c.forward_path() - c.outside_forward;
-          work[stage][record.microbatch].backward +=
-              c.critical_path() - c.forward_path() - 2 * c.outside_forward;
-          work[0][record.microbatch].forward += c.outside_forward - head;
-          work[0][record.microbatch].backward += 2 * (c.outside_forward - head);
-          work[stages - 1][record.microbatch].forward += head;
-          work[stages - 1][record.microbatch].backward += 2 * head;
-          // A stage's first layer's gathers run ahead of its first microbatch (shown whole on
-          // its record), the syncs of its last backward after it.
-          const bool starts = record.layer == first[stage];
-          if (record.microbatch == 0 && starts) {
-            if (kAllPlanners[p] != "ideal") {
-              EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps)
-                  << "layer " << record.layer;
-            }
-            ends[stage].lead += c.dense_param_gather + c.expert_param_gather;
-            work[stage][0].forward -= c.dense_param_gather + c.expert_param_gather;
-          }
-          if (record.microbatch == 1) {
-            ends[stage].tail += c.step_end_syncs();
-            work[stage][1].backward -= c.step_end_syncs();
-          }
-        }
-        const PipelineTimes times = run_one_f_one_b(work, handover, ends);
+        const PipelineTimes times = rebuilt_pipeline(result, p, cost, first, stages, 2, handover);
         const StepTotals& totals = result.planners[p];
         EXPECT_EQ(totals.optimizer, cost.optimizer_ps(layers.empty() ? first[1] - first[0] : 2));
         EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
@@ -755,6 +764,90 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
   EXPECT_NE(refusal(config).find("pipeline_layers: names 3 stages but pipeline_stages is 2"),
             std::string::npos)
       << refusal(config);
+}
+
+// Virtual stages: 6 layers in 2 x 2 chunks, chunk c on stage c mod 2, run by interleaved 1F1B
+// (rebuilt_pipeline()); the optimizer waits for the fullest stage's layers; every bound holds;
+// the same for any thread count. A later chunk's first layer hides its gathers behind the
+// stage's layer before it, so only a stage's first layer shows them whole.
+TEST(SimReplay, VirtualStagesRunTheirChunksByInterleaved1F1B) {
+  const std::string trace = small_trace_like("sim_virtual_stages", 5.0, 9, 4, 6);
+  SimConfig config = small_config();
+  config.options.dense_sync = DenseSync::kDistributedOptimizer;
+  config.options.pipeline_stages = 2;
+  config.options.virtual_stages = 2;
+  const auto run = [&](const std::vector<int>& layers, int threads) {
+    SimConfig c = config;
+    c.options.pipeline_layers = layers;
+    c.threads = threads;
+    Collect collect;
+    replay_trace(trace, c, collect);
+    return collect.steps;
+  };
+  const CostModel cost(config.topology, config.model, config.options, 512);
+  const Picoseconds handover = cost.pipeline_handover_ps(512);
+  // The even split (2, 2, 1, 1: stage 0 holds layers 0, 1, 4; stage 1 layers 2, 3, 5) and one
+  // given chunk by chunk (1, 2, 2, 1: stage 0 holds 0, 3, 4; stage 1 holds 1, 2, 5).
+  const std::vector<std::vector<int>> splits = {{}, {1, 2, 2, 1}};
+  for (const std::vector<int>& layers : splits) {
+    SCOPED_TRACE(layers.empty() ? "even" : "given");
+    const std::vector<int> first =
+        layers.empty() ? std::vector<int>{0, 2, 4, 5, 6} : std::vector<int>{0, 1, 3, 5, 6};
+    const std::vector<StepResult> steps = run(layers, 1);
+    const std::vector<StepResult> two_threads = run(layers, 2);
+    check_bounds(steps, kAllPlanners, "interleaved");
+    for (std::size_t step = 0; step < steps.size(); ++step) {
+      for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+        SCOPED_TRACE(kAllPlanners[p]);
+        const PipelineTimes times = rebuilt_pipeline(steps[step], p, cost, first, 2, 4, handover);
+        const StepTotals& totals = steps[step].planners[p];
+        EXPECT_EQ(totals.optimizer, cost.optimizer_ps(3));
+        EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
+        EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
+        EXPECT_EQ(totals.step_time, two_threads[step].planners[p].step_time);
+        if (kAllPlanners[p] == "ideal") continue;
+        // The second chunks' first layers (first[2], first[3]) have a layer before them on
+        // their stage: their gathers hide, at least in part, in its forward.
+        for (const int layer : {first[2], first[3]}) {
+          EXPECT_LT(steps[step].records[layer].planners[p].dense_param_gather,
+                    cost.dense_param_gather().time_ps)
+              << "layer " << layer;
+        }
+      }
+    }
+  }
+  const auto refusal = [&](const SimConfig& refused) {
+    Collect collect;
+    try {
+      replay_trace(trace, refused, collect);
+    } catch (const InputError& error) {
+      EXPECT_TRUE(collect.steps.empty());
+      return error.field() + ": " + error.what();
+    }
+    return std::string("no error");
+  };
+  SimConfig refused = config;
+  refused.options.pipeline_stages = 1;
+  EXPECT_NE(refusal(refused).find("virtual_stages: interleaves the chunks of at least 2"),
+            std::string::npos)
+      << refusal(refused);
+  refused = config;
+  refused.options.pipeline_stages = 3;  // 4 microbatches in groups of 3
+  EXPECT_NE(refusal(refused).find("microbatches a step (4) to be a multiple of the pipeline "
+                                  "stages (3)"),
+            std::string::npos)
+      << refusal(refused);
+  refused = config;
+  refused.options.virtual_stages = 4;  // 8 chunks of 6 layers
+  EXPECT_NE(refusal(refused).find("virtual_stages: makes 8 chunks, more than the 6 MoE layers"),
+            std::string::npos)
+      << refusal(refused);
+  refused = config;
+  refused.options.pipeline_layers = {3, 3};
+  EXPECT_NE(refusal(refused).find(
+                "pipeline_layers: names 2 chunks but pipeline_stages x virtual_stages is 4"),
+            std::string::npos)
+      << refusal(refused);
 }
 
 TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
@@ -898,7 +991,8 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     spec.gpus_per_node = gpus_per_node;
     spec.num_experts = experts;
     spec.top_k = draw(1, std::min(8, experts));
-    spec.num_layers = 2;
+    // Every fourth seed 4 layers, room for 2 stages of 2 chunks (no draw: the others stay).
+    spec.num_layers = seed % 4 == 0 ? 4 : 2;
     spec.microbatches = draw(1, 2);
     spec.steps = 2;
     spec.tokens_per_rank = 16 << draw(0, 7);
@@ -947,6 +1041,11 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
     }
     if (draw(0, 1) == 1) config.options.a2a_overlap_fraction = fraction();
     config.options.pipeline_stages = draw(1, spec.num_layers);
+    // Interleaved where the stages divide the microbatches and the layers make two chunks each.
+    const int stages = config.options.pipeline_stages;
+    if (stages > 1 && spec.microbatches % stages == 0 && 2 * stages <= spec.num_layers) {
+      config.options.virtual_stages = draw(1, spec.num_layers / stages);
+    }
     config.check_plans = true;  // every plan valid, and priced with the loads its routes imply
     Collect collect;
     replay_trace(replayed, config, collect);

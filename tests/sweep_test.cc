@@ -259,6 +259,34 @@ TEST(Sweep, SweepsPipelineStagesAndReportsWhatTheyWait) {
             "pipeline_stages[0]");
 }
 
+// Virtual stages: each stage's chunks, run by the interleaved schedule, which waits less than
+// 1F1B on even chunks; refused on one stage and where the stages do not divide the microbatches.
+TEST(Sweep, SweepsVirtualStagesWhichCutWhatTheStagesWait) {
+  const SweepGrid grid = load_sweep_grid(write_grid("virtual.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 4, "layers": 8, "tokens_per_rank": 64}}],
+    "pipeline_stages": [2],
+    "virtual_stages": [1, 2]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[1].config.options.virtual_stages, 2);
+  EXPECT_EQ(grid.points[0].columns["virtual_stages"], 1);
+  std::istringstream rows(read_file(run(grid, temp_path("sweep_virtual_rows"), 1)));
+  std::vector<double> idle;
+  for (std::string line; std::getline(rows, line);) {
+    idle.push_back(nlohmann::json::parse(line)["pipeline_idle_us_per_step"].get<double>());
+  }
+  ASSERT_EQ(idle.size(), 2u);
+  EXPECT_GT(idle[1], 0);
+  EXPECT_LT(idle[1], idle[0]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
+                                    "virtual_stages": [2]})"),
+            "virtual_stages");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4, "microbatches": 3}}],
+                                    "pipeline_stages": [2], "virtual_stages": [2]})"),
+            "virtual_stages");
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -487,7 +515,7 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   write_rows_as_an_earlier_version_did(
       dir, fresh,
       {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step",
-       "pipeline_stages", "pipeline_idle_us_per_step"});
+       "pipeline_stages", "virtual_stages", "pipeline_idle_us_per_step"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);

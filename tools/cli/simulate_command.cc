@@ -89,10 +89,16 @@ void run_simulate(const SimulateOptions& options) {
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
   request.config.options = options.sim;
-  // A list of the stages' layers says how many stages there are.
+  // A list of the stages' (chunks') layers says how many stages there are.
   const std::vector<int>& staged = options.sim.pipeline_layers;
   if (!staged.empty() && options.sim.pipeline_stages == 1) {
-    request.config.options.pipeline_stages = static_cast<int>(staged.size());
+    const int chunks = options.sim.virtual_stages;
+    if (chunks < 1 || staged.size() % static_cast<std::size_t>(chunks) != 0) {
+      throw InputError("--pipeline-layers", "names " + std::to_string(staged.size()) +
+                                                " chunks, not a multiple of --virtual-stages " +
+                                                std::to_string(chunks));
+    }
+    request.config.options.pipeline_stages = static_cast<int>(staged.size()) / chunks;
   }
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
@@ -123,17 +129,25 @@ void run_simulate(const SimulateOptions& options) {
                     ? ", DeepEP's dispatch (distinct tokens estimated from the counts)"
                     : "")
             << "\n";
-  const int stages = request.config.options.pipeline_stages;
-  if (stages > 1) {
+  const SimOptions& sim = request.config.options;
+  if (sim.pipeline_stages > 1) {
     std::string layers;
     for (const int count :
-         stage_layer_counts(m.num_layers, stages, request.config.options.pipeline_layers)) {
+         stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers)) {
       layers += (layers.empty() ? "" : ", ") + std::to_string(count);
     }
-    std::cout << stages << " pipeline stages of " << layers << " MoE layers, each on its own "
-              << request.config.topology.num_gpus()
-              << " GPUs, run by 1F1B\n(the MoE and phase times below sum over the stages; a "
-                 "step is the schedule's span)\n";
+    const int gpus = request.config.topology.num_gpus();
+    if (sim.virtual_stages > 1) {
+      std::cout << sim.pipeline_stages << " pipeline stages of " << sim.virtual_stages
+                << " chunks each, chunks of " << layers << " MoE layers (chunk c on stage c mod "
+                << sim.pipeline_stages << "), each stage on its own " << gpus
+                << " GPUs, run by interleaved 1F1B\n";
+    } else {
+      std::cout << sim.pipeline_stages << " pipeline stages of " << layers
+                << " MoE layers, each on its own " << gpus << " GPUs, run by 1F1B\n";
+    }
+    std::cout << "(the MoE and phase times below sum over the stages; a step is the schedule's "
+                 "span)\n";
   }
   const int groups = request.config.options.data_parallel;
   if (groups > 1) {
@@ -266,6 +280,12 @@ void add_simulate_command(CLI::App& app) {
                    "topology's GPUs, run by 1F1B (Megatron-LM's --pipeline-model-parallel-size)")
       ->capture_default_str();
   simulate
+      ->add_option("--virtual-stages", o->sim.virtual_stages,
+                   "Chunks each pipeline stage holds, run by interleaved 1F1B (Megatron-LM's "
+                   "--num-virtual-stages-per-pipeline-rank); --pipeline-layers then lists "
+                   "every chunk's layers")
+      ->capture_default_str();
+  simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
                    "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
@@ -363,6 +383,7 @@ void add_simulate_command(CLI::App& app) {
                   {"a2a_overlap_fraction", "--a2a-overlap"},
                   {"pipeline_stages", "--pipeline-stages"},
                   {"pipeline_layers", "--pipeline-layers"},
+                  {"virtual_stages", "--virtual-stages"},
                   {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"data_parallel", "--data-parallel"},
