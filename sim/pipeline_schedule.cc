@@ -107,7 +107,9 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
         }
         const StageWork& w = work[op.chunk][op.microbatch];
         const Picoseconds length = op.forward ? w.forward : w.backward;
-        const Picoseconds end = std::max(free_at[s], ready) + length;
+        const Picoseconds start = std::max(free_at[s], ready);
+        const Picoseconds end = start + length;
+        times.ops.push_back({s, op.chunk, op.microbatch, op.forward, start, end});
         (op.forward ? forward_end : backward_end)[op.chunk][op.microbatch] = end;
         free_at[s] = end;
         times.busy[s] += length;
@@ -116,6 +118,10 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
       }
     }
   }
+  // Stage by stage, each in the order it ran them (passes interleave the stages).
+  std::stable_sort(times.ops.begin(), times.ops.end(),
+                   [](const PipelineOp& a, const PipelineOp& b) { return a.stage < b.stage; });
+  times.ends = ends;
   for (int s = 0; s < stages; ++s) {
     if (next[s] < order[s].size()) throw std::logic_error("pipeline schedule waits in a cycle");
     times.makespan = std::max(times.makespan, free_at[s] + (ends.empty() ? 0 : ends[s].tail));

@@ -29,10 +29,25 @@ struct StageEnds {
   Picoseconds tail = 0;
 };
 
+// One operation as the schedule ran it: a microbatch's forward or backward through a chunk
+// (with one chunk a stage, the chunk is the stage), on `stage`, over [start, end) in ps.
+struct PipelineOp {
+  int stage = 0;
+  int chunk = 0;
+  int microbatch = 0;
+  bool forward = true;
+  Picoseconds start = 0;
+  Picoseconds end = 0;
+};
+
 struct PipelineTimes {
   Picoseconds makespan = 0;       // when the last stage ends, its tail included
   std::vector<Picoseconds> busy;  // per stage: its forwards, backwards, lead and tail
   Picoseconds mean_idle() const;  // makespan less the stages' mean busy time, rounded down
+  // Every operation, stage by stage in the order each ran them; each stage's lead runs over
+  // [0, lead) and its tail from its last operation's end.
+  std::vector<PipelineOp> ops;
+  std::vector<StageEnds> ends;  // as given (none where none was)
 };
 
 // `work[stage][microbatch]`, every stage with the same microbatches; `handover`: the time one

@@ -227,10 +227,13 @@ class Replay {
         totals.max_mean_load_mean += cost.max_mean_load;
       }
       totals.max_mean_load_mean /= static_cast<double>(result.records.size());
-      const PipelineTimes span = step_span(result.records, static_cast<int>(p));
+      PipelineTimes span = step_span(result.records, static_cast<int>(p));
       totals.pipeline_idle = span.mean_idle();
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
+      if (result.step == config_.detail_step && !span.ops.empty()) {
+        totals.schedule = std::move(span);
+      }
       totals.tokens_per_s = static_cast<double>(result.tokens) * 1e12 / totals.step_time;
     }
     return result;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/sim_config.h"
 #include "solver/topoep_solver.h"
 #include "traces/trace_format.h"
@@ -54,6 +55,9 @@ struct StepTotals {
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;
   double max_mean_load_mean = 0;
   double tokens_per_s = 0;
+  // With pipeline stages, on SimConfig::detail_step only: the schedule as it ran (its
+  // operations' times, each stage's lead and tail), for the timeline. Empty otherwise.
+  PipelineTimes schedule;
 };
 
 // What the TopoEP planner did on SimConfig::explain's record: the moves its plan keeps, as it

@@ -151,12 +151,6 @@ SimulationResult run_simulation(const SimulationRequest& request) {
   if (request.out_dir.empty()) config.plan_hashes = false;
   if (!request.timeline.empty()) {
     if (request.timeline_step < 0) throw InputError("timeline_step", "must not be negative");
-    if (config.options.pipeline_stages > 1) {
-      throw InputError("timeline",
-                       "draws a step's records one after the other on one set of "
-                       "GPUs: it does not show pipeline stages (pipeline_stages " +
-                           std::to_string(config.options.pipeline_stages) + ")");
-    }
     config.detail_step = request.timeline_step;
   }
   // Every check that can fail before the replay runs first, so a mistake costs no time.

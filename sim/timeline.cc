@@ -1,6 +1,8 @@
 #include "sim/timeline.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 
 namespace topoep {
@@ -107,6 +109,50 @@ class TimelineBuilder {
   Picoseconds now_ = 0;
 };
 
+// With pipeline stages, a planner's step as its schedule ran it (StepTotals::schedule): a track
+// per stage, a slice per microbatch's forward or backward through a chunk, each stage's lead
+// (its first layer's parameter all-gathers) and tail (the gradient syncs its last backward
+// left), then the optimizer. Gaps are waits: warm-up and drain, hand-overs, slower stages.
+void write_pipeline(EventWriter& events, int pid, const PipelineTimes& schedule,
+                    Picoseconds optimizer) {
+  const int stages = static_cast<int>(schedule.busy.size());
+  for (int stage = 0; stage < stages; ++stage) {
+    events.add({{"name", "thread_name"},
+                {"ph", "M"},
+                {"pid", pid},
+                {"tid", stage},
+                {"args", {{"name", "stage " + std::to_string(stage)}}}});
+  }
+  const auto slice = [&](const std::string& name, int stage, Picoseconds start, Picoseconds end,
+                         const nlohmann::json& args) {
+    if (end <= start) return;
+    events.add({{"name", name},
+                {"ph", "X"},
+                {"pid", pid},
+                {"tid", stage},
+                {"ts", to_us(start)},
+                {"dur", to_us(end - start)},
+                {"args", args}});
+  };
+  std::vector<Picoseconds> last_end(static_cast<std::size_t>(stages), 0);
+  for (int stage = 0; stage < stages && !schedule.ends.empty(); ++stage) {
+    slice("parameter all-gathers (first layer)", stage, 0, schedule.ends[stage].lead,
+          nlohmann::json::object());
+  }
+  for (const PipelineOp& op : schedule.ops) {
+    slice(std::string(op.forward ? "forward " : "backward ") + std::to_string(op.microbatch),
+          op.stage, op.start, op.end, {{"microbatch", op.microbatch}, {"chunk", op.chunk}});
+    last_end[op.stage] = std::max(last_end[op.stage], op.end);
+  }
+  for (int stage = 0; stage < stages; ++stage) {
+    const Picoseconds tail = schedule.ends.empty() ? 0 : schedule.ends[stage].tail;
+    slice("gradient syncs (exposed)", stage, last_end[stage], last_end[stage] + tail,
+          nlohmann::json::object());
+    slice("optimizer", stage, schedule.makespan, schedule.makespan + optimizer,
+          nlohmann::json::object());
+  }
+}
+
 }  // namespace
 
 std::string empty_timeline() {
@@ -128,6 +174,11 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
                 {"ph", "M"},
                 {"pid", pid},
                 {"args", {{"name", planners[p] + " (step " + std::to_string(step.step) + ")"}}}});
+    const StepTotals& totals = step.planners[p];
+    if (!totals.schedule.ops.empty()) {
+      write_pipeline(events, pid, totals.schedule, totals.optimizer);
+      continue;
+    }
     for (int rank = 0; rank < num_ranks; ++rank) {
       events.add({{"name", "thread_name"},
                   {"ph", "M"},

@@ -7,6 +7,11 @@
 // in reverse, then each layer's replica gradient reduction, then the optimizer. Phases are
 // barriers: each starts when the slowest rank ended the previous one, so a rank's gap before
 // the next slice is the time it waits for the straggler.
+//
+// With pipeline stages the step is drawn as its schedule ran it instead (StepTotals::schedule):
+// a track per stage, a slice per microbatch's forward or backward through a chunk (args: the
+// microbatch and chunk), each stage's lead and tail, then the optimizer; per-rank phases are
+// not drawn.
 
 #include <functional>
 #include <string>

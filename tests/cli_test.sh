@@ -631,7 +631,7 @@ expect_text "the table notes how the overlap pairs microbatches" "$work/out" \
   --model "$work/model16.json" --planners topoep,static --a2a-overlap 1 >"$work/out" 2>&1
 expect "simulate takes an overlap on one microbatch a step" 0 $?
 expect_text "and says nothing could pair" "$work/out" "this trace has one microbatch a step"
-# Pipeline stages: at most one a layer; no timeline (it draws one set of GPUs); recorded, and
+# Pipeline stages: at most one a layer; a timeline of the stages; recorded, and
 # what of the step the stages wait in summary.json and per_step.csv.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --pipeline-stages 3 >"$work/out" 2>&1
@@ -639,11 +639,17 @@ expect "simulate rejects more pipeline stages than layers" 2 $?
 expect_text "the stages' error names the flag and the layers" "$work/out" \
   "error: --pipeline-stages: is 3, more than the 2 MoE layers of the trace"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
-  --model "$work/model16.json" --pipeline-stages 2 --timeline "$work/pp.json" >"$work/out" 2>&1
-expect "simulate refuses a timeline of pipeline stages" 2 $?
-expect_text "naming the timeline" "$work/out" "error: --timeline: draws a step's records one after"
-[[ ! -e "$work/pp.json" ]]
-expect "and writes none" 0 $?
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --timeline "$work/pp.json" >"$work/out" 2>&1
+expect "simulate draws a timeline of pipeline stages" 0 $?
+python3 - "$work/pp.json" <<'PY'
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+tracks = {(e["pid"], e["tid"]) for e in events}
+assert tracks == {(0, 0), (0, 1), (1, 0), (1, 1)}, tracks
+assert any(e["name"].startswith("backward ") for e in events), events
+PY
+expect "a track per planner and stage, with the microbatches' passes" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
   --out "$work/pp" >"$work/out" 2>&1

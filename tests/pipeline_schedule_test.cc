@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -255,29 +256,70 @@ TEST(InterleavedSchedule, EvenChunksCutTheFillAndDrainByTheChunksAStageHolds) {
   }
 }
 
+// An interleaved case: 2 to 5 stages of 1 to 4 chunks each, a multiple of the stages of
+// microbatches (up to 3 groups), forwards under 100 ps and backwards under 200, and each
+// stage's lead and tail under 150.
+struct InterleavedCase {
+  int stages = 0;
+  std::vector<std::vector<StageWork>> work;  // [chunk][microbatch]
+  std::vector<StageEnds> ends;
+};
+InterleavedCase random_interleaved(std::mt19937_64& random) {
+  InterleavedCase c;
+  c.stages = 2 + static_cast<int>(random() % 4);
+  const int chunks = 1 + static_cast<int>(random() % 4);
+  const int microbatches = c.stages * (1 + static_cast<int>(random() % 3));
+  c.work.assign(c.stages * chunks, std::vector<StageWork>(microbatches));
+  for (auto& row : c.work) {
+    for (StageWork& w : row) {
+      w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
+    }
+  }
+  c.ends.resize(c.stages);
+  for (StageEnds& e : c.ends) {
+    e = {static_cast<Picoseconds>(random() % 150), static_cast<Picoseconds>(random() % 150)};
+  }
+  return c;
+}
+
 TEST(InterleavedSchedule, EndsWhereTheLongestPathThroughItsDependenciesEnds) {
   std::mt19937_64 random(17);
   for (int round = 0; round < 300; ++round) {
-    const int stages = 2 + static_cast<int>(random() % 4);
-    const int chunks = 1 + static_cast<int>(random() % 4);
-    const int microbatches = stages * (1 + static_cast<int>(random() % 3));
-    std::vector<std::vector<StageWork>> work(stages * chunks, std::vector<StageWork>(microbatches));
-    for (auto& row : work) {
-      for (StageWork& w : row) {
-        w = {static_cast<Picoseconds>(random() % 100), static_cast<Picoseconds>(random() % 200)};
-      }
-    }
+    const InterleavedCase c = random_interleaved(random);
     const Picoseconds handover = static_cast<Picoseconds>(random() % 30);
-    std::vector<StageEnds> ends(stages);
-    for (StageEnds& e : ends) {
-      e = {static_cast<Picoseconds>(random() % 150), static_cast<Picoseconds>(random() % 150)};
+    const bool one_chunk = static_cast<int>(c.work.size()) == c.stages;
+    const Picoseconds reference =
+        one_chunk ? longest_path(c.work, handover, c.ends)
+                  : interleaved_longest_path(c.work, c.stages, handover, c.ends);
+    EXPECT_EQ(run_interleaved_one_f_one_b(c.work, c.stages, handover, c.ends).makespan, reference)
+        << "round " << round << ": " << c.stages << " stages, " << c.work.size() << " chunks, "
+        << c.work.front().size() << " microbatches";
+  }
+}
+
+// The operations the schedule reports (for the timeline): per stage, every microbatch's
+// forward and backward through each of its chunks once, one at a time, each as long as its
+// work, the first after the lead; the latest end plus its stage's tail is the makespan.
+TEST(InterleavedSchedule, ReportsEveryOperationOneAtATimeOnItsStage) {
+  std::mt19937_64 random(29);
+  for (int round = 0; round < 100; ++round) {
+    const InterleavedCase c = random_interleaved(random);
+    const PipelineTimes times = run_interleaved_one_f_one_b(c.work, c.stages, 9, c.ends);
+    ASSERT_EQ(times.ops.size(), 2 * c.work.size() * c.work.front().size());
+    std::vector<Picoseconds> free_at(c.stages);
+    for (int s = 0; s < c.stages; ++s) free_at[s] = c.ends[s].lead;
+    std::set<std::tuple<int, int, bool>> seen;
+    Picoseconds makespan = 0;
+    for (const PipelineOp& op : times.ops) {
+      EXPECT_EQ(op.chunk % c.stages, op.stage);
+      EXPECT_TRUE(seen.insert({op.chunk, op.microbatch, op.forward}).second);
+      const StageWork& w = c.work[op.chunk][op.microbatch];
+      EXPECT_EQ(op.end - op.start, op.forward ? w.forward : w.backward);
+      EXPECT_GE(op.start, free_at[op.stage]) << "round " << round;
+      free_at[op.stage] = op.end;
+      makespan = std::max(makespan, op.end + c.ends[op.stage].tail);
     }
-    const Picoseconds reference = chunks == 1
-                                      ? longest_path(work, handover, ends)
-                                      : interleaved_longest_path(work, stages, handover, ends);
-    EXPECT_EQ(run_interleaved_one_f_one_b(work, stages, handover, ends).makespan, reference)
-        << "round " << round << ": " << stages << " stages, " << chunks << " chunks each, "
-        << microbatches << " microbatches";
+    EXPECT_EQ(times.makespan, makespan) << "round " << round;
   }
 }
 

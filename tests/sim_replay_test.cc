@@ -891,6 +891,55 @@ TEST(SimReplay, TimelineSlicesEndWhenTheStepEnds) {
   }
 }
 
+// With pipeline stages the timeline draws the schedule: a track per stage, one slice per
+// microbatch's forward and backward through each of the stage's chunks, never two at once on a
+// stage, the last ending at the step's time; the ideal is left out as on one stage.
+TEST(SimReplay, PipelineTimelineDrawsEachStagesScheduleAndEndsWhenTheStepEnds) {
+  const std::string trace = small_trace_like("sim_pipeline_timeline", 5.0, 9, 4, 6);
+  for (const int chunks : {1, 2}) {
+    SCOPED_TRACE(std::to_string(chunks) + " chunks a stage");
+    SimulationRequest request;
+    request.trace = trace;
+    request.config = small_config();
+    request.config.options.dense_sync = DenseSync::kDistributedOptimizer;
+    request.config.options.pipeline_stages = 2;
+    request.config.options.virtual_stages = chunks;
+    request.timeline = temp_path("sim_pipeline_timeline.json");
+    request.timeline_step = 1;
+    run_simulation(request);
+    const nlohmann::json timeline = nlohmann::json::parse(read_file(request.timeline));
+    // [pid][stage]: the slices, in time order, and how many are forwards and backwards.
+    std::map<int, std::map<int, std::vector<std::pair<double, double>>>> slices;
+    std::map<int, std::map<int, int>> passes;
+    for (const auto& event : timeline["traceEvents"]) {
+      if (event["ph"] != "X") continue;
+      const double ts = event["ts"], dur = event["dur"];
+      slices[event["pid"]][event["tid"]].emplace_back(ts, ts + dur);
+      const std::string name = event["name"];
+      if (name.rfind("forward ", 0) == 0 || name.rfind("backward ", 0) == 0) {
+        ++passes[event["pid"]][event["tid"]];
+      }
+    }
+    Collect collect;
+    replay_trace(trace, request.config, collect);
+    ASSERT_EQ(slices.size(), kAllPlanners.size() - 1);
+    for (auto& [pid, stages] : slices) {
+      SCOPED_TRACE(kAllPlanners[pid]);
+      ASSERT_EQ(stages.size(), 2u);
+      double end = 0;
+      for (auto& [stage, spans] : stages) {
+        EXPECT_EQ(passes[pid][stage], 2 * 4 * chunks) << "stage " << stage;
+        std::sort(spans.begin(), spans.end());
+        for (std::size_t i = 1; i < spans.size(); ++i) {
+          EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-6) << "stage " << stage;
+        }
+        end = std::max(end, spans.back().second);
+      }
+      EXPECT_NEAR(end, static_cast<double>(collect.steps[1].planners[pid].step_time) / 1e6, 1e-3);
+    }
+  }
+}
+
 TEST(SimReplay, ConfigurationsThatDoNotFitTheTraceNameTheField) {
   const auto field_of = [](SimConfig config) {
     Collect collect;
