@@ -133,15 +133,22 @@ struct ModelSpec {
   // and the MoE layer's share of the dense-only layers (attention and FFN) and of the
   // embedding and output head.
   double dense_and_shared_params() const {
-    const double dense_layer = static_cast<double>(dense_params_per_layer) +
-                               3.0 * hidden_size * static_cast<double>(dense_ffn_size);
-    const double embeddings =
-        (tied_embeddings ? 1.0 : 2.0) * hidden_size * static_cast<double>(vocab_size);
-    return static_cast<double>(dense_params_per_layer) +
-           3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts +
-           dense_layers_per_moe_layer() * dense_layer +
+    const double embeddings = (tied_embeddings ? 1.0 : 2.0) * embedding_params();
+    return moe_layer_dense_params() + dense_layers_per_moe_layer() * dense_only_layer_params() +
            (moe_layers > 0 ? embeddings / moe_layers : 0.0);
   }
+  // A MoE layer's own dense parameters: attention and the like, and the shared experts.
+  double moe_layer_dense_params() const {
+    return static_cast<double>(dense_params_per_layer) +
+           3.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts;
+  }
+  // One dense-only layer's parameters: attention and the like, and its FFN.
+  double dense_only_layer_params() const {
+    return static_cast<double>(dense_params_per_layer) +
+           3.0 * hidden_size * static_cast<double>(dense_ffn_size);
+  }
+  // The token embedding's parameters (the output head's as many).
+  double embedding_params() const { return hidden_size * static_cast<double>(vocab_size); }
 };
 
 }  // namespace topoep

@@ -226,6 +226,28 @@ Picoseconds CostModel::pipeline_handover_ps(TokenCount tokens_on_rank) const {
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
+  return optimizer_ps_for(model_.dense_and_shared_params(), layers, 0.0);
+}
+
+Picoseconds CostModel::stage_optimizer_ps(int layers, int all_layers, bool first_stage,
+                                          bool last_stage) const {
+  if (first_stage && last_stage) return optimizer_ps(layers);
+  // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
+  // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
+  const double shares =
+      model_.moe_layers > 0 ? static_cast<double>(all_layers) / model_.moe_layers : 0.0;
+  double besides = 0.0;
+  if (first_stage) {
+    besides +=
+        (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *
+        shares;
+  }
+  if (last_stage) besides += model_.embedding_params() * shares;
+  return optimizer_ps_for(model_.moe_layer_dense_params(), layers, besides);
+}
+
+Picoseconds CostModel::optimizer_ps_for(double dense_params_per_layer, int layers,
+                                        double dense_params_besides) const {
   const double expert_params = model_.expert_params();
   const int gpus = topology_.num_gpus();
   // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
@@ -235,8 +257,9 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
   const double dense_share = distributed ? 1.0 / (groups * gpus) : 1.0;
   const double expert_share = distributed ? 1.0 / groups : 1.0;
   const double params_per_gpu =
-      model_.dense_and_shared_params() * dense_share + expert_params * most_homed_ * expert_share;
-  const double bytes = layers * params_per_gpu * options_.optimizer_bytes_per_param;
+      dense_params_per_layer * dense_share + expert_params * most_homed_ * expert_share;
+  const double bytes = (layers * params_per_gpu + dense_params_besides * dense_share) *
+                       options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);
 }

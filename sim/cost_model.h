@@ -145,6 +145,13 @@ class CostModel {
   // distributed optimizer): the GPU that homes the most) per GPU x optimizer_bytes_per_param at
   // HBM bandwidth. Replicas hold no optimizer state.
   Picoseconds optimizer_ps(int layers) const;
+  // The same for one pipeline stage of `layers` of the trace's `all_layers` MoE layers: each
+  // layer's own dense parameters; the first stage also every layer's share of the dense-only
+  // layers and the embedding, the last every layer's share of the output head (a copy of the
+  // embedding where tied, as Megatron-LM keeps one there). optimizer_ps() where one stage is
+  // both.
+  Picoseconds stage_optimizer_ps(int layers, int all_layers, bool first_stage,
+                                 bool last_stage) const;
   // One microbatch's hand-over between pipeline stages: each GPU sends its `tokens_on_rank`
   // tokens' hidden states (forward; their gradients backward) at activation_grad_bytes to the
   // GPU of its rank in the next stage, which is on other nodes: one IB phase.
@@ -208,6 +215,10 @@ class CostModel {
   LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
+  // The optimizer over `layers` MoE layers of `dense_params_per_layer` dense parameters each
+  // and `dense_params_besides` more dense parameters, with the home experts' of each layer.
+  Picoseconds optimizer_ps_for(double dense_params_per_layer, int layers,
+                               double dense_params_besides) const;
   // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
   // DeepEP's (sim/deepep_dispatch.h), from `routed`'s routes, or, for null, from the counts at
   // their experts' home ranks in `placement` (the all-home layout price_all_home() prices).

@@ -109,7 +109,8 @@ class Replay {
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
     // Chunk c of the layers runs on pipeline stage c mod P; each stage's GPUs update their
-    // own layers, and the step waits for the fullest.
+    // own layers (the first stage the dense-only layers and embedding too, the last the head),
+    // and the step waits for the slowest.
     const SimOptions& sim = config.options;
     chunk_first_ =
         stage_first_layers(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers);
@@ -119,9 +120,12 @@ class Replay {
         stage_layers_[c % sim.pipeline_stages].push_back(layer);
       }
     }
-    std::size_t fullest = 0;
-    for (const std::vector<int>& layers : stage_layers_) fullest = std::max(fullest, layers.size());
-    optimizer_ps_ = cost_.optimizer_ps(static_cast<int>(fullest));
+    const int stages = sim.pipeline_stages;
+    for (int s = 0; s < stages; ++s) {
+      optimizer_ps_ = std::max(
+          optimizer_ps_, cost_.stage_optimizer_ps(static_cast<int>(stage_layers_[s].size()),
+                                                  metadata.num_layers, s == 0, s == stages - 1));
+    }
     if (config.options.pipeline_stages > 1) {
       handover_ps_ = cost_.pipeline_handover_ps(tokens_per_rank);
     }

@@ -247,6 +247,39 @@ TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
   EXPECT_EQ(model.optimizer_ps(3), std::llround(bytes / 2000 * 1000));
 }
 
+// Pipeline stages: each stage updates its own layers' dense parameters, the first also the
+// dense-only layers and the embedding, the last the output head; untied, the stages together
+// update what one stage of every layer does, tied, one embedding more (the last stage's copy).
+TEST(SimCostModel, AStagesOptimizerUpdatesTheDenseOnlyLayersAndEmbeddingsItHolds) {
+  for (const bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    ModelSpec m = round_model(8, 2);
+    m.dense_layers = 2;
+    m.dense_ffn_size = 2048;
+    m.vocab_size = 1000;
+    m.tied_embeddings = tied;
+    const CostModel model(round_topology(2, 2), m, SimOptions{}, 40);
+    EXPECT_EQ(model.stage_optimizer_ps(4, 4, true, true), model.optimizer_ps(4));
+    // 4 trace layers of the model's 4: the first stage holds both dense-only layers
+    // (1e6 + 3 x 1024 x 2048 each) and the embedding (1024 x 1000); the last the head.
+    const double expert = 2 * 3 * 1024 * 512.0;
+    const double dense_only = 2 * (1e6 + 3 * 1024 * 2048.0), embedding = 1024 * 1000.0;
+    const auto ps = [](double params) { return std::llround(params * 28 / 2000 * 1000); };
+    const Picoseconds first = model.stage_optimizer_ps(1, 4, true, false);
+    const Picoseconds middle = model.stage_optimizer_ps(2, 4, false, false);
+    const Picoseconds last = model.stage_optimizer_ps(1, 4, false, true);
+    EXPECT_EQ(first, ps(1e6 + expert + dense_only + embedding));
+    EXPECT_EQ(middle, ps(2 * (1e6 + expert)));
+    EXPECT_EQ(last, ps(1e6 + expert + embedding));
+    const Picoseconds copy = tied ? ps(embedding) : 0;
+    EXPECT_NEAR(static_cast<double>(first + middle + last),
+                static_cast<double>(model.optimizer_ps(4) + copy), 3.0);
+    // Half the model's layers in the trace: the stages carry half of what lies outside them.
+    EXPECT_EQ(model.stage_optimizer_ps(1, 2, true, false),
+              ps(1e6 + expert + (dense_only + embedding) / 2));
+  }
+}
+
 // Two dense-only layers beside the four MoE layers (FFN 2048): each MoE layer carries half of
 // one, forward and backward, on the busiest rank, whatever the plan; their weights join the
 // optimizer's. So does a quarter of the output head.
