@@ -2,7 +2,7 @@
 
 Inputs are the files the toolkit writes:
   replay (topoep simulate --out DIR --rank-loads, or topoep demo): summary.json, per_layer.csv,
-    per_step.csv, rank_loads.csv
+    per_step.csv, rank_loads.csv; with pipeline stages, timeline.json beside them (--timeline)
   sweep (topoep sweep --out DIR): results.csv
   solver report (tools/solver_report DIR): solver_bench.json, determinism.csv
   paper reproduction (tools/reproduce_paper DIR): skew/results.csv, runs/*/summary.json
@@ -128,6 +128,53 @@ def plot_gain_over_baselines(replay, planner="topoep", ax=None):
     ax.set_ylabel(f"{planner} speedup (x)")
     ax.set_title(f"{planner} step-time speedup over each planner")
     return ax
+
+
+def load_pipeline_schedule(path):
+    """A pipelined run's --timeline (simulate --pipeline-stages P > 1): per planner, its
+    slices as (stage, name, start_ms, end_ms), in {planner name: [...]}. None where the
+    timeline has no stage tracks (one stage: a track per rank)."""
+    events = read_json(path)["traceEvents"]
+    planners = {e["pid"]: e["args"]["name"] for e in events
+                if e.get("ph") == "M" and e.get("name") == "process_name"}
+    stages = {(e["pid"], e["tid"]) for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"
+              and e["args"]["name"].startswith("stage ")}
+    if not stages:
+        return None
+    schedule = {name: [] for name in planners.values()}
+    for e in events:
+        if e.get("ph") == "X" and (e["pid"], e["tid"]) in stages:
+            start = e["ts"] / 1000
+            schedule[planners[e["pid"]]].append((e["tid"], e["name"], start, start + e["dur"] / 1000))
+    return schedule
+
+
+def plot_pipeline_schedule(schedule, planners=("static", "topoep")):
+    """Each planner's pipeline stages over one step, a row a stage: forwards, backwards, and
+    the rest (first-layer gathers, exposed syncs, optimizer); gaps are the stages' waits."""
+    shown = [name for name in schedule if name.split(" (")[0] in planners] or list(schedule)
+    stages = 1 + max(stage for name in shown for stage, *_ in schedule[name])
+    fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False,
+                             figsize=(10, 0.8 + 0.5 * stages * len(shown)))
+    colors = {"forward": "tab:blue", "backward": "tab:orange"}
+    for ax, name in zip(axes[:, 0], shown):
+        for stage, slice_name, start, end in schedule[name]:
+            color = colors.get(slice_name.split(" ")[0], "tab:gray")
+            ax.broken_barh([(start, end - start)], (stage - 0.4, 0.8), color=color,
+                           edgecolor="white", linewidth=0.3)
+        ax.set_yticks(range(stages))
+        ax.set_yticklabels([f"stage {s}" for s in range(stages)])
+        ax.invert_yaxis()
+        ax.set_title(name)
+    axes[-1, 0].set_xlabel("ms into the step")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in
+               ("tab:blue", "tab:orange", "tab:gray")]
+    fig.suptitle("Pipeline schedule of one step")
+    fig.tight_layout()
+    fig.legend(handles, ["forward", "backward", "gathers, syncs, optimizer"],
+               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize="small")
+    return fig
 
 
 # --- sweeps ---------------------------------------------------------------------------------
@@ -301,6 +348,14 @@ def write_all(results_dir, out_dir):
             save(plot_gain_over_baselines(replay).figure, "gain_over_baselines.png")
         if replay["rank_loads"] is not None:
             save(plot_load_heatmaps(replay), "load_heatmaps.png")
+        # A pipelined run's timeline beside its outputs (simulate --pipeline-stages P
+        # --timeline DIR/timeline.json); one stage's, per rank, is not drawn here.
+        timeline = os.path.join(results_dir, "timeline.json")
+        options = replay["summary"].get("run", {}).get("sim_options", {})
+        if options.get("pipeline_stages", 1) > 1 and os.path.exists(timeline):
+            schedule = load_pipeline_schedule(timeline)
+            if schedule:
+                save(plot_pipeline_schedule(schedule), "pipeline_schedule.png")
     if os.path.exists(os.path.join(results_dir, "results.csv")):
         results = load_sweep(results_dir)
         # The featured axes first, then any other the sweep varied. The ratio stands for the

@@ -75,6 +75,16 @@ for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes gain_vs_dispatche
 done
 [[ -s "$work/png-solver/solver_latency.png" ]]
 expect "solver latency plot" 0 $?
+# A pipelined replay with its timeline beside it: the stages' schedule; none without stages.
+"$topoep" simulate --trace "$work/trace" --planners topoep,static --pipeline-stages 2 \
+  --virtual-stages 2 --out "$work/piped" --timeline "$work/piped/timeline.json" >/dev/null
+expect "pipelined replay with a timeline" 0 $?
+python3 "$notebook_dir/topoep_plots.py" "$work/piped" --out "$work/png-piped" >"$work/out"
+expect "plots of the pipelined replay" 0 $?
+[[ -s "$work/png-piped/pipeline_schedule.png" ]]
+expect "pipeline schedule plot" 0 $?
+[[ ! -e "$work/png-replay/pipeline_schedule.png" ]]
+expect "no pipeline schedule plot of one stage" 0 $?
 python3 "$notebook_dir/topoep_plots.py" "$work" >"$work/out" 2>&1
 expect "a directory without results is bad input" 2 $?
 expect_text "it says what it looked for" "$work/out" "no toolkit results found"
