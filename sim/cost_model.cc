@@ -126,7 +126,7 @@ void check_sim_options(const SimOptions& options) {
 
 CostModel::CostModel(const Topology& topology, const ModelSpec& model, const SimOptions& options,
                      std::int64_t tokens_per_rank)
-    : topology_(topology), model_(model), options_(options) {
+    : topology_(topology), model_(model), options_(options), tokens_per_rank_(tokens_per_rank) {
   check_sim_options(options);
   // Every price below reads the curve (derive_solver_cost() too): a topology built in code
   // may have skipped the checks of topology_json.h.

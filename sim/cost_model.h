@@ -120,6 +120,7 @@ class CostModel {
             std::int64_t tokens_per_rank);
 
   const Topology& topology() const { return topology_; }
+  std::int64_t tokens_per_rank() const { return tokens_per_rank_; }  // as constructed
   const ModelSpec& model() const { return model_; }
   // The integer parameters planners decide with (sim/solver_cost.h), the weights' overlap
   // window scaled (and, with the all-to-alls behind compute, what they leave of it:
@@ -264,6 +265,7 @@ class CostModel {
   Bytes grad_bytes_per_token_ = 0;
   int most_homed_ = 0;
   RingTraffic gradient_sync_, param_gather_, expert_sync_, expert_gather_;
+  std::int64_t tokens_per_rank_ = 0;
 };
 
 }  // namespace topoep

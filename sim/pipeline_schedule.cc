@@ -81,6 +81,10 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
       work.size(), std::vector<Picoseconds>(microbatches, kNotYet));
   std::vector<std::vector<Picoseconds>> backward_end = forward_end;
   std::vector<std::size_t> next(order.size(), 0);
+  // Stage by stage, each in its order: where each stage's operations begin in times.ops.
+  std::vector<std::size_t> first_op(order.size() + 1, 0);
+  for (int s = 0; s < stages; ++s) first_op[s + 1] = first_op[s] + order[s].size();
+  times.ops.resize(first_op.back());
   std::vector<Picoseconds> free_at(order.size(), 0);
   if (!ends.empty()) {
     for (int s = 0; s < stages; ++s) {
@@ -109,7 +113,7 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
         const Picoseconds length = op.forward ? w.forward : w.backward;
         const Picoseconds start = std::max(free_at[s], ready);
         const Picoseconds end = start + length;
-        times.ops.push_back({s, op.chunk, op.microbatch, op.forward, start, end});
+        times.ops[first_op[s] + next[s]] = {s, op.chunk, op.microbatch, op.forward, start, end};
         (op.forward ? forward_end : backward_end)[op.chunk][op.microbatch] = end;
         free_at[s] = end;
         times.busy[s] += length;
@@ -118,9 +122,6 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
       }
     }
   }
-  // Stage by stage, each in the order it ran them (passes interleave the stages).
-  std::stable_sort(times.ops.begin(), times.ops.end(),
-                   [](const PipelineOp& a, const PipelineOp& b) { return a.stage < b.stage; });
   times.ends = ends;
   for (int s = 0; s < stages; ++s) {
     if (next[s] < order[s].size()) throw std::logic_error("pipeline schedule waits in a cycle");

@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "common/atomic_file.h"
 #include "common/file_input_error.h"
 #include "sim/csv_rows.h"
+#include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
@@ -98,10 +100,19 @@ class OutputObserver : public ReplayObserver {
   void on_start(const TraceMetadata& metadata, const CostModel& cost) override {
     result_.metadata = metadata;
     result_.run = run_description(request_, metadata, cost);
+    cost_.emplace(cost);
+    const SimOptions& sim = request_.config.options;
+    if (sim.pipeline_stages > 1 && sim.virtual_stages == 1) {
+      profiles_.resize(request_.config.planners.size());
+    }
   }
 
   void on_step(const StepResult& step) override {
     result_.summary.add(step);
+    for (std::size_t p = 0; p < profiles_.size(); ++p) {
+      if (request_.config.planners[p] != "ideal")
+        profiles_[p].add(step, static_cast<int>(p), *cost_);
+    }
     if (step.explained) result_.explained = step.explained;
     if (per_layer_) {
       per_layer_->write(per_layer_csv_rows(step, request_.config.planners));
@@ -117,10 +128,13 @@ class OutputObserver : public ReplayObserver {
 
   // Writes the remaining files and renames everything into place.
   void commit() {
+    advise_pipeline_layouts();
     std::unique_ptr<AtomicFile> summary;
     if (per_layer_) {
       summary = std::make_unique<AtomicFile>(request_.out_dir + "/summary.json");
-      summary->write(result_.summary.to_json(result_.run).dump(2) + "\n");
+      nlohmann::json json = result_.summary.to_json(result_.run);
+      add_pipeline_advice(json);
+      summary->write(json.dump(2) + "\n");
     }
     if (timeline_ && !timeline_written_) timeline_->write(empty_timeline());
     commit_all(
@@ -134,18 +148,57 @@ class OutputObserver : public ReplayObserver {
   }
 
  private:
+  void advise_pipeline_layouts() {
+    const SimOptions& sim = request_.config.options;
+    result_.pipeline_advice.assign(profiles_.size(), std::nullopt);
+    for (std::size_t p = 0; p < profiles_.size(); ++p) {
+      const LayerWorkProfile& profile = profiles_[p];
+      if (profile.steps == 0) continue;  // the ideal
+      PipelineLayoutAdvice advice;
+      const std::vector<int> now =
+          stage_layer_counts(result_.metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
+      advice.layers = advised_stage_layers(profile, now, *cost_);
+      advice.predicted_now = predicted_pipeline_step(profile, now, *cost_);
+      advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, *cost_);
+      result_.pipeline_advice[p] = advice;
+    }
+  }
+
+  // summary.json: each advised planner's advised_pipeline_layers and predicted steps.
+  void add_pipeline_advice(nlohmann::json& json) const {
+    for (nlohmann::json& entry : json["planners"]) {
+      const auto name = entry["planner"].get<std::string>();
+      const auto& planners = request_.config.planners;
+      const std::size_t p = static_cast<std::size_t>(
+          std::find(planners.begin(), planners.end(), name) - planners.begin());
+      if (p >= result_.pipeline_advice.size() || !result_.pipeline_advice[p]) continue;
+      const PipelineLayoutAdvice& advice = *result_.pipeline_advice[p];
+      entry["advised_pipeline_layers"] = advice.layers;
+      entry["predicted_step_us"] = {
+          {"now", static_cast<double>(advice.predicted_now) / 1e6},
+          {"advised", static_cast<double>(advice.predicted_advised) / 1e6}};
+    }
+  }
+
   const SimulationRequest& request_;
   SimulationResult& result_;
   std::unique_ptr<AtomicFile> per_layer_, per_step_, rank_loads_, timeline_;
   bool timeline_written_ = false;
+  std::optional<CostModel> cost_;  // a copy of the replay's, which ends before commit()
+  // Per planner, with pipeline stages of one chunk each (pipeline_layout.h).
+  std::vector<LayerWorkProfile> profiles_;
 };
 
 }  // namespace
 
 SimulationResult run_simulation(const SimulationRequest& request) {
-  SimulationResult result{
-      TraceMetadata{}, nlohmann::json::object(), RunSummary(request.config.planners), 0, false,
-      std::nullopt};
+  SimulationResult result{TraceMetadata{},
+                          nlohmann::json::object(),
+                          RunSummary(request.config.planners),
+                          0,
+                          false,
+                          std::nullopt,
+                          {}};
   SimConfig config = request.config;
   // Plan hashes are per_layer.csv's column: a run that writes no files need not hash its plans.
   if (request.out_dir.empty()) config.plan_hashes = false;

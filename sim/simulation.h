@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/replay.h"
 #include "sim/run_summary.h"
@@ -22,6 +23,15 @@ struct SimulationRequest {
   int timeline_step = 0;
 };
 
+// With pipeline stages of one chunk each: a planner's --pipeline-layers whose predicted step is
+// the shortest found (pipeline_layout.h), and the mean step predicted for the run's layout and
+// for that one, in ps.
+struct PipelineLayoutAdvice {
+  std::vector<int> layers;
+  Picoseconds predicted_now = 0;
+  Picoseconds predicted_advised = 0;
+};
+
 struct SimulationResult {
   TraceMetadata metadata;
   nlohmann::json run;  // what summary.json records about the run
@@ -30,6 +40,9 @@ struct SimulationResult {
   // out_dir held an earlier run's rank_loads.csv that this run (without rank_loads) removed
   bool removed_stale_rank_loads = false;
   std::optional<ExplainedRecord> explained;  // SimConfig::explain's record, when one is asked
+  // Per planner (SimConfig order), where pipeline stages hold one chunk each; empty otherwise
+  // and for the ideal.
+  std::vector<std::optional<PipelineLayoutAdvice>> pipeline_advice;
 };
 
 // Throws FileInputError (trace, outputs) or InputError (configuration) before writing anything.

@@ -666,6 +666,19 @@ rows = list(csv.DictReader(open(sys.argv[1] + "/per_step.csv")))
 assert rows and all(0 < float(r["pipeline_idle_us"]) < float(r["step_time_us"]) for r in rows), rows
 PY
 expect "summary.json and per_step.csv record the stages and what they wait" 0 $?
+expect_text "it advises each planner's stage layout" "$work/out" \
+  "Stage layouts these records predict the shortest step for"
+python3 - "$work/pp" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+for p in summary["planners"]:
+    if p["planner"] == "ideal":
+        assert "advised_pipeline_layers" not in p, p
+        continue
+    assert p["advised_pipeline_layers"] == [1, 1], p  # two layers, two stages: the only layout
+    assert p["predicted_step_us"]["advised"] <= p["predicted_step_us"]["now"], p
+PY
+expect "summary.json records the advised layout and the steps it predicts" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?
@@ -704,6 +717,8 @@ expect "and writes no outputs" 0 $?
   --model "$work/model16.json" --planners topoep,static --virtual-stages 2 \
   --pipeline-layers 1,1,1,1 --out "$work/pp-virtual" >"$work/out" 2>&1
 expect "simulate runs virtual stages" 0 $?
+grep -q "Stage layouts" "$work/out"
+expect "and advises no layout of chunks" 1 $?
 expect_text "and says how the chunks lie" "$work/out" \
   "2 pipeline stages of 2 chunks each, chunks of 1, 1, 1, 1 MoE layers (chunk c on stage c mod 2)"
 python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["pipeline_stages"] != 2 or o["virtual_stages"] != 2 or o["pipeline_layers"] != [1, 1, 1, 1])' \

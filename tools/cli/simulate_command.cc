@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <sstream>
 
 #include "common/flag_errors.h"
@@ -72,6 +73,39 @@ RecordKey parse_record_key(const std::string& text) {
                          text + "'");
   }
   return key;
+}
+
+// With pipeline stages of one chunk each: the --pipeline-layers that the run's records predict
+// the shortest step for, each planner's.
+void print_pipeline_advice(const SimulationResult& result, const SimConfig& config,
+                           std::ostream& out) {
+  bool header = false;
+  for (std::size_t p = 0; p < result.pipeline_advice.size(); ++p) {
+    if (!result.pipeline_advice[p]) continue;
+    const PipelineLayoutAdvice& advice = *result.pipeline_advice[p];
+    if (!header) {
+      out << "\nStage layouts these records predict the shortest step for (1F1B over the mean "
+             "step;\nsim/README.md, \"Pipeline stages\"):\n";
+      header = true;
+    }
+    const auto list = [](const std::vector<int>& counts) {
+      std::string text;
+      for (const int count : counts) text += (text.empty() ? "" : ",") + std::to_string(count);
+      return text;
+    };
+    // Below a thousandth the run's layout is as good: the prediction is not that exact.
+    const Picoseconds saved = advice.predicted_now - advice.predicted_advised;
+    if (saved * 1000 >= advice.predicted_now) {
+      char cut[64];
+      std::snprintf(cut, sizeof cut, "%.1f%% (%.1f ms)",
+                    100.0 * static_cast<double>(saved) / static_cast<double>(advice.predicted_now),
+                    static_cast<double>(saved) / 1e9);
+      out << "  " << config.planners[p] << ": --pipeline-layers " << list(advice.layers)
+          << ", a step predicted " << cut << " shorter than this run's layout\n";
+    } else {
+      out << "  " << config.planners[p] << ": this run's layout (none found 0.1% shorter)\n";
+    }
+  }
 }
 
 void run_simulate(const SimulateOptions& options) {
@@ -175,6 +209,7 @@ void run_simulate(const SimulateOptions& options) {
                       : " (sim/README.md, \"All-to-alls behind compute\"); a step's first "
                         "forward and\nlast backward have no partner.\n");
   }
+  print_pipeline_advice(result, request.config, std::cout);
   if (result.explained) {
     const ExplainedRecord& e = *result.explained;
     const std::string record =

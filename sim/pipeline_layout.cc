@@ -1,0 +1,225 @@
+#include "sim/pipeline_layout.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+namespace topoep {
+
+void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost) {
+  ++steps;
+  for (const RecordResult& record : step.records) {
+    const auto m = static_cast<std::size_t>(record.microbatch);
+    if (layers.size() <= m) {
+      layers.resize(m + 1);
+      first_stage_extra.resize(m + 1);
+      last_stage_extra.resize(m + 1);
+    }
+    if (layers[m].size() <= static_cast<std::size_t>(record.layer)) {
+      layers[m].resize(record.layer + 1);
+    }
+    const LayerCost& c = record.planners[p];
+    const Picoseconds head = cost.outside_head_part(c.outside_forward);
+    StageWork& w = layers[m][record.layer];
+    w.forward += c.forward_path() - c.outside_forward;
+    w.backward += c.critical_path() - c.forward_path() - 2 * c.outside_forward;
+    first_stage_extra[m].forward += c.outside_forward - head;
+    first_stage_extra[m].backward += 2 * (c.outside_forward - head);
+    last_stage_extra[m].forward += head;
+    last_stage_extra[m].backward += 2 * head;
+  }
+}
+
+std::vector<std::vector<StageWork>> LayerWorkProfile::stage_work(
+    const std::vector<int>& layers_per_stage) const {
+  const std::size_t stages = layers_per_stage.size();
+  std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(layers.size()));
+  const Picoseconds per = std::max(1, steps);
+  for (std::size_t m = 0; m < layers.size(); ++m) {
+    std::size_t layer = 0;
+    for (std::size_t s = 0; s < stages; ++s) {
+      StageWork sum;
+      for (int i = 0; i < layers_per_stage[s]; ++i, ++layer) {
+        sum.forward += layers[m][layer].forward;
+        sum.backward += layers[m][layer].backward;
+      }
+      if (s == 0) {
+        sum.forward += first_stage_extra[m].forward;
+        sum.backward += first_stage_extra[m].backward;
+      }
+      if (s + 1 == stages) {
+        sum.forward += last_stage_extra[m].forward;
+        sum.backward += last_stage_extra[m].backward;
+      }
+      work[s][m] = {sum.forward / per, sum.backward / per};
+    }
+  }
+  return work;
+}
+
+Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
+                                    const std::vector<int>& layers_per_stage,
+                                    const CostModel& cost) {
+  const int stages = static_cast<int>(layers_per_stage.size());
+  const int all = std::accumulate(layers_per_stage.begin(), layers_per_stage.end(), 0);
+  Picoseconds optimizer = 0;
+  for (int s = 0; s < stages; ++s) {
+    optimizer = std::max(
+        optimizer, cost.stage_optimizer_ps(layers_per_stage[s], all, s == 0, s == stages - 1));
+  }
+  const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps(cost.tokens_per_rank()) : 0;
+  return run_one_f_one_b(profile.stage_work(layers_per_stage), handover).makespan + optimizer;
+}
+
+namespace {
+
+// The split whose busiest stage has the least total work over the run (1F1B's steady state
+// runs at that stage's pace): a descent's second start. Ties: the earliest cuts.
+std::vector<int> evened_total_work(const LayerWorkProfile& profile, int stages) {
+  const int n = profile.layers.empty() ? 0 : static_cast<int>(profile.layers.front().size());
+  std::vector<Picoseconds> prefix(static_cast<std::size_t>(n) + 1, 0);
+  Picoseconds first = 0, last = 0;
+  for (std::size_t m = 0; m < profile.layers.size(); ++m) {
+    for (int l = 0; l < n; ++l) {
+      prefix[l + 1] += profile.layers[m][l].forward + profile.layers[m][l].backward;
+    }
+    first += profile.first_stage_extra[m].forward + profile.first_stage_extra[m].backward;
+    last += profile.last_stage_extra[m].forward + profile.last_stage_extra[m].backward;
+  }
+  std::partial_sum(prefix.begin(), prefix.end(), prefix.begin());
+  const auto extra = [&](int s) { return (s == 0 ? first : 0) + (s == stages - 1 ? last : 0); };
+  constexpr Picoseconds kNone = std::numeric_limits<Picoseconds>::max();
+  // best[s][i]: the least busiest-stage work of the first i layers in stages 0..s; cut[s][i]:
+  // the first layer of stage s there, the earliest optimal one.
+  std::vector<std::vector<Picoseconds>> best(stages, std::vector<Picoseconds>(n + 1, kNone));
+  std::vector<std::vector<int>> cut(stages, std::vector<int>(n + 1, 0));
+  for (int i = 1; i <= n; ++i) best[0][i] = prefix[i] + extra(0);
+  for (int s = 1; s < stages; ++s) {
+    for (int i = s + 1; i <= n; ++i) {
+      for (int j = s; j < i; ++j) {
+        if (best[s - 1][j] == kNone) continue;
+        const Picoseconds here = std::max(best[s - 1][j], prefix[i] - prefix[j] + extra(s));
+        if (here < best[s][i]) {
+          best[s][i] = here;
+          cut[s][i] = j;
+        }
+      }
+    }
+  }
+  std::vector<int> counts(static_cast<std::size_t>(stages), 0);
+  int end = n;
+  for (int s = stages - 1; s > 0; --s) {
+    counts[s] = end - cut[s][end];
+    end = cut[s][end];
+  }
+  counts[0] = end;
+  return counts;
+}
+
+// Moves of one boundary (between stages b and b + 1) by 1 or 2 layers either way, keeping
+// every stage at least one layer, while the best of them shortens the predicted step.
+std::pair<std::vector<int>, Picoseconds> descend(const LayerWorkProfile& profile,
+                                                 std::vector<int> layers, const CostModel& cost) {
+  Picoseconds step = predicted_pipeline_step(profile, layers, cost);
+  for (bool improved = true; improved;) {
+    improved = false;
+    std::vector<int> best_layers;
+    Picoseconds best_step = step;
+    for (std::size_t b = 0; b + 1 < layers.size(); ++b) {
+      for (const int shift : {-1, 1, -2, 2}) {
+        std::vector<int> next = layers;
+        next[b] += shift;  // a positive shift moves layers from stage b + 1 into stage b
+        next[b + 1] -= shift;
+        if (next[b] < 1 || next[b + 1] < 1) continue;
+        const Picoseconds candidate = predicted_pipeline_step(profile, next, cost);
+        if (candidate < best_step) {
+          best_step = candidate;
+          best_layers = std::move(next);
+        }
+      }
+    }
+    if (!best_layers.empty()) {
+      layers = std::move(best_layers);
+      step = best_step;
+      improved = true;
+    }
+  }
+  return {layers, step};
+}
+
+// C(n, k), or more than `limit` where it exceeds it.
+long long layouts_up_to(int n, int k, long long limit) {
+  long long count = 1;
+  for (int i = 1; i <= k; ++i) {
+    count = count * (n - k + i) / i;  // exact: a product of i consecutive integers over i!
+    if (count > limit) return limit + 1;
+  }
+  return count;
+}
+
+// Every layout in lexicographic order; the first of the shortest.
+std::vector<int> best_of_every_layout(const LayerWorkProfile& profile, int layers, int stages,
+                                      const CostModel& cost) {
+  std::vector<int> counts(static_cast<std::size_t>(stages), 1), best;
+  Picoseconds best_step = 0;
+  const std::function<void(int, int)> fill = [&](int stage, int left) {
+    if (stage == stages - 1) {
+      counts[stage] = left;
+      const Picoseconds step = predicted_pipeline_step(profile, counts, cost);
+      if (best.empty() || step < best_step) {
+        best = counts;
+        best_step = step;
+      }
+      return;
+    }
+    for (int n = 1; n <= left - (stages - stage - 1); ++n) {
+      counts[stage] = n;
+      fill(stage + 1, left - n);
+    }
+  };
+  fill(0, layers);
+  return best;
+}
+
+}  // namespace
+
+std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
+                                      const std::vector<int>& start, const CostModel& cost,
+                                      long long exhaustive_limit) {
+  const int stages = static_cast<int>(start.size());
+  const int layers = std::accumulate(start.begin(), start.end(), 0);
+  if (layouts_up_to(layers - 1, stages - 1, exhaustive_limit) <= exhaustive_limit) {
+    return best_of_every_layout(profile, layers, stages, cost);
+  }
+  auto best = descend(profile, start, cost);
+  for (const std::vector<int>& other :
+       {stage_layer_counts(layers, stages, {}), evened_total_work(profile, stages)}) {
+    auto found = descend(profile, other, cost);
+    if (found.second < best.second) best = std::move(found);
+  }
+  // Kicks out of a local minimum: one boundary moved by 3 or 4 layers, then a descent, kept
+  // where it ends shorter; again from there until no kick helps (up to 64 stages: the kicks
+  // grow with the boundaries).
+  for (bool improved = stages <= 64; improved;) {
+    improved = false;
+    for (std::size_t b = 0; b + 1 < best.first.size() && !improved; ++b) {
+      for (const int shift : {-3, 3, -4, 4}) {
+        std::vector<int> kicked = best.first;
+        kicked[b] += shift;
+        kicked[b + 1] -= shift;
+        if (kicked[b] < 1 || kicked[b + 1] < 1) continue;
+        auto found = descend(profile, std::move(kicked), cost);
+        if (found.second < best.second) {
+          best = std::move(found);
+          improved = true;
+          break;
+        }
+      }
+    }
+  }
+  return best.first;
+}
+
+}  // namespace topoep

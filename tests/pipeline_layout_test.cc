@@ -1,0 +1,127 @@
+// The stage layout advice (sim/pipeline_layout.h): its prediction is the 1F1B span of the mean
+// step's stage work plus the slowest stage's optimizer, and its local search is never predicted
+// slower than where it starts, and finds the exhaustive optimum on small cases.
+
+#include "sim/pipeline_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tests/sim_fixtures.h"
+
+namespace topoep {
+namespace {
+
+CostModel test_cost() {
+  ModelSpec model = round_model(8, 2);
+  model.dense_layers = 1;
+  model.dense_ffn_size = 2048;
+  model.vocab_size = 5000;
+  return CostModel(round_topology(2, 2), model, SimOptions{}, 64);
+}
+
+// `layers` layers of `microbatches` microbatches, forwards 1-100 us and backwards 1-200 us,
+// extras on the first and last stage up to 50 and 100 us, summed over `steps` steps.
+LayerWorkProfile random_profile(std::mt19937_64& random, int layers, int microbatches, int steps) {
+  const auto us = [&](int most) {
+    return (1 + static_cast<Picoseconds>(random() % most)) * 1000000;
+  };
+  LayerWorkProfile profile;
+  profile.steps = steps;
+  profile.layers.assign(microbatches, std::vector<StageWork>(layers));
+  profile.first_stage_extra.resize(microbatches);
+  profile.last_stage_extra.resize(microbatches);
+  for (int m = 0; m < microbatches; ++m) {
+    for (StageWork& w : profile.layers[m]) w = {us(100), us(200)};
+    profile.first_stage_extra[m] = {us(50), us(100)};
+    profile.last_stage_extra[m] = {us(50), us(100)};
+  }
+  return profile;
+}
+
+TEST(PipelineLayout, PredictsThe1F1BSpanOfTheMeanStepPlusTheSlowestStagesOptimizer) {
+  std::mt19937_64 random(3);
+  const CostModel cost = test_cost();
+  const LayerWorkProfile profile = random_profile(random, 5, 3, 2);
+  const std::vector<int> layout = {2, 1, 2};
+  // By hand: each stage's layers and, on the first and last, the extras, over 2 steps.
+  std::vector<std::vector<StageWork>> work(3, std::vector<StageWork>(3));
+  const std::vector<int> stage_of = {0, 0, 1, 2, 2};
+  for (int m = 0; m < 3; ++m) {
+    for (int l = 0; l < 5; ++l) {
+      work[stage_of[l]][m].forward += profile.layers[m][l].forward;
+      work[stage_of[l]][m].backward += profile.layers[m][l].backward;
+    }
+    work[0][m].forward += profile.first_stage_extra[m].forward;
+    work[0][m].backward += profile.first_stage_extra[m].backward;
+    work[2][m].forward += profile.last_stage_extra[m].forward;
+    work[2][m].backward += profile.last_stage_extra[m].backward;
+    for (auto& stage : work) {
+      stage[m].forward /= 2;
+      stage[m].backward /= 2;
+    }
+  }
+  const std::vector<std::vector<StageWork>> predicted = profile.stage_work(layout);
+  for (int s = 0; s < 3; ++s) {
+    for (int m = 0; m < 3; ++m) {
+      EXPECT_EQ(predicted[s][m].forward, work[s][m].forward) << s << ", " << m;
+      EXPECT_EQ(predicted[s][m].backward, work[s][m].backward) << s << ", " << m;
+    }
+  }
+  const Picoseconds optimizer = std::max({cost.stage_optimizer_ps(2, 5, true, false),
+                                          cost.stage_optimizer_ps(1, 5, false, false),
+                                          cost.stage_optimizer_ps(2, 5, false, true)});
+  EXPECT_EQ(predicted_pipeline_step(profile, layout, cost),
+            run_one_f_one_b(work, cost.pipeline_handover_ps(64)).makespan + optimizer);
+}
+
+// Every split of `layers` into `stages` contiguous stages of at least one layer.
+void every_layout(int layers, int stages, const std::function<void(const std::vector<int>&)>& f) {
+  std::vector<int> counts(stages, 1);
+  std::function<void(int, int)> fill = [&](int stage, int left) {
+    if (stage == stages - 1) {
+      counts[stage] = left;
+      f(counts);
+      return;
+    }
+    for (int n = 1; n <= left - (stages - stage - 1); ++n) {
+      counts[stage] = n;
+      fill(stage + 1, left - n);
+    }
+  };
+  fill(0, layers);
+}
+
+TEST(PipelineLayout, AdviceFindsTheExhaustiveOptimumOnSmallCasesAndNeverLosesToItsStart) {
+  std::mt19937_64 random(7);
+  const CostModel cost = test_cost();
+  for (int round = 0; round < 200; ++round) {
+    const int layers = 3 + static_cast<int>(random() % 8);
+    const int stages = 2 + static_cast<int>(random() % std::min(3, layers - 1));
+    const int microbatches = 1 + static_cast<int>(random() % 8);
+    const LayerWorkProfile profile = random_profile(random, layers, microbatches, 1);
+    std::vector<int> start(stages, 1);
+    start.back() = layers - (stages - 1);  // the last stage holds the rest
+    const std::vector<int> advised = advised_stage_layers(profile, start, cost);
+    ASSERT_EQ(static_cast<int>(advised.size()), stages);
+    EXPECT_EQ(std::accumulate(advised.begin(), advised.end(), 0), layers);
+    EXPECT_GE(*std::min_element(advised.begin(), advised.end()), 1);
+    const Picoseconds step = predicted_pipeline_step(profile, advised, cost);
+    EXPECT_LE(step, predicted_pipeline_step(profile, start, cost));
+    Picoseconds optimum = -1;
+    every_layout(layers, stages, [&](const std::vector<int>& layout) {
+      const Picoseconds candidate = predicted_pipeline_step(profile, layout, cost);
+      if (optimum < 0 || candidate < optimum) optimum = candidate;
+    });
+    EXPECT_EQ(step, optimum) << "round " << round << ": " << layers << " layers, " << stages
+                             << " stages, " << microbatches << " microbatches";
+  }
+}
+
+}  // namespace
+}  // namespace topoep
