@@ -32,16 +32,16 @@ void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost)
   }
 }
 
-std::vector<std::vector<StageWork>> LayerWorkProfile::stage_work(
-    const std::vector<int>& layers_per_stage) const {
-  const std::size_t stages = layers_per_stage.size();
-  std::vector<std::vector<StageWork>> work(stages, std::vector<StageWork>(layers.size()));
+std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
+    const std::vector<int>& layers_per_chunk) const {
+  const std::size_t chunks = layers_per_chunk.size();
+  std::vector<std::vector<StageWork>> work(chunks, std::vector<StageWork>(layers.size()));
   const Picoseconds per = std::max(1, steps);
   for (std::size_t m = 0; m < layers.size(); ++m) {
     std::size_t layer = 0;
-    for (std::size_t s = 0; s < stages; ++s) {
+    for (std::size_t s = 0; s < chunks; ++s) {
       StageWork sum;
-      for (int i = 0; i < layers_per_stage[s]; ++i, ++layer) {
+      for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) {
         sum.forward += layers[m][layer].forward;
         sum.backward += layers[m][layer].backward;
       }
@@ -49,7 +49,7 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::stage_work(
         sum.forward += first_stage_extra[m].forward;
         sum.backward += first_stage_extra[m].backward;
       }
-      if (s + 1 == stages) {
+      if (s + 1 == chunks) {
         sum.forward += last_stage_extra[m].forward;
         sum.backward += last_stage_extra[m].backward;
       }
@@ -60,23 +60,31 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::stage_work(
 }
 
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
-                                    const std::vector<int>& layers_per_stage,
+                                    const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost) {
-  const int stages = static_cast<int>(layers_per_stage.size());
-  const int all = std::accumulate(layers_per_stage.begin(), layers_per_stage.end(), 0);
+  const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
+  std::vector<int> stage_layers(static_cast<std::size_t>(stages), 0);
+  for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
+    stage_layers[c % stages] += layers_per_chunk[c];
+  }
   Picoseconds optimizer = 0;
   for (int s = 0; s < stages; ++s) {
-    optimizer = std::max(
-        optimizer, cost.stage_optimizer_ps(layers_per_stage[s], all, s == 0, s == stages - 1));
+    optimizer =
+        std::max(optimizer, cost.stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1));
   }
   const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps(cost.tokens_per_rank()) : 0;
-  return run_one_f_one_b(profile.stage_work(layers_per_stage), handover).makespan + optimizer;
+  const PipelineTimes span =
+      run_interleaved_one_f_one_b(profile.chunk_work(layers_per_chunk), stages, handover);
+  return span.makespan + optimizer;
 }
 
 namespace {
 
-// The split whose busiest stage has the least total work over the run (1F1B's steady state
-// runs at that stage's pace): a descent's second start. Ties: the earliest cuts.
+// The predicted step of a layout of chunks.
+using Predict = std::function<Picoseconds(const std::vector<int>&)>;
+
+// The split whose busiest chunk has the least total work over the run (1F1B's steady state
+// runs at the busiest stage's pace): a descent's third start. Ties: the earliest cuts.
 std::vector<int> evened_total_work(const LayerWorkProfile& profile, int stages) {
   const int n = profile.layers.empty() ? 0 : static_cast<int>(profile.layers.front().size());
   std::vector<Picoseconds> prefix(static_cast<std::size_t>(n) + 1, 0);
@@ -118,11 +126,10 @@ std::vector<int> evened_total_work(const LayerWorkProfile& profile, int stages) 
   return counts;
 }
 
-// Moves of one boundary (between stages b and b + 1) by 1 or 2 layers either way, keeping
-// every stage at least one layer, while the best of them shortens the predicted step.
-std::pair<std::vector<int>, Picoseconds> descend(const LayerWorkProfile& profile,
-                                                 std::vector<int> layers, const CostModel& cost) {
-  Picoseconds step = predicted_pipeline_step(profile, layers, cost);
+// Moves of one boundary (between chunks b and b + 1) by 1 or 2 layers either way, keeping
+// every chunk at least one layer, while the best of them shortens the predicted step.
+std::pair<std::vector<int>, Picoseconds> descend(std::vector<int> layers, const Predict& predict) {
+  Picoseconds step = predict(layers);
   for (bool improved = true; improved;) {
     improved = false;
     std::vector<int> best_layers;
@@ -130,10 +137,10 @@ std::pair<std::vector<int>, Picoseconds> descend(const LayerWorkProfile& profile
     for (std::size_t b = 0; b + 1 < layers.size(); ++b) {
       for (const int shift : {-1, 1, -2, 2}) {
         std::vector<int> next = layers;
-        next[b] += shift;  // a positive shift moves layers from stage b + 1 into stage b
+        next[b] += shift;  // a positive shift moves layers from chunk b + 1 into chunk b
         next[b + 1] -= shift;
         if (next[b] < 1 || next[b + 1] < 1) continue;
-        const Picoseconds candidate = predicted_pipeline_step(profile, next, cost);
+        const Picoseconds candidate = predict(next);
         if (candidate < best_step) {
           best_step = candidate;
           best_layers = std::move(next);
@@ -160,14 +167,13 @@ long long layouts_up_to(int n, int k, long long limit) {
 }
 
 // Every layout in lexicographic order; the first of the shortest.
-std::vector<int> best_of_every_layout(const LayerWorkProfile& profile, int layers, int stages,
-                                      const CostModel& cost) {
+std::vector<int> best_of_every_layout(int layers, int stages, const Predict& predict) {
   std::vector<int> counts(static_cast<std::size_t>(stages), 1), best;
   Picoseconds best_step = 0;
   const std::function<void(int, int)> fill = [&](int stage, int left) {
     if (stage == stages - 1) {
       counts[stage] = left;
-      const Picoseconds step = predicted_pipeline_step(profile, counts, cost);
+      const Picoseconds step = predict(counts);
       if (best.empty() || step < best_step) {
         best = counts;
         best_step = step;
@@ -186,23 +192,26 @@ std::vector<int> best_of_every_layout(const LayerWorkProfile& profile, int layer
 }  // namespace
 
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
-                                      const std::vector<int>& start, const CostModel& cost,
-                                      long long exhaustive_limit) {
-  const int stages = static_cast<int>(start.size());
+                                      const std::vector<int>& start, int stages,
+                                      const CostModel& cost, long long exhaustive_limit) {
+  const int chunks = static_cast<int>(start.size());
   const int layers = std::accumulate(start.begin(), start.end(), 0);
-  if (layouts_up_to(layers - 1, stages - 1, exhaustive_limit) <= exhaustive_limit) {
-    return best_of_every_layout(profile, layers, stages, cost);
+  const Predict predict = [&](const std::vector<int>& layout) {
+    return predicted_pipeline_step(profile, layout, stages, cost);
+  };
+  if (layouts_up_to(layers - 1, chunks - 1, exhaustive_limit) <= exhaustive_limit) {
+    return best_of_every_layout(layers, chunks, predict);
   }
-  auto best = descend(profile, start, cost);
+  auto best = descend(start, predict);
   for (const std::vector<int>& other :
-       {stage_layer_counts(layers, stages, {}), evened_total_work(profile, stages)}) {
-    auto found = descend(profile, other, cost);
+       {stage_layer_counts(layers, chunks, {}), evened_total_work(profile, chunks)}) {
+    auto found = descend(other, predict);
     if (found.second < best.second) best = std::move(found);
   }
   // Kicks out of a local minimum: one boundary moved by 3 or 4 layers, then a descent, kept
-  // where it ends shorter; again from there until no kick helps (up to 64 stages: the kicks
+  // where it ends shorter; again from there until no kick helps (up to 64 chunks: the kicks
   // grow with the boundaries).
-  for (bool improved = stages <= 64; improved;) {
+  for (bool improved = chunks <= 64; improved;) {
     improved = false;
     for (std::size_t b = 0; b + 1 < best.first.size() && !improved; ++b) {
       for (const int shift : {-3, 3, -4, 4}) {
@@ -210,7 +219,7 @@ std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
         kicked[b] += shift;
         kicked[b + 1] -= shift;
         if (kicked[b] < 1 || kicked[b + 1] < 1) continue;
-        auto found = descend(profile, std::move(kicked), cost);
+        auto found = descend(std::move(kicked), predict);
         if (found.second < best.second) {
           best = std::move(found);
           improved = true;

@@ -13,8 +13,8 @@ namespace topoep {
 
 // One planner's work over a run as pipeline stages run it, summed over the steps, per
 // microbatch: each MoE layer's forward and backward without its share outside the MoE layers,
-// and that share, the dense-only layers' part (run on the first stage) and the output head's
-// (on the last), as the replay's stages take them (replay.cc, step_span()).
+// and that share, the dense-only layers' part (run in the first chunk, on the first stage) and
+// the output head's (in the last), as the replay's stages take them (replay.cc, step_span()).
 struct LayerWorkProfile {
   int steps = 0;
   std::vector<std::vector<StageWork>> layers;  // [microbatch][layer]
@@ -23,31 +23,34 @@ struct LayerWorkProfile {
 
   // Adds planner `p`'s records of `step`; `cost` splits their outside share.
   void add(const StepResult& step, int p, const CostModel& cost);
-  // The mean step's work of each stage of `layers_per_stage` (contiguous, first to last,
-  // summing to the layers), [stage][microbatch].
-  std::vector<std::vector<StageWork>> stage_work(const std::vector<int>& layers_per_stage) const;
+  // The mean step's work of each chunk of `layers_per_chunk` (contiguous, first to last,
+  // summing to the layers; with one chunk a stage, the stages), [chunk][microbatch].
+  std::vector<std::vector<StageWork>> chunk_work(const std::vector<int>& layers_per_chunk) const;
 };
 
-// The step `layers_per_stage` predicts for the profile's mean step: its 1F1B span with
-// `cost`'s hand-over, plus the slowest stage's optimizer (CostModel::stage_optimizer_ps()).
-// The parameter gathers and gradient syncs stay where the run's layout exposed them.
+// The step `layers_per_chunk` (chunk c on stage c mod `stages`) predicts for the profile's
+// mean step: its (interleaved) 1F1B span with `cost`'s hand-over, plus the slowest stage's
+// optimizer (CostModel::stage_optimizer_ps(), over each stage's chunks). The parameter gathers
+// and gradient syncs stay where the run's layout exposed them.
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
-                                    const std::vector<int>& layers_per_stage,
+                                    const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost);
 
-// Up to this many layouts (C(layers - 1, stages - 1)) the advice tries every one.
+// Up to this many layouts (C(layers - 1, chunks - 1)) the advice tries every one.
 constexpr long long kExhaustiveStageLayouts = 100000;
 
-// The layers of each stage, each at least one, whose predicted step is the shortest: of every
-// layout where there are at most `exhaustive_limit` (ties: the first in lexicographic order),
-// else the shortest found by descents from `start`, from the even split and from the split that
-// evens the stages' total work (ties: in that order): each round of a descent takes the best move
-// of one stage boundary by one or two layers, until none shortens the step (ties: the first found;
-// boundaries in order, nearer moves first, earlier before later); then, up to 64 stages, kicks: one
-// boundary moved by 3 or 4 layers and a descent from there, kept where it ends shorter, until
-// no kick helps. A local search: not always the optimum.
+// The layers of each chunk (`start.size()` of them over `stages` stages), each at least one,
+// whose predicted step is the shortest: of every layout where there are at most
+// `exhaustive_limit` (ties: the first in lexicographic order), else the shortest found by
+// descents from `start`, from the even split and from the split that evens the chunks' total
+// work (ties: in that order). Each round of a descent takes the best move of one chunk boundary
+// by one or two layers, until none shortens the step (ties: the first found; boundaries in
+// order, nearer moves first, earlier before later); then, up to 64 chunks, kicks: one boundary
+// moved by 3 or 4 layers and a descent from there, kept where it ends shorter, until no kick
+// helps. A local search: not always the optimum.
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
-                                      const std::vector<int>& start, const CostModel& cost,
+                                      const std::vector<int>& start, int stages,
+                                      const CostModel& cost,
                                       long long exhaustive_limit = kExhaustiveStageLayouts);
 
 }  // namespace topoep

@@ -101,8 +101,7 @@ class OutputObserver : public ReplayObserver {
     result_.metadata = metadata;
     result_.run = run_description(request_, metadata, cost);
     cost_.emplace(cost);
-    const SimOptions& sim = request_.config.options;
-    if (sim.pipeline_stages > 1 && sim.virtual_stages == 1) {
+    if (request_.config.options.pipeline_stages > 1) {
       profiles_.resize(request_.config.planners.size());
     }
   }
@@ -155,11 +154,12 @@ class OutputObserver : public ReplayObserver {
       const LayerWorkProfile& profile = profiles_[p];
       if (profile.steps == 0) continue;  // the ideal
       PipelineLayoutAdvice advice;
-      const std::vector<int> now =
-          stage_layer_counts(result_.metadata.num_layers, sim.pipeline_stages, sim.pipeline_layers);
-      advice.layers = advised_stage_layers(profile, now, *cost_);
-      advice.predicted_now = predicted_pipeline_step(profile, now, *cost_);
-      advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, *cost_);
+      const int stages = sim.pipeline_stages;
+      const std::vector<int> now = stage_layer_counts(result_.metadata.num_layers,
+                                                      sim.pipeline_chunks(), sim.pipeline_layers);
+      advice.layers = advised_stage_layers(profile, now, stages, *cost_);
+      advice.predicted_now = predicted_pipeline_step(profile, now, stages, *cost_);
+      advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, stages, *cost_);
       result_.pipeline_advice[p] = advice;
     }
   }
@@ -185,7 +185,7 @@ class OutputObserver : public ReplayObserver {
   std::unique_ptr<AtomicFile> per_layer_, per_step_, rank_loads_, timeline_;
   bool timeline_written_ = false;
   std::optional<CostModel> cost_;  // a copy of the replay's, which ends before commit()
-  // Per planner, with pipeline stages of one chunk each (pipeline_layout.h).
+  // Per planner, with pipeline stages (pipeline_layout.h).
   std::vector<LayerWorkProfile> profiles_;
 };
 

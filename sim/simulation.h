@@ -23,7 +23,7 @@ struct SimulationRequest {
   int timeline_step = 0;
 };
 
-// With pipeline stages of one chunk each: a planner's --pipeline-layers whose predicted step is
+// With pipeline stages: a planner's --pipeline-layers (each chunk's) whose predicted step is
 // the shortest found (pipeline_layout.h), and the mean step predicted for the run's layout and
 // for that one, in ps.
 struct PipelineLayoutAdvice {
@@ -40,8 +40,7 @@ struct SimulationResult {
   // out_dir held an earlier run's rank_loads.csv that this run (without rank_loads) removed
   bool removed_stale_rank_loads = false;
   std::optional<ExplainedRecord> explained;  // SimConfig::explain's record, when one is asked
-  // Per planner (SimConfig order), where pipeline stages hold one chunk each; empty otherwise
-  // and for the ideal.
+  // Per planner (SimConfig order), with pipeline stages; empty otherwise and for the ideal.
   std::vector<std::optional<PipelineLayoutAdvice>> pipeline_advice;
 };
 

@@ -75,7 +75,7 @@ RecordKey parse_record_key(const std::string& text) {
   return key;
 }
 
-// With pipeline stages of one chunk each: the --pipeline-layers that the run's records predict
+// With pipeline stages: the --pipeline-layers (each chunk's) that the run's records predict
 // the shortest step for, each planner's.
 void print_pipeline_advice(const SimulationResult& result, const SimConfig& config,
                            std::ostream& out) {
@@ -84,8 +84,8 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
     if (!result.pipeline_advice[p]) continue;
     const PipelineLayoutAdvice& advice = *result.pipeline_advice[p];
     if (!header) {
-      out << "\nStage layouts these records predict the shortest step for (1F1B over the mean "
-             "step;\nsim/README.md, \"Pipeline stages\"):\n";
+      out << "\nStage layouts these records predict the shortest step for (the schedule over the "
+             "mean\nstep; sim/README.md, \"Pipeline stages\"):\n";
       header = true;
     }
     const auto list = [](const std::vector<int>& counts) {
