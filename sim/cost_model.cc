@@ -96,8 +96,9 @@ void check_sim_options(const SimOptions& options) {
   }
   if (options.virtual_stages < 1 ||
       options.virtual_stages > kMaxPipelineStages / options.pipeline_stages) {
-    throw InputError("virtual_stages", "must be 1 to " + std::to_string(kMaxPipelineStages) +
-                                           " chunks in all over pipeline_stages");
+    throw InputError("virtual_stages", "must be at least 1, with at most " +
+                                           std::to_string(kMaxPipelineStages) +
+                                           " chunks in all (pipeline stages x virtual stages)");
   }
   if (options.virtual_stages > 1 && options.pipeline_stages < 2) {
     throw InputError("virtual_stages", "interleaves the chunks of at least 2 pipeline stages");
@@ -108,9 +109,10 @@ void check_sim_options(const SimOptions& options) {
         "pipeline_layers",
         "names " + std::to_string(layers.size()) +
             (options.virtual_stages > 1
-                 ? " chunks but pipeline_stages x virtual_stages is " +
-                       std::to_string(options.pipeline_chunks())
-                 : " stages but pipeline_stages is " + std::to_string(options.pipeline_stages)));
+                 ? " chunks but " + std::to_string(options.pipeline_stages) +
+                       " pipeline stages of " + std::to_string(options.virtual_stages) +
+                       " virtual stages make " + std::to_string(options.pipeline_chunks())
+                 : " stages but there are " + std::to_string(options.pipeline_stages)));
   }
   if (std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; })) {
     throw InputError("pipeline_layers", "every stage (chunk) holds at least one layer");

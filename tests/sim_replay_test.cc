@@ -767,7 +767,7 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
             std::string::npos)
       << refusal(config);
   config.options.pipeline_layers = {1, 1, 1};
-  EXPECT_NE(refusal(config).find("pipeline_layers: names 3 stages but pipeline_stages is 2"),
+  EXPECT_NE(refusal(config).find("pipeline_layers: names 3 stages but there are 2"),
             std::string::npos)
       << refusal(config);
 }
@@ -853,7 +853,7 @@ TEST(SimReplay, VirtualStagesRunTheirChunksByInterleaved1F1B) {
   refused = config;
   refused.options.pipeline_layers = {3, 3};
   EXPECT_NE(refusal(refused).find(
-                "pipeline_layers: names 2 chunks but pipeline_stages x virtual_stages is 4"),
+                "pipeline_layers: names 2 chunks but 2 pipeline stages of 2 virtual stages make 4"),
             std::string::npos)
       << refusal(refused);
 }
