@@ -221,6 +221,15 @@ Picoseconds CostModel::outside_head_part(Picoseconds outside) const {
   return round_ps(static_cast<double>(outside) * head / outside_flop_per_token_);
 }
 
+CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) const {
+  PipelineShares shares;
+  shares.head_forward = outside_head_part(cost.outside_forward);
+  shares.dense_only_forward = cost.outside_forward - shares.head_forward;
+  shares.forward = cost.forward_path() - cost.outside_forward;
+  shares.backward = cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+  return shares;
+}
+
 Picoseconds CostModel::pipeline_handover_ps(TokenCount tokens_on_rank) const {
   const Bytes bytes_per_token =
       static_cast<Bytes>(model_.hidden_size) * options_.activation_grad_bytes;

@@ -140,6 +140,15 @@ class CostModel {
   // Of a record's `outside` (its outside_forward_ps()), the output head's part, rounded; the
   // rest is the dense-only layers'. Pipeline stages put the two on the last and the first stage.
   Picoseconds outside_head_part(Picoseconds outside) const;
+  // A record's work as a pipeline stage runs it, in ps: the MoE layer's own forward and
+  // backward (its critical path less its share outside the MoE layers), and that share's
+  // forward, split into the dense-only layers' part (run on the first stage) and the head's (on
+  // the last); each part's backward is twice its forward.
+  struct PipelineShares {
+    Picoseconds forward = 0, backward = 0;
+    Picoseconds dense_only_forward = 0, head_forward = 0;
+  };
+  PipelineShares pipeline_shares(const LayerCost& cost) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
   // of the dense-only layers' and the embeddings' (1/(D R) of them with the distributed
   // optimizer, D = data_parallel) + ceil(E/R) home experts' params (1/D of them with the

@@ -20,15 +20,14 @@ void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost)
     if (layers[m].size() <= static_cast<std::size_t>(record.layer)) {
       layers[m].resize(record.layer + 1);
     }
-    const LayerCost& c = record.planners[p];
-    const Picoseconds head = cost.outside_head_part(c.outside_forward);
+    const CostModel::PipelineShares shares = cost.pipeline_shares(record.planners[p]);
     StageWork& w = layers[m][record.layer];
-    w.forward += c.forward_path() - c.outside_forward;
-    w.backward += c.critical_path() - c.forward_path() - 2 * c.outside_forward;
-    first_stage_extra[m].forward += c.outside_forward - head;
-    first_stage_extra[m].backward += 2 * (c.outside_forward - head);
-    last_stage_extra[m].forward += head;
-    last_stage_extra[m].backward += 2 * head;
+    w.forward += shares.forward;
+    w.backward += shares.backward;
+    first_stage_extra[m].forward += shares.dense_only_forward;
+    first_stage_extra[m].backward += 2 * shares.dense_only_forward;
+    last_stage_extra[m].forward += shares.head_forward;
+    last_stage_extra[m].backward += 2 * shares.head_forward;
   }
 }
 

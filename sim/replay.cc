@@ -519,10 +519,9 @@ class Replay {
               records[static_cast<std::size_t>(m) * num_layers + layer].planners[p];
           // Each record's share outside the MoE layers runs where those layers are: the
           // dense-only layers (the model's first) in the first chunk, the head in the last.
-          const Picoseconds head = cost_.outside_head_part(cost.outside_forward);
-          Picoseconds forward = cost.forward_path() - cost.outside_forward;
-          Picoseconds backward =
-              cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+          const CostModel::PipelineShares shares = cost_.pipeline_shares(cost);
+          Picoseconds forward = shares.forward;
+          Picoseconds backward = shares.backward;
           // The first layer's gathers run from the step's start, while the stage waits for its
           // first microbatch; the syncs the last backward leaves run after it, holding up no
           // other stage.
@@ -537,10 +536,10 @@ class Replay {
           }
           w.forward += forward;
           w.backward += backward;
-          work[0][m].forward += cost.outside_forward - head;
-          work[0][m].backward += 2 * (cost.outside_forward - head);
-          work[chunks - 1][m].forward += head;
-          work[chunks - 1][m].backward += 2 * head;
+          work[0][m].forward += shares.dense_only_forward;
+          work[0][m].backward += 2 * shares.dense_only_forward;
+          work[chunks - 1][m].forward += shares.head_forward;
+          work[chunks - 1][m].backward += 2 * shares.head_forward;
         }
       }
     }
