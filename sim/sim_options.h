@@ -77,8 +77,9 @@ struct SimOptions {
   double a2a_overlap_fraction = 0.0;
   // Pipeline stages the trace's MoE layers are split into, contiguously (the first layers % P
   // stages hold one more), each on its own copy of the topology's GPUs, run by Megatron-LM's
-  // non-interleaved 1F1B schedule (sim/pipeline_schedule.h; sim/README.md, "Pipeline
-  // stages"). 1: every layer on the topology's GPUs, one microbatch after the other.
+  // 1F1B schedule, interleaved where virtual_stages is above 1 (sim/pipeline_schedule.h;
+  // sim/README.md, "Pipeline stages"). 1: every layer on the topology's GPUs, one microbatch
+  // after the other.
   int pipeline_stages = 1;
   // MoE layers on each stage, first to last, where not an even split (Megatron-LM's
   // --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers lighten the
