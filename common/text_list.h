@@ -14,6 +14,16 @@ inline std::string join_names(const std::vector<std::string>& names,
   return text;
 }
 
+// `numbers` in order, separated by `separator` (", " by default): "15, 15, 14, 14".
+template <typename Number>
+std::string join_numbers(const std::vector<Number>& numbers, const std::string& separator = ", ") {
+  std::string text;
+  for (const Number number : numbers) {
+    text += (text.empty() ? "" : separator) + std::to_string(number);
+  }
+  return text;
+}
+
 // Whether `names` lists `name`.
 inline bool is_listed(const std::vector<std::string>& names, const std::string& name) {
   for (const std::string& listed : names) {

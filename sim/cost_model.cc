@@ -4,7 +4,9 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "sim/deepep_dispatch.h"
 #include "sim/ring_collective.h"
@@ -230,10 +232,10 @@ CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) cons
   return shares;
 }
 
-Picoseconds CostModel::pipeline_handover_ps(TokenCount tokens_on_rank) const {
+Picoseconds CostModel::pipeline_handover_ps() const {
   const Bytes bytes_per_token =
       static_cast<Bytes>(model_.hidden_size) * options_.activation_grad_bytes;
-  return link_phase_ps(0, 0, tokens_on_rank, tokens_on_rank, bytes_per_token, solver_params_);
+  return link_phase_ps(0, 0, tokens_per_rank_, tokens_per_rank_, bytes_per_token, solver_params_);
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
@@ -255,6 +257,20 @@ Picoseconds CostModel::stage_optimizer_ps(int layers, int all_layers, bool first
   }
   if (last_stage) besides += model_.embedding_params() * shares;
   return optimizer_ps_for(model_.moe_layer_dense_params(), layers, besides);
+}
+
+Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk,
+                                             int stages) const {
+  const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
+  std::vector<int> stage_layers(static_cast<std::size_t>(stages), 0);
+  for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
+    stage_layers[c % stages] += layers_per_chunk[c];
+  }
+  Picoseconds slowest = 0;
+  for (int s = 0; s < stages; ++s) {
+    slowest = std::max(slowest, stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1));
+  }
+  return slowest;
 }
 
 Picoseconds CostModel::optimizer_ps_for(double dense_params_per_layer, int layers,

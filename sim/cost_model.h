@@ -120,7 +120,6 @@ class CostModel {
             std::int64_t tokens_per_rank);
 
   const Topology& topology() const { return topology_; }
-  std::int64_t tokens_per_rank() const { return tokens_per_rank_; }  // as constructed
   const ModelSpec& model() const { return model_; }
   // The integer parameters planners decide with (sim/solver_cost.h), the weights' overlap
   // window scaled (and, with the all-to-alls behind compute, what they leave of it:
@@ -162,10 +161,14 @@ class CostModel {
   // both.
   Picoseconds stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                  bool last_stage) const;
-  // One microbatch's hand-over between pipeline stages: each GPU sends its `tokens_on_rank`
-  // tokens' hidden states (forward; their gradients backward) at activation_grad_bytes to the
-  // GPU of its rank in the next stage, which is on other nodes: one IB phase.
-  Picoseconds pipeline_handover_ps(TokenCount tokens_on_rank) const;
+  // The slowest stage's stage_optimizer_ps() where the layers lie in chunks of
+  // `layers_per_chunk`, chunk c on stage c mod `stages`.
+  Picoseconds pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk, int stages) const;
+  // One microbatch's hand-over between pipeline stages: each GPU sends its tokens (the
+  // tokens_per_rank the model was built with) as hidden states (forward; their gradients
+  // backward) at activation_grad_bytes to the GPU of its rank in the next stage, which is on
+  // other nodes: one IB phase.
+  Picoseconds pipeline_handover_ps() const;
   // Experts homed on the GPU that homes the most (Placement::contiguous): ceil(E / R). The
   // optimizer and the experts' sync between data-parallel groups wait for that GPU.
   int most_homed_experts() const { return most_homed_; }

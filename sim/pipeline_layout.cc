@@ -61,20 +61,10 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
                                     const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost) {
-  const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
-  std::vector<int> stage_layers(static_cast<std::size_t>(stages), 0);
-  for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
-    stage_layers[c % stages] += layers_per_chunk[c];
-  }
-  Picoseconds optimizer = 0;
-  for (int s = 0; s < stages; ++s) {
-    optimizer =
-        std::max(optimizer, cost.stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1));
-  }
-  const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps(cost.tokens_per_rank()) : 0;
+  const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps() : 0;
   const PipelineTimes span =
       run_interleaved_one_f_one_b(profile.chunk_work(layers_per_chunk), stages, handover);
-  return span.makespan + optimizer;
+  return span.makespan + cost.pipeline_optimizer_ps(layers_per_chunk, stages);
 }
 
 namespace {

@@ -120,15 +120,10 @@ class Replay {
         stage_layers_[c % sim.pipeline_stages].push_back(layer);
       }
     }
-    const int stages = sim.pipeline_stages;
-    for (int s = 0; s < stages; ++s) {
-      optimizer_ps_ = std::max(
-          optimizer_ps_, cost_.stage_optimizer_ps(static_cast<int>(stage_layers_[s].size()),
-                                                  metadata.num_layers, s == 0, s == stages - 1));
-    }
-    if (config.options.pipeline_stages > 1) {
-      handover_ps_ = cost_.pipeline_handover_ps(tokens_per_rank);
-    }
+    optimizer_ps_ = cost_.pipeline_optimizer_ps(
+        stage_layer_counts(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers),
+        sim.pipeline_stages);
+    if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
   }
 
   const CostModel& cost() const { return cost_; }

@@ -78,7 +78,7 @@ TEST(PipelineLayout, PredictsThe1F1BSpanOfTheMeanStepPlusTheSlowestStagesOptimiz
                                           cost.stage_optimizer_ps(1, 5, false, false),
                                           cost.stage_optimizer_ps(2, 5, false, true)});
   EXPECT_EQ(predicted_pipeline_step(profile, layout, 3, cost),
-            run_one_f_one_b(work, cost.pipeline_handover_ps(64)).makespan + optimizer);
+            run_one_f_one_b(work, cost.pipeline_handover_ps()).makespan + optimizer);
 }
 
 // Every split of `layers` into `stages` contiguous stages of at least one layer.
@@ -108,7 +108,7 @@ TEST(PipelineLayout, PredictsTheInterleavedSpanOfChunksAndEachStagesOptimizerOve
   const Picoseconds optimizer = std::max(cost.stage_optimizer_ps(5, 7, true, false),
                                          cost.stage_optimizer_ps(2, 7, false, true));
   const PipelineTimes span =
-      run_interleaved_one_f_one_b(profile.chunk_work(chunks), 2, cost.pipeline_handover_ps(64));
+      run_interleaved_one_f_one_b(profile.chunk_work(chunks), 2, cost.pipeline_handover_ps());
   EXPECT_EQ(predicted_pipeline_step(profile, chunks, 2, cost), span.makespan + optimizer);
   // The advice for 2 stages of 2 chunks: every layout of 7 layers in 4 chunks tried.
   Picoseconds optimum = -1;

@@ -714,7 +714,7 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
     config.options.pipeline_stages = stages;
     config.options.pipeline_layers = layers;
     const CostModel cost(config.topology, config.model, config.options, 512);
-    const Picoseconds handover = cost.pipeline_handover_ps(512);
+    const Picoseconds handover = cost.pipeline_handover_ps();
     EXPECT_GT(handover, 0);
     const std::vector<int> first =
         layers.empty() ? stage_first_layers(3, stages) : std::vector<int>{0, 1, 3};
@@ -791,7 +791,7 @@ TEST(SimReplay, VirtualStagesRunTheirChunksByInterleaved1F1B) {
     return collect.steps;
   };
   const CostModel cost(config.topology, config.model, config.options, 512);
-  const Picoseconds handover = cost.pipeline_handover_ps(512);
+  const Picoseconds handover = cost.pipeline_handover_ps();
   // The even split (2, 2, 1, 1: stage 0 holds layers 0, 1, 4; stage 1 layers 2, 3, 5) and one
   // given chunk by chunk (1, 2, 2, 1: stage 0 holds 0, 3, 4; stage 1 holds 1, 2, 5).
   const std::vector<std::vector<int>> splits = {{}, {1, 2, 2, 1}};

@@ -88,11 +88,6 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
              "mean\nstep; sim/README.md, \"Pipeline stages\"):\n";
       header = true;
     }
-    const auto list = [](const std::vector<int>& counts) {
-      std::string text;
-      for (const int count : counts) text += (text.empty() ? "" : ",") + std::to_string(count);
-      return text;
-    };
     // Below a thousandth the run's layout is as good: the prediction is not that exact.
     const Picoseconds saved = advice.predicted_now - advice.predicted_advised;
     if (saved * 1000 >= advice.predicted_now) {
@@ -100,8 +95,9 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
       std::snprintf(cut, sizeof cut, "%.1f%% (%.1f ms)",
                     100.0 * static_cast<double>(saved) / static_cast<double>(advice.predicted_now),
                     static_cast<double>(saved) / 1e9);
-      out << "  " << config.planners[p] << ": --pipeline-layers " << list(advice.layers)
-          << ", a step predicted " << cut << " shorter than this run's layout\n";
+      out << "  " << config.planners[p] << ": --pipeline-layers "
+          << join_numbers(advice.layers, ",") << ", a step predicted " << cut
+          << " shorter than this run's layout\n";
     } else {
       out << "  " << config.planners[p] << ": this run's layout (none found 0.1% shorter)\n";
     }
@@ -165,11 +161,8 @@ void run_simulate(const SimulateOptions& options) {
             << "\n";
   const SimOptions& sim = request.config.options;
   if (sim.pipeline_stages > 1) {
-    std::string layers;
-    for (const int count :
-         stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers)) {
-      layers += (layers.empty() ? "" : ", ") + std::to_string(count);
-    }
+    const std::string layers =
+        join_numbers(stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers));
     const int gpus = request.config.topology.num_gpus();
     if (sim.virtual_stages > 1) {
       std::cout << sim.pipeline_stages << " pipeline stages of " << sim.virtual_stages
