@@ -151,13 +151,14 @@ def load_pipeline_schedule(path):
 
 
 def plot_pipeline_schedule(schedule, planners=("static", "topoep")):
-    """Each planner's pipeline stages over one step, a row a stage: forwards, backwards, and
-    the rest (first-layer gathers, exposed syncs, optimizer); gaps are the stages' waits."""
+    """Each planner's pipeline stages over one step, a row a stage: forwards, backwards, weight
+    gradients run apart (DualPipe), and the rest (first-layer gathers, exposed syncs,
+    optimizer); gaps are the stages' waits."""
     shown = [name for name in schedule if name.split(" (")[0] in planners] or list(schedule)
     stages = 1 + max(stage for name in shown for stage, *_ in schedule[name])
     fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False,
                              figsize=(10, 0.8 + 0.5 * stages * len(shown)))
-    colors = {"forward": "tab:blue", "backward": "tab:orange"}
+    colors = {"forward": "tab:blue", "backward": "tab:orange", "weight": "tab:green"}
     for ax, name in zip(axes[:, 0], shown):
         for stage, slice_name, start, end in schedule[name]:
             color = colors.get(slice_name.split(" ")[0], "tab:gray")
@@ -169,11 +170,11 @@ def plot_pipeline_schedule(schedule, planners=("static", "topoep")):
         ax.set_title(name)
     axes[-1, 0].set_xlabel("ms into the step")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in
-               ("tab:blue", "tab:orange", "tab:gray")]
+               ("tab:blue", "tab:orange", "tab:green", "tab:gray")]
     fig.suptitle("Pipeline schedule of one step")
     fig.tight_layout()
-    fig.legend(handles, ["forward", "backward", "gathers, syncs, optimizer"],
-               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize="small")
+    fig.legend(handles, ["forward", "backward", "weight gradients", "gathers, syncs, optimizer"],
+               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize="small")
     return fig
 
 

@@ -68,6 +68,15 @@ bool parse_dispatcher(const std::string& name, Dispatcher* out) {
                        out);
 }
 
+const char* pipeline_schedule_name(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kDualPipe ? "dualpipe" : "1f1b";
+}
+
+bool parse_pipeline_schedule(const std::string& name, PipelineSchedule* out) {
+  return parse_by_name(name, {PipelineSchedule::kOneFOneB, PipelineSchedule::kDualPipe},
+                       pipeline_schedule_name, out);
+}
+
 const char* dense_sync_name(DenseSync sync) {
   return sync == DenseSync::kDistributedOptimizer ? "distributed" : "allreduce";
 }
@@ -104,6 +113,18 @@ void check_sim_options(const SimOptions& options) {
   }
   if (options.virtual_stages > 1 && options.pipeline_stages < 2) {
     throw InputError("virtual_stages", "interleaves the chunks of at least 2 pipeline stages");
+  }
+  if (options.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    if (options.pipeline_stages < 2 || options.pipeline_stages % 2 != 0) {
+      throw InputError("pipeline_schedule",
+                       "dualpipe needs an even number of pipeline stages, at least 2 (got " +
+                           std::to_string(options.pipeline_stages) +
+                           "): each stage's GPUs also run its mirror's chunk");
+    }
+    if (options.virtual_stages != 1) {
+      throw InputError("pipeline_schedule",
+                       "dualpipe runs no virtual stages: each stage already holds two chunks");
+    }
   }
   const std::vector<int>& layers = options.pipeline_layers;
   if (!layers.empty() && static_cast<int>(layers.size()) != options.pipeline_chunks()) {
@@ -165,16 +186,18 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   const double dense_params = model.dense_and_shared_params();
   const Bytes dense_grad_bytes =
       gradient_buffer_bytes(dense_params, options.dense_grad_bytes, "the model's dense gradients");
-  // The D groups side by side: D times the nodes, each group's own.
-  const std::int64_t all_nodes = static_cast<std::int64_t>(topology.nodes) * options.data_parallel;
+  // The copies of the parameters side by side (the D groups, and under DualPipe each stage's
+  // GPUs and its mirror's): copies times the nodes, each copy's own.
+  const int copies = options.parameter_copies();
+  const std::int64_t all_nodes = static_cast<std::int64_t>(topology.nodes) * copies;
   if (all_nodes * topology.gpus_per_node > std::numeric_limits<int>::max()) {
-    throw InputError("data_parallel", std::to_string(options.data_parallel) + " groups of " +
+    throw InputError("data_parallel", std::to_string(copies) + " copies of " +
                                           std::to_string(topology.num_gpus()) +
                                           " GPUs would be more than 2^31 - 1 GPUs");
   }
   const TopologyView all_groups{static_cast<int>(all_nodes), topology.gpus_per_node};
-  // One GPU of each group, each on its own node and NIC.
-  const TopologyView peers{options.data_parallel, 1};
+  // One GPU of each copy, each on its own node and NIC.
+  const TopologyView peers{copies, 1};
   const bool distributed = options.dense_sync == DenseSync::kDistributedOptimizer;
   const RingCollective reduce =
       distributed ? RingCollective::kReduceScatter : RingCollective::kAllReduce;
@@ -229,6 +252,7 @@ CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) cons
   shares.dense_only_forward = cost.outside_forward - shares.head_forward;
   shares.forward = cost.forward_path() - cost.outside_forward;
   shares.backward = cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
+  shares.weight_grad = std::min(shares.backward, cost.dense_forward + cost.compute_grad / 2);
   return shares;
 }
 
@@ -266,9 +290,14 @@ Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_
   for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
     stage_layers[c % stages] += layers_per_chunk[c];
   }
+  const auto chunk_optimizer = [&](int s) {
+    return stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1);
+  };
   Picoseconds slowest = 0;
   for (int s = 0; s < stages; ++s) {
-    slowest = std::max(slowest, stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1));
+    // Under DualPipe stage s's GPUs also hold stage P - 1 - s's layers (chunks == stages).
+    const bool dual = options_.pipeline_schedule == PipelineSchedule::kDualPipe;
+    slowest = std::max(slowest, chunk_optimizer(s) + (dual ? chunk_optimizer(stages - 1 - s) : 0));
   }
   return slowest;
 }
@@ -278,9 +307,10 @@ Picoseconds CostModel::optimizer_ps_for(double dense_params_per_layer, int layer
   const double expert_params = model_.expert_params();
   const int gpus = topology_.num_gpus();
   // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
-  // of its home experts' (D = data_parallel).
+  // of its home experts' (D = parameter_copies(): the data-parallel groups, twice as many
+  // under DualPipe).
   const bool distributed = options_.dense_sync == DenseSync::kDistributedOptimizer;
-  const double groups = options_.data_parallel;
+  const double groups = options_.parameter_copies();
   const double dense_share = distributed ? 1.0 / (groups * gpus) : 1.0;
   const double expert_share = distributed ? 1.0 / groups : 1.0;
   const double params_per_gpu =

@@ -121,6 +121,7 @@ class CostModel {
 
   const Topology& topology() const { return topology_; }
   const ModelSpec& model() const { return model_; }
+  const SimOptions& options() const { return options_; }
   // The integer parameters planners decide with (sim/solver_cost.h), the weights' overlap
   // window scaled (and, with the all-to-alls behind compute, what they leave of it:
   // planner_weight_window_ps()); no gradient window.
@@ -142,10 +143,14 @@ class CostModel {
   // A record's work as a pipeline stage runs it, in ps: the MoE layer's own forward and
   // backward (its critical path less its share outside the MoE layers), and that share's
   // forward, split into the dense-only layers' part (run on the first stage) and the head's (on
-  // the last); each part's backward is twice its forward.
+  // the last); each part's backward is twice its forward. `weight_grad`: of `backward`, the
+  // weight gradients' compute (the dense backward's half, as long as its forward, and half the
+  // expert backward compute), which a zero-bubble split runs apart; each outside part's weight
+  // gradients take as long as its forward.
   struct PipelineShares {
     Picoseconds forward = 0, backward = 0;
     Picoseconds dense_only_forward = 0, head_forward = 0;
+    Picoseconds weight_grad = 0;
   };
   PipelineShares pipeline_shares(const LayerCost& cost) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
@@ -162,7 +167,8 @@ class CostModel {
   Picoseconds stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                  bool last_stage) const;
   // The slowest stage's stage_optimizer_ps() where the layers lie in chunks of
-  // `layers_per_chunk`, chunk c on stage c mod `stages`.
+  // `layers_per_chunk`, chunk c on stage c mod `stages`; under DualPipe each stage s also
+  // updates its copy of stage P - 1 - s's layers.
   Picoseconds pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk, int stages) const;
   // One microbatch's hand-over between pipeline stages: each GPU sends its tokens (the
   // tokens_per_rank the model was built with) as hidden states (forward; their gradients
@@ -174,13 +180,14 @@ class CostModel {
   int most_homed_experts() const { return most_homed_; }
   // The data-parallel sync of one layer's dense parameters (SimOptions::dense_sync and
   // dense_grad_bytes; zeros for 0 bytes or one GPU): its gradients' all-reduce or
-  // reduce-scatter over the D x R GPUs of the D = data_parallel groups at the end of the step's
+  // reduce-scatter over the D x R GPUs of the D = parameter_copies() copies (the data-parallel
+  // groups, and under DualPipe each stage's mirror too) at the end of the step's
   // last microbatch, and with the distributed optimizer its updated parameters' all-gather (at
   // the model's weight_bytes) before the step's first.
   const RingTraffic& dense_gradient_sync() const { return gradient_sync_; }
   const RingTraffic& dense_param_gather() const { return param_gather_; }
   // The same for one layer's expert parameters of the GPU that homes the most (ceil(E/R)
-  // experts) with its peers of the same rank in the other groups: a ring of D GPUs on D nodes,
+  // experts) with its peers of the same rank in the other copies: a ring of D GPUs on D nodes,
   // all of it over IB (zeros for D = 1).
   const RingTraffic& expert_gradient_sync() const { return expert_sync_; }
   const RingTraffic& expert_param_gather() const { return expert_gather_; }

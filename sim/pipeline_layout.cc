@@ -10,6 +10,7 @@ namespace topoep {
 
 void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost) {
   ++steps;
+  const int last = step.records.empty() ? 0 : step.records.back().microbatch;
   for (const RecordResult& record : step.records) {
     const auto m = static_cast<std::size_t>(record.microbatch);
     if (layers.size() <= m) {
@@ -20,14 +21,23 @@ void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost)
     if (layers[m].size() <= static_cast<std::size_t>(record.layer)) {
       layers[m].resize(record.layer + 1);
     }
+    if (syncs.size() <= static_cast<std::size_t>(record.layer)) syncs.resize(record.layer + 1);
     const CostModel::PipelineShares shares = cost.pipeline_shares(record.planners[p]);
     StageWork& w = layers[m][record.layer];
     w.forward += shares.forward;
     w.backward += shares.backward;
+    w.weight_grad += shares.weight_grad;
+    if (record.microbatch == last) {
+      const Picoseconds exposed = record.planners[p].step_end_syncs();
+      syncs[record.layer] += exposed;
+      w.backward -= exposed;
+    }
     first_stage_extra[m].forward += shares.dense_only_forward;
     first_stage_extra[m].backward += 2 * shares.dense_only_forward;
+    first_stage_extra[m].weight_grad += shares.dense_only_forward;
     last_stage_extra[m].forward += shares.head_forward;
     last_stage_extra[m].backward += 2 * shares.head_forward;
+    last_stage_extra[m].weight_grad += shares.head_forward;
   }
 }
 
@@ -40,30 +50,45 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
     std::size_t layer = 0;
     for (std::size_t s = 0; s < chunks; ++s) {
       StageWork sum;
-      for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) {
-        sum.forward += layers[m][layer].forward;
-        sum.backward += layers[m][layer].backward;
-      }
-      if (s == 0) {
-        sum.forward += first_stage_extra[m].forward;
-        sum.backward += first_stage_extra[m].backward;
-      }
-      if (s + 1 == chunks) {
-        sum.forward += last_stage_extra[m].forward;
-        sum.backward += last_stage_extra[m].backward;
-      }
-      work[s][m] = {sum.forward / per, sum.backward / per};
+      const auto add = [&sum](const StageWork& w) {
+        sum.forward += w.forward;
+        sum.backward += w.backward;
+        sum.weight_grad += w.weight_grad;
+      };
+      for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) add(layers[m][layer]);
+      if (s == 0) add(first_stage_extra[m]);
+      if (s + 1 == chunks) add(last_stage_extra[m]);
+      work[s][m] = {sum.forward / per, sum.backward / per, sum.weight_grad / per};
     }
   }
   return work;
+}
+
+std::vector<StageEnds> LayerWorkProfile::stage_ends(const std::vector<int>& layers_per_chunk,
+                                                    int stages) const {
+  std::vector<StageEnds> ends(static_cast<std::size_t>(stages));
+  const Picoseconds per = std::max(1, steps);
+  std::size_t layer = 0;
+  for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
+    Picoseconds tail = 0;
+    for (int i = 0; i < layers_per_chunk[c]; ++i, ++layer) {
+      if (layer < syncs.size()) tail += syncs[layer];
+    }
+    ends[c % static_cast<std::size_t>(stages)].tail += tail / per;
+  }
+  return ends;
 }
 
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
                                     const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost) {
   const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps() : 0;
+  SimOptions options = cost.options();
+  options.pipeline_stages = stages;
+  options.virtual_stages = static_cast<int>(layers_per_chunk.size()) / stages;
   const PipelineTimes span =
-      run_interleaved_one_f_one_b(profile.chunk_work(layers_per_chunk), stages, handover);
+      run_pipeline_schedule(options, profile.chunk_work(layers_per_chunk), handover,
+                            profile.stage_ends(layers_per_chunk, stages));
   return span.makespan + cost.pipeline_optimizer_ps(layers_per_chunk, stages);
 }
 
@@ -115,25 +140,45 @@ std::vector<int> evened_total_work(const LayerWorkProfile& profile, int stages) 
   return counts;
 }
 
-// Moves of one boundary (between chunks b and b + 1) by 1 or 2 layers either way, keeping
-// every chunk at least one layer, while the best of them shortens the predicted step.
+// Up to this many chunks a descent also moves a layer between chunks apart.
+constexpr std::size_t kFarMoveChunks = 64;
+
+// Moves of one boundary (between chunks b and b + 1) by 1 or 2 layers either way, and (up to
+// kFarMoveChunks chunks) of one layer from any chunk to any other further away (every
+// boundary between them by one), keeping every chunk at least one layer, while the best of
+// them shortens the predicted step.
 std::pair<std::vector<int>, Picoseconds> descend(std::vector<int> layers, const Predict& predict) {
   Picoseconds step = predict(layers);
   for (bool improved = true; improved;) {
     improved = false;
     std::vector<int> best_layers;
     Picoseconds best_step = step;
+    const auto consider = [&](std::vector<int> next) {
+      const Picoseconds candidate = predict(next);
+      if (candidate < best_step) {
+        best_step = candidate;
+        best_layers = std::move(next);
+      }
+    };
     for (std::size_t b = 0; b + 1 < layers.size(); ++b) {
       for (const int shift : {-1, 1, -2, 2}) {
         std::vector<int> next = layers;
         next[b] += shift;  // a positive shift moves layers from chunk b + 1 into chunk b
         next[b + 1] -= shift;
         if (next[b] < 1 || next[b + 1] < 1) continue;
-        const Picoseconds candidate = predict(next);
-        if (candidate < best_step) {
-          best_step = candidate;
-          best_layers = std::move(next);
-        }
+        consider(std::move(next));
+      }
+    }
+    // Where the shortest layout holds a chunk boundary far from here (interleaved chunks of
+    // one stage, DualPipe's mirrored pairs), a layer moved between distant chunks reaches it
+    // in one move instead of several that each lengthen the step.
+    for (std::size_t from = 0; layers.size() <= kFarMoveChunks && from < layers.size(); ++from) {
+      for (std::size_t to = 0; to < layers.size(); ++to) {
+        if (to + 1 == from || to == from || to == from + 1 || layers[from] < 2) continue;
+        std::vector<int> next = layers;
+        --next[from];
+        ++next[to];
+        consider(std::move(next));
       }
     }
     if (!best_layers.empty()) {

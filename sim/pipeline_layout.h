@@ -14,24 +14,31 @@ namespace topoep {
 // One planner's work over a run as pipeline stages run it, summed over the steps, per
 // microbatch: each MoE layer's forward and backward without its share outside the MoE layers,
 // and that share, the dense-only layers' part (run in the first chunk, on the first stage) and
-// the output head's (in the last), as the replay's stages take them (replay.cc, step_span()).
+// the output head's (in the last), as the replay's stages take them (replay.cc, step_span()):
+// the step-end syncs a layer's last backward left exposed apart, after its stage's last
+// operation.
 struct LayerWorkProfile {
   int steps = 0;
   std::vector<std::vector<StageWork>> layers;  // [microbatch][layer]
   std::vector<StageWork> first_stage_extra;    // [microbatch]
   std::vector<StageWork> last_stage_extra;     // [microbatch]
+  std::vector<Picoseconds> syncs;              // [layer]
 
   // Adds planner `p`'s records of `step`; `cost` splits their outside share.
   void add(const StepResult& step, int p, const CostModel& cost);
   // The mean step's work of each chunk of `layers_per_chunk` (contiguous, first to last,
   // summing to the layers; with one chunk a stage, the stages), [chunk][microbatch].
   std::vector<std::vector<StageWork>> chunk_work(const std::vector<int>& layers_per_chunk) const;
+  // The mean step's exposed syncs of each stage's chunks as its tail ([stages], chunk c on stage
+  // c mod `stages`; under DualPipe, [chunks], its schedule pairing the mirrors).
+  std::vector<StageEnds> stage_ends(const std::vector<int>& layers_per_chunk, int stages) const;
 };
 
 // The step `layers_per_chunk` (chunk c on stage c mod `stages`) predicts for the profile's
-// mean step: its (interleaved) 1F1B span with `cost`'s hand-over, plus the slowest stage's
-// optimizer (CostModel::stage_optimizer_ps(), over each stage's chunks). The parameter gathers
-// and gradient syncs stay where the run's layout exposed them.
+// mean step: its span by the schedule cost.options() names ((interleaved) 1F1B or DualPipe)
+// with `cost`'s hand-over, each stage's exposed syncs after its last operation, plus the
+// slowest stage's optimizer (CostModel::pipeline_optimizer_ps()). The parameter gathers and
+// gradient syncs stay as large as the run's layout exposed them, on the layers it did.
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
                                     const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -17,23 +18,37 @@ Picoseconds PipelineTimes::mean_idle() const {
 
 namespace {
 
+// What an operation computes of a microbatch's pass through a chunk.
+enum class Pass {
+  kForward,
+  kBackward,    // input and weight gradients
+  kInputGrad,   // a split backward's input gradients, its kWeightGrad later
+  kWeightGrad,  // needs nothing from another stage
+};
+
 // One operation of a stage: a microbatch's forward or backward through one of its chunks.
 struct Op {
-  bool forward = true;
+  Pass pass = Pass::kForward;
   int chunk = 0;
   int microbatch = 0;
+  // Starts with the next operation, as one of their summed length (DualPipe's overlapped
+  // forward and backward); both outputs leave as it ends.
+  bool paired = false;
 };
+
+constexpr Pass kF = Pass::kForward;
+constexpr Pass kB = Pass::kBackward;
 
 // Stage `stage`'s operations in non-interleaved 1F1B order (its one chunk is `stage`).
 std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
   const int warmup = std::min(stages - stage - 1, microbatches);
   std::vector<Op> ops;
-  for (int m = 0; m < warmup; ++m) ops.push_back({true, stage, m});
+  for (int m = 0; m < warmup; ++m) ops.push_back({kF, stage, m});
   for (int m = warmup; m < microbatches; ++m) {
-    ops.push_back({true, stage, m});
-    ops.push_back({false, stage, m - warmup});
+    ops.push_back({kF, stage, m});
+    ops.push_back({kB, stage, m - warmup});
   }
-  for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({false, stage, m});
+  for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({kB, stage, m});
   return ops;
 }
 
@@ -51,7 +66,7 @@ std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microba
     const int in_group = k % (stages * chunks);
     const int local = in_group / stages;
     const int chunk = (forward ? local : chunks - 1 - local) * stages + stage;
-    return Op{forward, chunk, k / (stages * chunks) * stages + in_group % stages};
+    return Op{forward ? kF : kB, chunk, k / (stages * chunks) * stages + in_group % stages};
   };
   std::vector<Op> ops;
   for (int k = 0; k < warmup; ++k) ops.push_back(op(k, true));
@@ -65,7 +80,8 @@ std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microba
 
 // Runs each stage's `order`, every operation once its input has arrived: a forward through
 // chunk c > 0 after the same microbatch's forward through chunk c - 1, a backward through chunk
-// c < C - 1 after that through chunk c + 1, each plus the hand-over.
+// c < C - 1 after that through chunk c + 1, each plus the hand-over, and after its own forward.
+// `ends`: each stage's.
 PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
                          const std::vector<std::vector<Op>>& order, Picoseconds handover,
                          const std::vector<StageEnds>& ends) {
@@ -76,10 +92,38 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
   if (chunks == 0 || work.front().empty()) return times;
   const int microbatches = static_cast<int>(work.front().size());
   constexpr Picoseconds kNotYet = -1;
-  // When each (chunk, microbatch) forward and backward ends.
+  // When each (chunk, microbatch) forward and backward (its input gradients) ends.
   std::vector<std::vector<Picoseconds>> forward_end(
       work.size(), std::vector<Picoseconds>(microbatches, kNotYet));
   std::vector<std::vector<Picoseconds>> backward_end = forward_end;
+  // When `op` may start as far as its inputs go, or kNotYet.
+  const auto ready_at = [&](const Op& op) -> Picoseconds {
+    if (op.pass == Pass::kWeightGrad) return 0;
+    if (op.pass == Pass::kForward) {
+      if (op.chunk == 0) return 0;
+      const Picoseconds before = forward_end[op.chunk - 1][op.microbatch];
+      return before == kNotYet ? kNotYet : before + handover;
+    }
+    const Picoseconds own = forward_end[op.chunk][op.microbatch];
+    if (own == kNotYet || op.chunk + 1 == chunks) return own;
+    const Picoseconds after = backward_end[op.chunk + 1][op.microbatch];
+    return after == kNotYet ? kNotYet : std::max(own, after + handover);
+  };
+  const auto length_of = [&](const Op& op) {
+    const StageWork& w = work[op.chunk][op.microbatch];
+    const Picoseconds weights = std::clamp<Picoseconds>(w.weight_grad, 0, w.backward);
+    switch (op.pass) {
+      case Pass::kForward:
+        return w.forward;
+      case Pass::kBackward:
+        return w.backward;
+      case Pass::kInputGrad:
+        return w.backward - weights;
+      case Pass::kWeightGrad:
+        return weights;
+    }
+    return Picoseconds{0};
+  };
   std::vector<std::size_t> next(order.size(), 0);
   // Stage by stage, each in its order: where each stage's operations begin in times.ops.
   std::vector<std::size_t> first_op(order.size() + 1, 0);
@@ -92,32 +136,44 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
       times.busy[s] += ends[s].lead + ends[s].tail;
     }
   }
-  // Each pass runs, stage by stage, every operation whose input has arrived. Megatron-LM's
-  // orders never wait in a cycle, so every pass makes progress until all are done.
+  // Each pass runs, stage by stage, every operation (or pair) whose inputs have arrived. The
+  // schedules' orders never wait in a cycle, so every pass makes progress until all are done.
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (int s = 0; s < stages; ++s) {
       while (next[s] < order[s].size()) {
-        const Op op = order[s][next[s]];
-        Picoseconds ready = 0;
-        if (op.forward && op.chunk > 0) {
-          const Picoseconds before = forward_end[op.chunk - 1][op.microbatch];
-          if (before == kNotYet) break;
-          ready = before + handover;
-        } else if (!op.forward && op.chunk + 1 < chunks) {
-          const Picoseconds after = backward_end[op.chunk + 1][op.microbatch];
-          if (after == kNotYet) break;
-          ready = after + handover;
+        const std::size_t count = order[s][next[s]].paired ? 2 : 1;
+        if (next[s] + count > order[s].size())
+          throw std::logic_error("pipeline pair without a partner");
+        Picoseconds start = free_at[s];
+        bool waiting = false;
+        for (std::size_t i = 0; i < count; ++i) {
+          const Picoseconds ready = ready_at(order[s][next[s] + i]);
+          waiting = waiting || ready == kNotYet;
+          start = std::max(start, ready);
         }
-        const StageWork& w = work[op.chunk][op.microbatch];
-        const Picoseconds length = op.forward ? w.forward : w.backward;
-        const Picoseconds start = std::max(free_at[s], ready);
-        const Picoseconds end = start + length;
-        times.ops[first_op[s] + next[s]] = {s, op.chunk, op.microbatch, op.forward, start, end};
-        (op.forward ? forward_end : backward_end)[op.chunk][op.microbatch] = end;
+        if (waiting) break;
+        Picoseconds end = start;
+        for (std::size_t i = 0; i < count; ++i) {
+          const Op& op = order[s][next[s] + i];
+          const Picoseconds length = length_of(op);
+          times.ops[first_op[s] + next[s] + i] = {s,
+                                                  op.chunk,
+                                                  op.microbatch,
+                                                  op.pass == Pass::kForward,
+                                                  end,
+                                                  end + length,
+                                                  op.pass == Pass::kWeightGrad};
+          end += length;
+          times.busy[s] += length;
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+          const Op& op = order[s][next[s] + i];
+          if (op.pass == Pass::kWeightGrad) continue;
+          (op.pass == Pass::kForward ? forward_end : backward_end)[op.chunk][op.microbatch] = end;
+        }
         free_at[s] = end;
-        times.busy[s] += length;
-        ++next[s];
+        next[s] += count;
         progressed = true;
       }
     }
@@ -128,6 +184,89 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
     times.makespan = std::max(times.makespan, free_at[s] + (ends.empty() ? 0 : ends[s].tail));
   }
   return times;
+}
+
+// Stage `stage`'s operations in DualPipe's order (dualpipe.py's eight steps), each direction's
+// microbatches in order: direction 0 takes microbatches [0, M/2) through chunk `stage`,
+// direction 1 the rest through chunk P - 1 - `stage`. A stage's near direction is the one that
+// enters at its end of the pipeline; h is its distance from that end.
+std::vector<Op> dualpipe_order(int stage, int stages, int microbatches) {
+  const int half = stages / 2, per_direction = microbatches / 2;
+  const int h = std::min(stage, stages - 1 - stage);
+  const int near = stage < half ? 0 : 1, far = 1 - near;
+  const bool middle = h == half - 1;
+  int forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  std::deque<Op> deferred;  // split backwards' weight gradients, first in first out
+  std::vector<Op> ops;
+  const auto chunk_of = [&](int direction) { return direction == 0 ? stage : stages - 1 - stage; };
+  const auto forward = [&](int direction, bool paired = false) {
+    Op op{kF, chunk_of(direction), direction * per_direction + forwards[direction]++};
+    op.paired = paired;
+    ops.push_back(op);
+  };
+  const auto backward = [&](int direction, bool split = false) {
+    Op op{kB, chunk_of(direction), direction * per_direction + backwards[direction]++};
+    if (split) {
+      op.pass = Pass::kInputGrad;
+      Op later = op;
+      later.pass = Pass::kWeightGrad;
+      deferred.push_back(later);
+    }
+    ops.push_back(op);
+  };
+  const auto weights = [&] {
+    ops.push_back(deferred.front());
+    deferred.pop_front();
+  };
+  // 1: the near end's forwards fill the pipeline towards the middle.
+  for (int i = 0; i < 2 * (half - h - 1); ++i) forward(near);
+  // 2: both directions' forwards in turn.
+  for (int i = 0; i <= h; ++i) {
+    forward(near);
+    forward(far);
+  }
+  // 3: the far direction's first backwards, each split so that its input gradients leave
+  // before its weight gradients run.
+  for (int i = 0; i < half - h - 1; ++i) {
+    backward(far, true);
+    weights();
+    forward(far);
+  }
+  // 4: the steady state, a forward of each direction paired with a backward of the other.
+  // The middle stages run their first pair apart, so that the forward need not wait for the
+  // backward's gradients (dualpipe.py: "to further reduce bubble size").
+  for (int i = 0; i < per_direction - stages + h + 1; ++i) {
+    if (i == 0 && middle) {
+      forward(near);
+      backward(far);
+    } else {
+      forward(near, true);
+      backward(far);
+    }
+    forward(far, true);
+    backward(near);
+  }
+  // 5: the far direction's forwards run out.
+  for (int i = 0; i < half - h - 1; ++i) {
+    backward(far);
+    forward(far, true);
+    backward(near);
+  }
+  // 6: backwards of both directions in turn; from the middle of these on, split.
+  bool split = false;
+  for (int i = 0; i <= h; ++i) {
+    if (i == (h + 1) / 2 && h % 2 == 1) split = true;
+    backward(far, split);
+    if (i == (h + 1) / 2 && h % 2 == 0) split = true;
+    backward(near, split);
+  }
+  // 7 and 8: the deferred weight gradients fill what the drain would leave idle.
+  for (int i = 0; i < half - h - 1; ++i) {
+    weights();
+    backward(near, true);
+  }
+  while (!deferred.empty()) weights();
+  return ops;
 }
 
 }  // namespace
@@ -159,6 +298,38 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
   std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
   for (int s = 0; s < stages; ++s) order[s] = interleaved_order(s, stages, chunks, microbatches);
   return run_orders(work, order, handover, ends);
+}
+
+PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                           const std::vector<StageEnds>& ends) {
+  const int stages = static_cast<int>(work.size());
+  if (stages < 2 || stages % 2 != 0) {
+    throw std::invalid_argument("DualPipe: needs an even number of stages, at least 2 (got " +
+                                std::to_string(stages) + ")");
+  }
+  const int microbatches = static_cast<int>(work.front().size());
+  if (microbatches % 2 != 0 || microbatches < 2 * stages) {
+    throw std::invalid_argument("DualPipe: " + std::to_string(microbatches) +
+                                " microbatches; it needs an even number, at least twice the " +
+                                std::to_string(stages) + " stages");
+  }
+  if (!ends.empty() && static_cast<int>(ends.size()) != stages) {
+    throw std::invalid_argument("DualPipe: ends for " + std::to_string(ends.size()) +
+                                " chunks, not " + std::to_string(stages));
+  }
+  std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) order[s] = dualpipe_order(s, stages, microbatches);
+  // Stage s holds chunks s and P - 1 - s: both leads before its first operation, both tails
+  // after its last.
+  std::vector<StageEnds> stage_ends;
+  if (!ends.empty()) {
+    stage_ends.resize(ends.size());
+    for (int s = 0; s < stages; ++s) {
+      const StageEnds& mirror = ends[stages - 1 - s];
+      stage_ends[s] = {ends[s].lead + mirror.lead, ends[s].tail + mirror.tail};
+    }
+  }
+  return run_orders(work, order, handover, stage_ends);
 }
 
 std::vector<int> stage_first_layers(int layers, int stages) {

@@ -18,6 +18,9 @@ namespace topoep {
 struct StageWork {
   Picoseconds forward = 0;
   Picoseconds backward = 0;
+  // Of `backward`, the weight gradients' compute (at most `backward`): what a zero-bubble
+  // split (DualPipe's) runs apart, after the input gradients have been sent on.
+  Picoseconds weight_grad = 0;
 };
 
 // What a stage waits for around its operations, in ps: `lead` from the step's start before its
@@ -31,6 +34,8 @@ struct StageEnds {
 
 // One operation as the schedule ran it: a microbatch's forward or backward through a chunk
 // (with one chunk a stage, the chunk is the stage), on `stage`, over [start, end) in ps.
+// Under DualPipe a backward may be split: its input gradients (a backward op) and, later, its
+// weight gradients (`weight_grad`).
 struct PipelineOp {
   int stage = 0;
   int chunk = 0;
@@ -38,6 +43,7 @@ struct PipelineOp {
   bool forward = true;
   Picoseconds start = 0;
   Picoseconds end = 0;
+  bool weight_grad = false;  // a split backward's weight gradients (`forward` is false)
 };
 
 struct PipelineTimes {
@@ -69,6 +75,21 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, P
 PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
                                           int stages, Picoseconds handover,
                                           const std::vector<StageEnds>& ends = {});
+
+// DeepSeek-V3's DualPipe (its public dualpipe.py): `stages` P even, `work[chunk][microbatch]`
+// with P chunks of the layers; the first M/2 microbatches run chunk 0 to P - 1 on stages 0 to
+// P - 1, the rest on stages P - 1 to 0, so stage s holds chunks s and P - 1 - s. Each stage
+// runs its nearer end's forwards first, then both directions' forwards in turn, then pairs a
+// forward of one direction with a backward of the other (one operation of their summed
+// length: the records' all-to-all overlap says what their pairing hides), and in the drain
+// splits backwards to run their weight gradients (StageWork::weight_grad) where it would wait.
+// A pair's outputs leave when the pair ends. `ends` are per chunk: a stage waits for both of
+// its chunks' leads before its first operation and runs both tails after its last (upper
+// bounds: the second chunk's gathers could hide behind the first's forwards). `busy` and
+// PipelineTimes::ends are per stage. Throws std::invalid_argument where P is odd, the chunks
+// are not P or the microbatches are odd or fewer than 2P (as DualPipe asserts).
+PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                           const std::vector<StageEnds>& ends = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

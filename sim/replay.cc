@@ -531,14 +531,17 @@ class Replay {
           }
           w.forward += forward;
           w.backward += backward;
+          w.weight_grad += shares.weight_grad;
           work[0][m].forward += shares.dense_only_forward;
           work[0][m].backward += 2 * shares.dense_only_forward;
+          work[0][m].weight_grad += shares.dense_only_forward;
           work[chunks - 1][m].forward += shares.head_forward;
           work[chunks - 1][m].backward += 2 * shares.head_forward;
+          work[chunks - 1][m].weight_grad += shares.head_forward;
         }
       }
     }
-    return run_interleaved_one_f_one_b(work, stages, handover_ps_, ends);
+    return run_pipeline_schedule(config_.options, work, handover_ps_, ends);
   }
 
   int gpus() const { return config_.topology.num_gpus(); }
@@ -572,6 +575,15 @@ std::int64_t replay_trace(const std::string& path, const SimConfig& config,
                           ReplayObserver& observer) {
   TraceReader reader(path);
   return replay_trace(reader, config, observer);
+}
+
+PipelineTimes run_pipeline_schedule(const SimOptions& options,
+                                    const std::vector<std::vector<StageWork>>& work,
+                                    Picoseconds handover, const std::vector<StageEnds>& ends) {
+  if (options.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    return run_dualpipe(work, handover, ends);
+  }
+  return run_interleaved_one_f_one_b(work, options.pipeline_stages, handover, ends);
 }
 
 std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer) {

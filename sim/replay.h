@@ -86,6 +86,13 @@ class ReplayObserver {
   virtual void on_step(const StepResult& step) = 0;
 };
 
+// A step's span through the pipeline stages by the schedule `options` names: `work[chunk]
+// [microbatch]` over options.pipeline_chunks() chunks, `ends` per stage (under DualPipe, where
+// stage s holds chunks s and P - 1 - s, per chunk: pipeline_schedule.h).
+PipelineTimes run_pipeline_schedule(const SimOptions& options,
+                                    const std::vector<std::vector<StageWork>>& work,
+                                    Picoseconds handover, const std::vector<StageEnds>& ends = {});
+
 // Replays the trace at `path`. Throws FileInputError for a bad trace, InputError for a config
 // that does not fit it. Returns the number of records replayed.
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,

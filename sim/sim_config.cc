@@ -123,6 +123,18 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                            "stage");
     }
   }
+  if (config.options.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    const int stages = config.options.pipeline_stages;
+    // DeepSeek's DualPipe sends half the microbatches in from each end, at least P each.
+    if (metadata.microbatches % 2 != 0 || metadata.microbatches < 2 * stages) {
+      throw InputError("pipeline_schedule",
+                       "dualpipe needs the trace's microbatches a step (" +
+                           std::to_string(metadata.microbatches) +
+                           ") to be even and at least twice the pipeline stages (" +
+                           std::to_string(2 * stages) +
+                           "): half of them enter at each end of the pipeline");
+    }
+  }
   const int gpus = config.topology.num_gpus();
   const int groups = config.options.data_parallel;
   // D x the GPUs, each group's own routing, fit as well as the GPUs (routing_groups()).

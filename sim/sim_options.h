@@ -32,6 +32,18 @@ enum class DenseSync {
   kDistributedOptimizer,
 };
 
+// Which schedule runs a step's microbatches through the pipeline stages (sim/README.md,
+// "Pipeline stages"; sim/pipeline_schedule.h).
+enum class PipelineSchedule {
+  // Megatron-LM's 1F1B, interleaved where SimOptions::virtual_stages is above 1.
+  kOneFOneB,
+  // DeepSeek-V3's DualPipe: half the microbatches enter at the first stage and half at the
+  // last, so each stage's GPUs hold two chunks of the layers (the stage's own and its
+  // mirror's: two copies of the parameters, whose gradients are summed as data-parallel
+  // copies), pair a forward with a backward and defer weight gradients into the drain.
+  kDualPipe,
+};
+
 // The most expert-parallel groups SimOptions::data_parallel accepts.
 constexpr int kMaxDataParallel = 65536;
 
@@ -93,9 +105,17 @@ struct SimOptions {
   // (pipeline_chunks() counts), pipeline_stages is at least 2 and the microbatches a multiple
   // of it. 1: each stage one contiguous share of the layers.
   int virtual_stages = 1;
+  // kDualPipe needs pipeline_stages even and at least 2, virtual_stages 1 and the microbatches
+  // a step even and at least 2 x pipeline_stages (as DeepSeek's DualPipe asserts).
+  PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
 
   // The contiguous shares the layers split into: each stage's chunks.
   int pipeline_chunks() const { return pipeline_stages * virtual_stages; }
+  // Copies of every parameter the data-parallel syncs and the distributed optimizer span:
+  // data_parallel, twice it under DualPipe (each chunk on two stages' GPUs).
+  int parameter_copies() const {
+    return data_parallel * (pipeline_schedule == PipelineSchedule::kDualPipe ? 2 : 1);
+  }
 };
 
 // The most pipeline stages SimOptions::pipeline_stages accepts, and the most chunks
@@ -106,6 +126,11 @@ constexpr int kMaxPipelineStages = 1024;
 const char* dense_sync_name(DenseSync sync);
 // The sync named `name`, or false for an unknown name.
 bool parse_dense_sync(const std::string& name, DenseSync* out);
+
+// "1f1b" or "dualpipe", as the CLI and the sweep spell them.
+const char* pipeline_schedule_name(PipelineSchedule schedule);
+// The schedule named `name`, or false for an unknown name.
+bool parse_pipeline_schedule(const std::string& name, PipelineSchedule* out);
 
 // "alltoall" or "deepep", as the CLI and the sweep spell them.
 const char* dispatcher_name(Dispatcher dispatcher);

@@ -196,6 +196,13 @@ class GridReader {
       }
       return;
     }
+    if (key == "pipeline_schedule") {
+      PipelineSchedule parsed;
+      if (!v.is_string() || !parse_pipeline_schedule(v.get<std::string>(), &parsed)) {
+        fail(where, "must be \"1f1b\" or \"dualpipe\"");
+      }
+      return;
+    }
     if (key == "dense_sync") {
       DenseSync parsed;
       if (!v.is_string() || !parse_dense_sync(v.get<std::string>(), &parsed)) {
@@ -339,6 +346,10 @@ class GridReader {
       c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
       c.options.pipeline_stages = get("pipeline_stages", c.options.pipeline_stages);
       c.options.virtual_stages = get("virtual_stages", c.options.virtual_stages);
+      // check_value() has read the name.
+      parse_pipeline_schedule(get("pipeline_schedule",
+                                  std::string(pipeline_schedule_name(c.options.pipeline_schedule))),
+                              &c.options.pipeline_schedule);
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),
@@ -402,6 +413,7 @@ class GridReader {
                        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
                        {"pipeline_stages", c.options.pipeline_stages},
                        {"virtual_stages", c.options.virtual_stages},
+                       {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -453,6 +465,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "a2a_overlap_fraction",
                                                    "pipeline_stages",
                                                    "virtual_stages",
+                                                   "pipeline_schedule",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -19,7 +19,9 @@
 //   ("allreduce" or "distributed"), data_parallel (expert-parallel groups, 1 to 65,536),
 //   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep"),
 //   a2a_overlap_fraction (0 to 1), pipeline_stages (1 to the trace's layers), virtual_stages
-//   (chunks a stage, interleaved 1F1B; the microbatches a multiple of pipeline_stages)
+//   (chunks a stage, interleaved 1F1B; the microbatches a multiple of pipeline_stages),
+//   pipeline_schedule ("1f1b" or "dualpipe": even pipeline_stages, virtual_stages 1, at least
+//   2 x pipeline_stages microbatches, an even number)
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),

@@ -110,7 +110,8 @@ class TimelineBuilder {
 };
 
 // With pipeline stages, a planner's step as its schedule ran it (StepTotals::schedule): a track
-// per stage, a slice per microbatch's forward or backward through a chunk, each stage's lead
+// per stage, a slice per microbatch's forward or backward through a chunk (and under DualPipe
+// the weight gradients of a split backward, apart), each stage's lead
 // (its first layer's parameter all-gathers) and tail (the gradient syncs its last backward
 // left), then the optimizer. Gaps are waits: warm-up and drain, hand-overs, slower stages.
 void write_pipeline(EventWriter& events, int pid, const PipelineTimes& schedule,
@@ -140,8 +141,9 @@ void write_pipeline(EventWriter& events, int pid, const PipelineTimes& schedule,
           nlohmann::json::object());
   }
   for (const PipelineOp& op : schedule.ops) {
-    slice(std::string(op.forward ? "forward " : "backward ") + std::to_string(op.microbatch),
-          op.stage, op.start, op.end, {{"microbatch", op.microbatch}, {"chunk", op.chunk}});
+    const char* pass = op.forward ? "forward " : op.weight_grad ? "weight grads " : "backward ";
+    slice(pass + std::to_string(op.microbatch), op.stage, op.start, op.end,
+          {{"microbatch", op.microbatch}, {"chunk", op.chunk}});
     last_end[op.stage] = std::max(last_end[op.stage], op.end);
   }
   for (int stage = 0; stage < stages; ++stage) {

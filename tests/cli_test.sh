@@ -724,6 +724,38 @@ expect_text "and says how the chunks lie" "$work/out" \
 python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["pipeline_stages"] != 2 or o["virtual_stages"] != 2 or o["pipeline_layers"] != [1, 1, 1, 1])' \
   "$work/pp-virtual/summary.json"
 expect "summary.json records the chunks" 0 $?
+# DualPipe: half the microbatches from each end, so at least two a stage.
+"$topoep" simulate --trace "$work/pp4.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --pipeline-schedule dualpipe --out "$work/pp-dual" >"$work/out" 2>&1
+expect "simulate rejects DualPipe with fewer than two microbatches a stage" 2 $?
+expect_text "naming the flag and both counts" "$work/out" \
+  "error: --pipeline-schedule: dualpipe needs the trace's microbatches a step (2) to be even and at least twice the pipeline stages (4)"
+[[ ! -e "$work/pp-dual" ]]
+expect "and writes no outputs" 0 $?
+"$topoep" trace synth --out "$work/pp-dual.trace" --ranks 16 --experts 64 --layers 4 --steps 1 \
+  --microbatches 4 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/pp-dual.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 3 \
+  --pipeline-schedule dualpipe >"$work/out" 2>&1
+expect "simulate rejects DualPipe on an odd number of stages" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --pipeline-schedule: dualpipe needs an even number of pipeline stages, at least 2 (got 3)"
+"$topoep" simulate --trace "$work/pp-dual.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --pipeline-schedule dualpipe --timeline "$work/pp-dual-timeline.json" \
+  --out "$work/pp-dual" >"$work/out" 2>&1
+expect "simulate runs DualPipe" 0 $?
+expect_text "and says how the chunks lie" "$work/out" \
+  "2 pipeline stages run by DualPipe: chunks of 2, 2 MoE layers, stage s holding chunks s and 1 - s"
+python3 - "$work/pp-dual/summary.json" "$work/pp-dual-timeline.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))["run"]["sim_options"]
+assert o["pipeline_schedule"] == "dualpipe" and o["pipeline_stages"] == 2, o
+names = {e["name"].split(" ")[0] for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] == "X"}
+assert {"forward", "backward", "weight"} <= names, names  # weight gradients run apart
+PY
+expect "summary.json records the schedule and the timeline draws split weight gradients" 0 $?
 
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1

@@ -27,7 +27,8 @@ CostModel test_cost() {
 }
 
 // `layers` layers of `microbatches` microbatches, forwards 1-100 us and backwards 1-200 us,
-// extras on the first and last stage up to 50 and 100 us, summed over `steps` steps.
+// extras on the first and last stage up to 50 and 100 us, exposed syncs up to 20 us a layer,
+// summed over `steps` steps.
 LayerWorkProfile random_profile(std::mt19937_64& random, int layers, int microbatches, int steps) {
   const auto us = [&](int most) {
     return (1 + static_cast<Picoseconds>(random() % most)) * 1000000;
@@ -42,6 +43,7 @@ LayerWorkProfile random_profile(std::mt19937_64& random, int layers, int microba
     profile.first_stage_extra[m] = {us(50), us(100)};
     profile.last_stage_extra[m] = {us(50), us(100)};
   }
+  for (int l = 0; l < layers; ++l) profile.syncs.push_back(us(20));
   return profile;
 }
 
@@ -77,8 +79,13 @@ TEST(PipelineLayout, PredictsThe1F1BSpanOfTheMeanStepPlusTheSlowestStagesOptimiz
   const Picoseconds optimizer = std::max({cost.stage_optimizer_ps(2, 5, true, false),
                                           cost.stage_optimizer_ps(1, 5, false, false),
                                           cost.stage_optimizer_ps(2, 5, false, true)});
+  // Each stage's exposed syncs run after its last backward, holding up no other stage.
+  std::vector<StageEnds> ends(3);
+  for (int l = 0; l < 5; ++l) ends[stage_of[l]].tail += profile.syncs[l];
+  for (StageEnds& e : ends) e.tail /= 2;
+  EXPECT_EQ(profile.stage_ends(layout, 3)[0].tail, ends[0].tail);
   EXPECT_EQ(predicted_pipeline_step(profile, layout, 3, cost),
-            run_one_f_one_b(work, cost.pipeline_handover_ps()).makespan + optimizer);
+            run_one_f_one_b(work, cost.pipeline_handover_ps(), ends).makespan + optimizer);
 }
 
 // Every split of `layers` into `stages` contiguous stages of at least one layer.
@@ -107,8 +114,8 @@ TEST(PipelineLayout, PredictsTheInterleavedSpanOfChunksAndEachStagesOptimizerOve
   const std::vector<int> chunks = {2, 1, 3, 1};  // stage 0: chunks 0, 2 (5 layers); 1: 1, 3 (2)
   const Picoseconds optimizer = std::max(cost.stage_optimizer_ps(5, 7, true, false),
                                          cost.stage_optimizer_ps(2, 7, false, true));
-  const PipelineTimes span =
-      run_interleaved_one_f_one_b(profile.chunk_work(chunks), 2, cost.pipeline_handover_ps());
+  const PipelineTimes span = run_interleaved_one_f_one_b(
+      profile.chunk_work(chunks), 2, cost.pipeline_handover_ps(), profile.stage_ends(chunks, 2));
   EXPECT_EQ(predicted_pipeline_step(profile, chunks, 2, cost), span.makespan + optimizer);
   // The advice for 2 stages of 2 chunks: every layout of 7 layers in 4 chunks tried.
   Picoseconds optimum = -1;
@@ -122,7 +129,7 @@ TEST(PipelineLayout, PredictsTheInterleavedSpanOfChunksAndEachStagesOptimizerOve
 
 // Small cases are tried exhaustively: the optimum. The local search (the exhaustive limit 0)
 // is never predicted slower than its start or the even split, and on these cases finds the
-// optimum in at least 190 of 200 and comes within 1% otherwise.
+// optimum in at least 198 of 200 and comes within 1% otherwise.
 TEST(PipelineLayout, AdviceIsTheOptimumOnSmallCasesAndItsSearchNeverLosesToItsStart) {
   std::mt19937_64 random(7);
   const CostModel cost = test_cost();
@@ -154,7 +161,7 @@ TEST(PipelineLayout, AdviceIsTheOptimumOnSmallCasesAndItsSearchNeverLosesToItsSt
     EXPECT_LE(static_cast<double>(step), 1.01 * static_cast<double>(optimum)) << where;
     found_optimum += step == optimum;
   }
-  EXPECT_GE(found_optimum, 190);
+  EXPECT_GE(found_optimum, 198);  // 200 on 2026-12-04
 }
 
 }  // namespace

@@ -644,15 +644,31 @@ TEST(SimReplay, AllToAllsBehindComputeShortenEveryStepAndKeepEveryBound) {
   }
 }
 
+// The "field: message" a replay of `trace` under `config` is refused with (no step handed on
+// before it), or "no error" where it runs.
+std::string replay_refusal(const std::string& trace, const SimConfig& config) {
+  Collect collect;
+  try {
+    replay_trace(trace, config, collect);
+  } catch (const InputError& error) {
+    EXPECT_TRUE(collect.steps.empty());
+    return error.field() + ": " + error.what();
+  }
+  return std::string("no error");
+}
+
 // Planner `p`'s step span rebuilt from its records as sim/README.md ("Pipeline stages") says:
 // each record's forward and backward on its chunk (`chunk_first`: each chunk's first layer, the
 // layer count last; chunk c on stage c mod `stages`), the work outside the MoE layers in the
 // first chunk (dense-only layers) and the last (output head), each stage's first layer's
 // gathers ahead of its first microbatch (shown whole on its record) and the syncs of its last
-// backward after it, run by the (interleaved) 1F1B schedule.
+// backward after it, run by the (interleaved) 1F1B schedule, or by DualPipe with each
+// record's weight gradients (its dense backward's half and half its expert backward compute;
+// the outside work's, as long as its forward) split off.
 PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const CostModel& cost,
                                const std::vector<int>& chunk_first, int stages, int microbatches,
-                               Picoseconds handover) {
+                               Picoseconds handover,
+                               PipelineSchedule schedule = PipelineSchedule::kOneFOneB) {
   const int chunks = static_cast<int>(chunk_first.size()) - 1;
   std::vector<std::vector<StageWork>> work(chunks, std::vector<StageWork>(microbatches));
   std::vector<StageEnds> ends(stages);
@@ -667,11 +683,15 @@ PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const Co
     EXPECT_LT(head, c.outside_forward);
     StageWork& w = work[chunk][record.microbatch];
     w.forward += c.forward_path() - c.outside_forward;
-    w.backward += c.critical_path() - c.forward_path() - 2 * c.outside_forward;
+    const Picoseconds backward = c.critical_path() - c.forward_path() - 2 * c.outside_forward;
+    w.backward += backward;
+    w.weight_grad += std::min(backward, c.dense_forward + c.compute_grad / 2);
     work[0][record.microbatch].forward += c.outside_forward - head;
     work[0][record.microbatch].backward += 2 * (c.outside_forward - head);
+    work[0][record.microbatch].weight_grad += c.outside_forward - head;
     work[chunks - 1][record.microbatch].forward += head;
     work[chunks - 1][record.microbatch].backward += 2 * head;
+    work[chunks - 1][record.microbatch].weight_grad += head;
     if (record.microbatch == 0 && record.layer == chunk_first[stage]) {
       if (kAllPlanners[p] != "ideal") {
         EXPECT_EQ(c.dense_param_gather, cost.dense_param_gather().time_ps)
@@ -685,6 +705,7 @@ PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const Co
       w.backward -= c.step_end_syncs();
     }
   }
+  if (schedule == PipelineSchedule::kDualPipe) return run_dualpipe(work, handover, ends);
   return run_interleaved_one_f_one_b(work, stages, handover, ends);
 }
 
@@ -747,14 +768,7 @@ TEST(SimReplay, PipelineStagesRunTheirRecordsBy1F1BAndKeepEveryBound) {
     for (const StepTotals& totals : step.planners) EXPECT_EQ(totals.pipeline_idle, 0);
   }
   const auto refusal = [](const SimConfig& refused) {
-    Collect collect;
-    try {
-      replay_trace(small_trace(), refused, collect);
-    } catch (const InputError& error) {
-      EXPECT_TRUE(collect.steps.empty());
-      return error.field() + ": " + error.what();
-    }
-    return std::string("no error");
+    return replay_refusal(small_trace(), refused);
   };
   config.options.pipeline_stages = 4;
   config.options.pipeline_layers = {};
@@ -824,16 +838,7 @@ TEST(SimReplay, VirtualStagesRunTheirChunksByInterleaved1F1B) {
       }
     }
   }
-  const auto refusal = [&](const SimConfig& refused) {
-    Collect collect;
-    try {
-      replay_trace(trace, refused, collect);
-    } catch (const InputError& error) {
-      EXPECT_TRUE(collect.steps.empty());
-      return error.field() + ": " + error.what();
-    }
-    return std::string("no error");
-  };
+  const auto refusal = [&](const SimConfig& refused) { return replay_refusal(trace, refused); };
   SimConfig refused = config;
   refused.options.pipeline_stages = 1;
   EXPECT_NE(refusal(refused).find("virtual_stages: interleaves the chunks of at least 2"),
@@ -854,6 +859,77 @@ TEST(SimReplay, VirtualStagesRunTheirChunksByInterleaved1F1B) {
   refused.options.pipeline_layers = {3, 3};
   EXPECT_NE(refusal(refused).find(
                 "pipeline_layers: names 2 chunks but 2 pipeline stages of 2 virtual stages make 4"),
+            std::string::npos)
+      << refusal(refused);
+}
+
+// DualPipe: 6 layers in 2 stages, half the 4 microbatches entering at each end, each stage's
+// GPUs holding both chunks (rebuilt_pipeline()); each stage updates both its chunks, and the
+// gradients of the two copies of every layer are synced between the stages' GPUs (the
+// experts' over IB, as between data-parallel groups); every bound holds; the same for any
+// thread count; what DualPipe cannot run is refused.
+TEST(SimReplay, DualPipeRunsBothDirectionsAndSyncsTheParameterCopies) {
+  const std::string trace = small_trace_like("sim_dualpipe", 5.0, 9, 4, 6);
+  SimConfig config = small_config();
+  config.options.dense_sync = DenseSync::kDistributedOptimizer;
+  config.options.pipeline_stages = 2;
+  const auto run = [&](PipelineSchedule schedule, int threads) {
+    SimConfig c = config;
+    c.options.pipeline_schedule = schedule;
+    c.threads = threads;
+    Collect collect;
+    replay_trace(trace, c, collect);
+    return collect.steps;
+  };
+  const std::vector<StepResult> one_f_one_b = run(PipelineSchedule::kOneFOneB, 1);
+  const std::vector<StepResult> dual = run(PipelineSchedule::kDualPipe, 1);
+  const std::vector<StepResult> two_threads = run(PipelineSchedule::kDualPipe, 2);
+  check_bounds(dual, kAllPlanners, "dualpipe");
+  SimConfig dual_config = config;
+  dual_config.options.pipeline_schedule = PipelineSchedule::kDualPipe;
+  const CostModel single(config.topology, config.model, config.options, 512);
+  const CostModel cost(dual_config.topology, dual_config.model, dual_config.options, 512);
+  // One expert-parallel group: no expert sync under 1F1B; DualPipe's two copies sync theirs.
+  EXPECT_EQ(single.expert_gradient_sync().time_ps, 0);
+  EXPECT_GT(cost.expert_gradient_sync().time_ps, 0);
+  EXPECT_GT(cost.expert_gradient_sync().ib_bytes_per_gpu, 0);
+  const std::vector<int> first = {0, 3, 6};
+  for (std::size_t step = 0; step < dual.size(); ++step) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      SCOPED_TRACE(kAllPlanners[p]);
+      const PipelineTimes times =
+          rebuilt_pipeline(dual[step], p, cost, first, 2, 4, cost.pipeline_handover_ps(),
+                           PipelineSchedule::kDualPipe);
+      const StepTotals& totals = dual[step].planners[p];
+      // Each stage holds both chunks: the first's dense-only layers and embedding, the last's
+      // head, with the optimizer state split over the two copies.
+      EXPECT_EQ(totals.optimizer, cost.stage_optimizer_ps(3, 6, true, false) +
+                                      cost.stage_optimizer_ps(3, 6, false, true));
+      EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
+      EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
+      EXPECT_LT(totals.pipeline_idle, one_f_one_b[step].planners[p].pipeline_idle);
+      EXPECT_EQ(totals.step_time, two_threads[step].planners[p].step_time);
+      if (kAllPlanners[p] == "ideal") continue;
+      const LayerCost& last = dual[step].records[3 * 6 + 5].planners[p];
+      EXPECT_EQ(last.expert_sync_ib_bytes,
+                cost.expert_gradient_sync().ib_bytes_per_gpu * config.topology.num_gpus());
+    }
+  }
+  const auto refusal = [&](const SimConfig& refused) { return replay_refusal(trace, refused); };
+  SimConfig refused = dual_config;
+  refused.options.pipeline_stages = 3;
+  EXPECT_NE(refusal(refused).find("pipeline_schedule: dualpipe needs an even number of pipeline "
+                                  "stages, at least 2 (got 3)"),
+            std::string::npos)
+      << refusal(refused);
+  refused.options.pipeline_stages = 4;  // 4 microbatches, 2 entering at each end
+  EXPECT_NE(refusal(refused).find("microbatches a step (4) to be even and at least twice the "
+                                  "pipeline stages (8)"),
+            std::string::npos)
+      << refusal(refused);
+  refused.options.pipeline_stages = 2;
+  refused.options.virtual_stages = 2;
+  EXPECT_NE(refusal(refused).find("pipeline_schedule: dualpipe runs no virtual stages"),
             std::string::npos)
       << refusal(refused);
 }

@@ -287,6 +287,36 @@ TEST(Sweep, SweepsVirtualStagesWhichCutWhatTheStagesWait) {
             "virtual_stages");
 }
 
+// The pipeline schedule: DualPipe, whose two directions wait less than 1F1B; a name out of the
+// two; refused on an odd number of stages and on fewer than two microbatches a stage.
+TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
+  const SweepGrid grid = load_sweep_grid(write_grid("dualpipe.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 4, "layers": 8, "tokens_per_rank": 64}}],
+    "pipeline_stages": [2],
+    "pipeline_schedule": ["1f1b", "dualpipe"]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[1].config.options.pipeline_schedule, PipelineSchedule::kDualPipe);
+  EXPECT_EQ(grid.points[0].columns["pipeline_schedule"], "1f1b");
+  std::istringstream rows(read_file(run(grid, temp_path("sweep_dualpipe_rows"), 1)));
+  std::vector<double> idle;
+  for (std::string line; std::getline(rows, line);) {
+    idle.push_back(nlohmann::json::parse(line)["pipeline_idle_us_per_step"].get<double>());
+  }
+  ASSERT_EQ(idle.size(), 2u);
+  EXPECT_LT(idle[1], idle[0]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
+                                    "pipeline_schedule": ["zb"]})"),
+            "pipeline_schedule[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4, "microbatches": 6}}],
+                                    "pipeline_stages": [3], "pipeline_schedule": ["dualpipe"]})"),
+            "pipeline_schedule");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4, "microbatches": 2}}],
+                                    "pipeline_stages": [2], "pipeline_schedule": ["dualpipe"]})"),
+            "pipeline_schedule");
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -515,7 +545,7 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   write_rows_as_an_earlier_version_did(
       dir, fresh,
       {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step",
-       "pipeline_stages", "virtual_stages", "pipeline_idle_us_per_step"});
+       "pipeline_stages", "virtual_stages", "pipeline_schedule", "pipeline_idle_us_per_step"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);

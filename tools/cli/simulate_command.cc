@@ -43,6 +43,7 @@ struct SimulateOptions {
   std::string explain;  // STEP:MICROBATCH:LAYER[:GROUP], or empty
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
+  std::string pipeline_schedule = pipeline_schedule_name(PipelineSchedule::kOneFOneB);
   std::string eplb_groups = eplb_groups_name(kEplbGroupsPerNode);
   SimOptions sim;
   PlannerOptions planner;
@@ -132,6 +133,8 @@ void run_simulate(const SimulateOptions& options) {
   }
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
+  parse_pipeline_schedule(options.pipeline_schedule,
+                          &request.config.options.pipeline_schedule);  // checked: IsMember
   request.config.planner_options = options.planner;
   if (!parse_eplb_groups(options.eplb_groups, &request.config.planner_options.eplb_groups)) {
     throw InputError("--eplb-groups", "must be 'nodes', 'model' or a count of groups, got '" +
@@ -164,7 +167,12 @@ void run_simulate(const SimulateOptions& options) {
     const std::string layers =
         join_numbers(stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers));
     const int gpus = request.config.topology.num_gpus();
-    if (sim.virtual_stages > 1) {
+    if (sim.pipeline_schedule == PipelineSchedule::kDualPipe) {
+      std::cout << sim.pipeline_stages << " pipeline stages run by DualPipe: chunks of " << layers
+                << " MoE layers, stage s holding chunks s and " << sim.pipeline_stages - 1
+                << " - s (two copies of each) on its own " << gpus
+                << " GPUs; half the microbatches enter at each end\n";
+    } else if (sim.virtual_stages > 1) {
       std::cout << sim.pipeline_stages << " pipeline stages of " << sim.virtual_stages
                 << " chunks each, chunks of " << layers << " MoE layers (chunk c on stage c mod "
                 << sim.pipeline_stages << "), each stage on its own " << gpus
@@ -313,6 +321,13 @@ void add_simulate_command(CLI::App& app) {
                    "--num-virtual-stages-per-pipeline-rank); --pipeline-layers then lists "
                    "every chunk's layers")
       ->capture_default_str();
+  add_choice(simulate, "--pipeline-schedule", o->pipeline_schedule,
+             "1f1b: Megatron-LM's 1F1B (interleaved with --virtual-stages); dualpipe: "
+             "DeepSeek-V3's DualPipe, half the microbatches entering at each end, each stage "
+             "also holding its mirror's layers (needs an even --pipeline-stages and at least "
+             "2 x stages microbatches a step)",
+             {pipeline_schedule_name(PipelineSchedule::kOneFOneB),
+              pipeline_schedule_name(PipelineSchedule::kDualPipe)});
   simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
@@ -412,6 +427,7 @@ void add_simulate_command(CLI::App& app) {
                   {"pipeline_stages", "--pipeline-stages"},
                   {"pipeline_layers", "--pipeline-layers"},
                   {"virtual_stages", "--virtual-stages"},
+                  {"pipeline_schedule", "--pipeline-schedule"},
                   {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"data_parallel", "--data-parallel"},
