@@ -200,13 +200,15 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     // one expert-parallel group (before data_parallel), and EPLB's groups were one a node
     // (before eplb_groups), and no all-to-all ran behind compute (before a2a_overlap_fraction),
     // and every layer ran on one set of GPUs (before pipeline_stages), each stage one chunk
-    // (before virtual_stages), by 1F1B (before pipeline_schedule).
+    // (before virtual_stages), by 1F1B (before pipeline_schedule), split evenly (before
+    // pipeline_layers; "" is the even split).
     if (!row.contains("dispatcher")) row["dispatcher"] = "alltoall";
     if (!row.contains("a2a_overlap_fraction")) row["a2a_overlap_fraction"] = 0.0;
     if (!row.contains("a2a_hidden_us_per_step")) row["a2a_hidden_us_per_step"] = 0.0;
     if (!row.contains("pipeline_stages")) row["pipeline_stages"] = 1;
     if (!row.contains("virtual_stages")) row["virtual_stages"] = 1;
     if (!row.contains("pipeline_schedule")) row["pipeline_schedule"] = "1f1b";
+    if (!row.contains("pipeline_layers")) row["pipeline_layers"] = "";
     if (!row.contains("pipeline_idle_us_per_step")) row["pipeline_idle_us_per_step"] = 0.0;
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;

@@ -196,6 +196,15 @@ class GridReader {
       }
       return;
     }
+    if (key == "pipeline_layers") {
+      const bool counts =
+          v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& n) {
+            return n.is_number_integer() && n.template get<std::int64_t>() >= 1 &&
+                   n.template get<std::int64_t>() <= 1000000;
+          });
+      if (!counts) fail(where, "must be a list of each stage's (chunk's) MoE layers, each >= 1");
+      return;
+    }
     if (key == "pipeline_schedule") {
       PipelineSchedule parsed;
       if (!v.is_string() || !parse_pipeline_schedule(v.get<std::string>(), &parsed)) {
@@ -346,6 +355,14 @@ class GridReader {
       c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
       c.options.pipeline_stages = get("pipeline_stages", c.options.pipeline_stages);
       c.options.virtual_stages = get("virtual_stages", c.options.virtual_stages);
+      // A list of each stage's (chunk's) layers says how many stages there are, as on the
+      // command line, unless the point gives them.
+      c.options.pipeline_layers = get("pipeline_layers", c.options.pipeline_layers);
+      const auto listed = static_cast<int>(c.options.pipeline_layers.size());
+      if (listed > 0 && !values.contains("pipeline_stages") &&
+          listed % c.options.virtual_stages == 0) {
+        c.options.pipeline_stages = listed / c.options.virtual_stages;
+      }
       // check_value() has read the name.
       parse_pipeline_schedule(get("pipeline_schedule",
                                   std::string(pipeline_schedule_name(c.options.pipeline_schedule))),
@@ -414,6 +431,7 @@ class GridReader {
                        {"pipeline_stages", c.options.pipeline_stages},
                        {"virtual_stages", c.options.virtual_stages},
                        {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
+                       {"pipeline_layers", join_numbers(c.options.pipeline_layers, ",")},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -466,6 +484,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "pipeline_stages",
                                                    "virtual_stages",
                                                    "pipeline_schedule",
+                                                   "pipeline_layers",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -317,6 +317,44 @@ TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
             "pipeline_schedule");
 }
 
+// Each stage's layers: a list that sets the stages where the point does not, written as the
+// command line takes it (empty for the even split); a list that does not fit is refused.
+TEST(Sweep, SweepsEachStagesLayersWhichSetTheStages) {
+  const SweepGrid grid = load_sweep_grid(write_grid("layers.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 2, "layers": 4, "tokens_per_rank": 64}}],
+    "points": [{"pipeline_layers": [1, 3]}, {"pipeline_layers": [2, 2]}, {"pipeline_stages": 2},
+               {"pipeline_layers": [1, 1, 1, 1], "virtual_stages": 2}]
+  })"));
+  ASSERT_EQ(grid.points.size(), 4u);
+  EXPECT_EQ(grid.points[0].config.options.pipeline_stages, 2);
+  EXPECT_EQ(grid.points[0].config.options.pipeline_layers, (std::vector<int>{1, 3}));
+  EXPECT_EQ(grid.points[0].columns["pipeline_layers"], "1,3");
+  EXPECT_EQ(grid.points[2].columns["pipeline_layers"], "");
+  EXPECT_EQ(grid.points[3].config.options.pipeline_stages, 2);
+  const std::string dir = temp_path("sweep_layers_rows");
+  std::istringstream rows(read_file(run(grid, dir, 1)));
+  const std::string csv = read_file(dir + "/results.csv");
+  EXPECT_NE(csv.find(",\"1,3\","), std::string::npos) << csv;
+  // The even split of 4 layers over 2 stages is 2, 2: the same step as listing it.
+  std::vector<double> steps;
+  for (std::string line; std::getline(rows, line);) {
+    steps.push_back(nlohmann::json::parse(line)["step_time_us"].get<double>());
+  }
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[1], steps[2]);
+  EXPECT_NE(steps[0], steps[1]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
+                                    "pipeline_layers": [[1, 0, 3]]})"),
+            "pipeline_layers[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
+                                    "pipeline_layers": [[1, 1]]})"),
+            "pipeline_layers");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
+                                    "pipeline_stages": [3], "pipeline_layers": [[2, 2]]})"),
+            "pipeline_layers");
+}
+
 // The data-parallel sync's axes: a name out of the two, 0 to 8 bytes (0 leaves it out), and 1 to
 // 65,536 expert-parallel groups.
 TEST(SweepGrid, DenseSyncAxesAreChecked) {
@@ -545,7 +583,8 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   write_rows_as_an_earlier_version_did(
       dir, fresh,
       {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step",
-       "pipeline_stages", "virtual_stages", "pipeline_schedule", "pipeline_idle_us_per_step"});
+       "pipeline_stages", "virtual_stages", "pipeline_schedule", "pipeline_layers",
+       "pipeline_idle_us_per_step"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
