@@ -27,6 +27,8 @@ void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost)
     w.forward += shares.forward;
     w.backward += shares.backward;
     w.weight_grad += shares.weight_grad;
+    w.forward_hidden += record.planners[p].a2a_hidden_forward;
+    w.backward_hidden += record.planners[p].a2a_hidden_backward;
     if (record.microbatch == last) {
       const Picoseconds exposed = record.planners[p].step_end_syncs();
       syncs[record.layer] += exposed;
@@ -54,11 +56,14 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
         sum.forward += w.forward;
         sum.backward += w.backward;
         sum.weight_grad += w.weight_grad;
+        sum.forward_hidden += w.forward_hidden;
+        sum.backward_hidden += w.backward_hidden;
       };
       for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) add(layers[m][layer]);
       if (s == 0) add(first_stage_extra[m]);
       if (s + 1 == chunks) add(last_stage_extra[m]);
-      work[s][m] = {sum.forward / per, sum.backward / per, sum.weight_grad / per};
+      work[s][m] = {sum.forward / per, sum.backward / per, sum.weight_grad / per,
+                    sum.forward_hidden / per, sum.backward_hidden / per};
     }
   }
   return work;

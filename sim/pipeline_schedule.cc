@@ -81,10 +81,11 @@ std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microba
 // Runs each stage's `order`, every operation once its input has arrived: a forward through
 // chunk c > 0 after the same microbatch's forward through chunk c - 1, a backward through chunk
 // c < C - 1 after that through chunk c + 1, each plus the hand-over, and after its own forward.
-// `ends`: each stage's.
+// `ends`: each stage's. With `pairs_hide`, only paired operations hide all-to-all time: every
+// other takes back what its records hid (StageWork::forward_hidden, backward_hidden).
 PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
                          const std::vector<std::vector<Op>>& order, Picoseconds handover,
-                         const std::vector<StageEnds>& ends) {
+                         const std::vector<StageEnds>& ends, bool pairs_hide = false) {
   const int stages = static_cast<int>(order.size());
   const int chunks = static_cast<int>(work.size());
   PipelineTimes times;
@@ -109,16 +110,19 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
     const Picoseconds after = backward_end[op.chunk + 1][op.microbatch];
     return after == kNotYet ? kNotYet : std::max(own, after + handover);
   };
-  const auto length_of = [&](const Op& op) {
+  const auto length_of = [&](const Op& op, bool in_pair) {
     const StageWork& w = work[op.chunk][op.microbatch];
     const Picoseconds weights = std::clamp<Picoseconds>(w.weight_grad, 0, w.backward);
+    const bool unhidden = pairs_hide && !in_pair;
+    const Picoseconds forward = w.forward + (unhidden ? w.forward_hidden : 0);
+    const Picoseconds backward = w.backward + (unhidden ? w.backward_hidden : 0);
     switch (op.pass) {
       case Pass::kForward:
-        return w.forward;
+        return forward;
       case Pass::kBackward:
-        return w.backward;
+        return backward;
       case Pass::kInputGrad:
-        return w.backward - weights;
+        return backward - weights;
       case Pass::kWeightGrad:
         return weights;
     }
@@ -156,7 +160,7 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
         Picoseconds end = start;
         for (std::size_t i = 0; i < count; ++i) {
           const Op& op = order[s][next[s] + i];
-          const Picoseconds length = length_of(op);
+          const Picoseconds length = length_of(op, count == 2);
           times.ops[first_op[s] + next[s] + i] = {s,
                                                   op.chunk,
                                                   op.microbatch,
@@ -296,7 +300,9 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
                                 " stages");
   }
   std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
-  for (int s = 0; s < stages; ++s) order[s] = interleaved_order(s, stages, chunks, microbatches);
+  for (int s = 0; s < stages; ++s) {
+    order[s] = interleaved_order(s, stages, chunks, microbatches);
+  }
   return run_orders(work, order, handover, ends);
 }
 
@@ -329,7 +335,7 @@ PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Pico
       stage_ends[s] = {ends[s].lead + mirror.lead, ends[s].tail + mirror.tail};
     }
   }
-  return run_orders(work, order, handover, stage_ends);
+  return run_orders(work, order, handover, stage_ends, /*pairs_hide=*/true);
 }
 
 std::vector<int> stage_first_layers(int layers, int stages) {

@@ -21,6 +21,12 @@ struct StageWork {
   // Of `backward`, the weight gradients' compute (at most `backward`): what a zero-bubble
   // split (DualPipe's) runs apart, after the input gradients have been sent on.
   Picoseconds weight_grad = 0;
+  // All-to-all time the records hid behind a paired microbatch's compute
+  // (LayerCost::a2a_hidden_forward and _backward), already left out of `forward` and
+  // `backward`: an operation DualPipe runs unpaired takes it back. (The 1F1B schedules keep
+  // the records' pairing as it is.)
+  Picoseconds forward_hidden = 0;
+  Picoseconds backward_hidden = 0;
 };
 
 // What a stage waits for around its operations, in ps: `lead` from the step's start before its
@@ -81,7 +87,8 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
 // P - 1, the rest on stages P - 1 to 0, so stage s holds chunks s and P - 1 - s. Each stage
 // runs its nearer end's forwards first, then both directions' forwards in turn, then pairs a
 // forward of one direction with a backward of the other (one operation of their summed
-// length: the records' all-to-all overlap says what their pairing hides), and in the drain
+// length: the records' all-to-all overlap says what their pairing hides; an unpaired forward
+// or backward takes back what its records hid), and in the drain
 // splits backwards to run their weight gradients (StageWork::weight_grad) where it would wait.
 // A pair's outputs leave when the pair ends. `ends` are per chunk: a stage waits for both of
 // its chunks' leads before its first operation and runs both tails after its last (upper

@@ -532,6 +532,8 @@ class Replay {
           w.forward += forward;
           w.backward += backward;
           w.weight_grad += shares.weight_grad;
+          w.forward_hidden += cost.a2a_hidden_forward;
+          w.backward_hidden += cost.a2a_hidden_backward;
           work[0][m].forward += shares.dense_only_forward;
           work[0][m].backward += 2 * shares.dense_only_forward;
           work[0][m].weight_grad += shares.dense_only_forward;

@@ -100,6 +100,28 @@ TEST(DualPipeSchedule, HandOversDelayTheMicrobatchesCrossingThePipeline) {
                                      {0, 1, false, true, 14, 15}}));
 }
 
+TEST(DualPipeSchedule, OnlyPairsHideAllToAlls) {
+  // The hand-worked case above with all-to-all time the records hid (10 a forward, 20 a
+  // backward): each stage runs one pair, the rest of its 3 forwards and 3 backwards (one of
+  // them split: its input gradients) take theirs back. 1F1B keeps the records' hiding.
+  StageWork w{1, 2, 1};
+  w.forward_hidden = 10;
+  w.backward_hidden = 20;
+  const PipelineTimes times = run_dualpipe(uniform(2, 4, w), 1);
+  EXPECT_EQ(times.busy, (std::vector<Picoseconds>{12 + 3 * 10 + 3 * 20, 12 + 3 * 10 + 3 * 20}));
+  int pairs = 0;
+  for (const PipelineOp& op : times.ops) {
+    const PipelineOp* next = &op + 1;
+    if (op.forward && next != times.ops.data() + times.ops.size() && next->stage == op.stage &&
+        !next->forward && next->start == op.end && op.end - op.start == 1) {
+      ++pairs;
+    }
+  }
+  EXPECT_EQ(pairs, 2);
+  EXPECT_EQ(run_one_f_one_b(uniform(2, 4, w), 1).busy,
+            run_one_f_one_b(uniform(2, 4, {1, 2, 1}), 1).busy);
+}
+
 struct DualPipeCase {
   std::vector<std::vector<StageWork>> work;
   std::vector<StageEnds> ends;  // per chunk
