@@ -69,12 +69,22 @@ bool parse_dispatcher(const std::string& name, Dispatcher* out) {
 }
 
 const char* pipeline_schedule_name(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::kDualPipe ? "dualpipe" : "1f1b";
+  switch (schedule) {
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
+    case PipelineSchedule::kOneFOneB:
+      break;
+  }
+  return "1f1b";
 }
 
 bool parse_pipeline_schedule(const std::string& name, PipelineSchedule* out) {
-  return parse_by_name(name, {PipelineSchedule::kOneFOneB, PipelineSchedule::kDualPipe},
-                       pipeline_schedule_name, out);
+  return parse_by_name(
+      name,
+      {PipelineSchedule::kOneFOneB, PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV},
+      pipeline_schedule_name, out);
 }
 
 const char* dense_sync_name(DenseSync sync) {
@@ -121,17 +131,30 @@ void check_sim_options(const SimOptions& options) {
                            std::to_string(options.pipeline_stages) +
                            "): each stage's GPUs also run its mirror's chunk");
     }
-    if (options.virtual_stages != 1) {
-      throw InputError("pipeline_schedule",
-                       "dualpipe runs no virtual stages: each stage already holds two chunks");
+  }
+  if (options.pipeline_schedule == PipelineSchedule::kDualPipeV) {
+    if (options.pipeline_stages < 2 || 2 * options.pipeline_stages > kMaxPipelineStages) {
+      throw InputError("pipeline_schedule", "dualpipev needs 2 to " +
+                                                std::to_string(kMaxPipelineStages / 2) +
+                                                " pipeline stages (got " +
+                                                std::to_string(options.pipeline_stages) + ")");
     }
+  }
+  if (options.pipeline_schedule != PipelineSchedule::kOneFOneB && options.virtual_stages != 1) {
+    throw InputError("pipeline_schedule",
+                     std::string(pipeline_schedule_name(options.pipeline_schedule)) +
+                         " runs no virtual stages: each stage already "
+                         "holds two chunks");
   }
   const std::vector<int>& layers = options.pipeline_layers;
   if (!layers.empty() && static_cast<int>(layers.size()) != options.pipeline_chunks()) {
     throw InputError(
         "pipeline_layers",
         "names " + std::to_string(layers.size()) +
-            (options.virtual_stages > 1
+            (options.pipeline_schedule == PipelineSchedule::kDualPipeV
+                 ? " chunks but DualPipeV's " + std::to_string(options.pipeline_stages) +
+                       " pipeline stages hold " + std::to_string(options.pipeline_chunks())
+             : options.virtual_stages > 1
                  ? " chunks but " + std::to_string(options.pipeline_stages) +
                        " pipeline stages of " + std::to_string(options.virtual_stages) +
                        " virtual stages make " + std::to_string(options.pipeline_chunks())
@@ -268,9 +291,10 @@ Picoseconds CostModel::optimizer_ps(int layers) const {
 
 Picoseconds CostModel::stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                           bool last_stage) const {
-  if (first_stage && last_stage) return optimizer_ps(layers);
+  if (first_stage && last_stage && layers == all_layers) return optimizer_ps(layers);
   // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
   // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
+  // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
   const double shares =
       model_.moe_layers > 0 ? static_cast<double>(all_layers) / model_.moe_layers : 0.0;
   double besides = 0.0;
@@ -279,19 +303,27 @@ Picoseconds CostModel::stage_optimizer_ps(int layers, int all_layers, bool first
         (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *
         shares;
   }
-  if (last_stage) besides += model_.embedding_params() * shares;
+  if (last_stage && !(first_stage && model_.tied_embeddings)) {
+    besides += model_.embedding_params() * shares;
+  }
   return optimizer_ps_for(model_.moe_layer_dense_params(), layers, besides);
 }
 
 Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk,
                                              int stages) const {
   const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
+  const PipelineSchedule schedule = options_.pipeline_schedule;
+  const int chunks = static_cast<int>(layers_per_chunk.size());
   std::vector<int> stage_layers(static_cast<std::size_t>(stages), 0);
-  for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
-    stage_layers[c % stages] += layers_per_chunk[c];
+  for (int c = 0; c < chunks; ++c) {
+    stage_layers[pipeline_chunk_stage(schedule, c, stages)] += layers_per_chunk[c];
   }
+  // The stages that hold the first chunk (the dense-only layers, the embedding) and the last
+  // (the head): 0 and P - 1, or both 0 under DualPipeV.
+  const int first = pipeline_chunk_stage(schedule, 0, stages);
+  const int last = pipeline_chunk_stage(schedule, chunks - 1, stages);
   const auto chunk_optimizer = [&](int s) {
-    return stage_optimizer_ps(stage_layers[s], all, s == 0, s == stages - 1);
+    return stage_optimizer_ps(stage_layers[s], all, s == first, s == last);
   };
   Picoseconds slowest = 0;
   for (int s = 0; s < stages; ++s) {

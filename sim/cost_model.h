@@ -162,8 +162,8 @@ class CostModel {
   // The same for one pipeline stage of `layers` of the trace's `all_layers` MoE layers: each
   // layer's own dense parameters; the first stage also every layer's share of the dense-only
   // layers and the embedding, the last every layer's share of the output head (a copy of the
-  // embedding where tied, as Megatron-LM keeps one there). optimizer_ps() where one stage is
-  // both.
+  // embedding where tied, as Megatron-LM keeps one there; one matrix where tied and the stage
+  // is both, as DualPipeV's first). optimizer_ps() where one stage holds every layer.
   Picoseconds stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                  bool last_stage) const;
   // The slowest stage's stage_optimizer_ps() where the layers lie in chunks of

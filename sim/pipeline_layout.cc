@@ -70,8 +70,8 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
 }
 
 std::vector<StageEnds> LayerWorkProfile::stage_ends(const std::vector<int>& layers_per_chunk,
-                                                    int stages) const {
-  std::vector<StageEnds> ends(static_cast<std::size_t>(stages));
+                                                    const SimOptions& options) const {
+  std::vector<StageEnds> ends(static_cast<std::size_t>(options.pipeline_stages));
   const Picoseconds per = std::max(1, steps);
   std::size_t layer = 0;
   for (std::size_t c = 0; c < layers_per_chunk.size(); ++c) {
@@ -79,7 +79,7 @@ std::vector<StageEnds> LayerWorkProfile::stage_ends(const std::vector<int>& laye
     for (int i = 0; i < layers_per_chunk[c]; ++i, ++layer) {
       if (layer < syncs.size()) tail += syncs[layer];
     }
-    ends[c % static_cast<std::size_t>(stages)].tail += tail / per;
+    ends[options.chunk_stage(static_cast<int>(c))].tail += tail / per;
   }
   return ends;
 }
@@ -90,10 +90,12 @@ Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
   const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps() : 0;
   SimOptions options = cost.options();
   options.pipeline_stages = stages;
-  options.virtual_stages = static_cast<int>(layers_per_chunk.size()) / stages;
+  if (options.pipeline_schedule == PipelineSchedule::kOneFOneB) {
+    options.virtual_stages = static_cast<int>(layers_per_chunk.size()) / stages;
+  }
   const PipelineTimes span =
       run_pipeline_schedule(options, profile.chunk_work(layers_per_chunk), handover,
-                            profile.stage_ends(layers_per_chunk, stages));
+                            profile.stage_ends(layers_per_chunk, options));
   return span.makespan + cost.pipeline_optimizer_ps(layers_per_chunk, stages);
 }
 

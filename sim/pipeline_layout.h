@@ -29,9 +29,11 @@ struct LayerWorkProfile {
   // The mean step's work of each chunk of `layers_per_chunk` (contiguous, first to last,
   // summing to the layers; with one chunk a stage, the stages), [chunk][microbatch].
   std::vector<std::vector<StageWork>> chunk_work(const std::vector<int>& layers_per_chunk) const;
-  // The mean step's exposed syncs of each stage's chunks as its tail ([stages], chunk c on stage
-  // c mod `stages`; under DualPipe, [chunks], its schedule pairing the mirrors).
-  std::vector<StageEnds> stage_ends(const std::vector<int>& layers_per_chunk, int stages) const;
+  // The mean step's exposed syncs of each stage's chunks as its tail ([options.pipeline_stages],
+  // chunk c on stage options.chunk_stage(c); under DualPipe, per chunk, its schedule pairing
+  // the mirrors).
+  std::vector<StageEnds> stage_ends(const std::vector<int>& layers_per_chunk,
+                                    const SimOptions& options) const;
 };
 
 // The step `layers_per_chunk` (chunk c on stage c mod `stages`) predicts for the profile's

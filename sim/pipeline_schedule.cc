@@ -82,10 +82,12 @@ std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microba
 // chunk c > 0 after the same microbatch's forward through chunk c - 1, a backward through chunk
 // c < C - 1 after that through chunk c + 1, each plus the hand-over, and after its own forward.
 // `ends`: each stage's. With `pairs_hide`, only paired operations hide all-to-all time: every
-// other takes back what its records hid (StageWork::forward_hidden, backward_hidden).
+// other takes back what its records hid (StageWork::forward_hidden, backward_hidden). Chunks
+// `local` and `local` + 1 run on one stage: no hand-over between them (DualPipeV's turn).
 PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
                          const std::vector<std::vector<Op>>& order, Picoseconds handover,
-                         const std::vector<StageEnds>& ends, bool pairs_hide = false) {
+                         const std::vector<StageEnds>& ends, bool pairs_hide = false,
+                         int local = -1) {
   const int stages = static_cast<int>(order.size());
   const int chunks = static_cast<int>(work.size());
   PipelineTimes times;
@@ -98,17 +100,19 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
       work.size(), std::vector<Picoseconds>(microbatches, kNotYet));
   std::vector<std::vector<Picoseconds>> backward_end = forward_end;
   // When `op` may start as far as its inputs go, or kNotYet.
+  // The hand-over from chunk c to c + 1 (forward) or back (backward).
+  const auto crossing = [&](int c) { return c == local ? Picoseconds{0} : handover; };
   const auto ready_at = [&](const Op& op) -> Picoseconds {
     if (op.pass == Pass::kWeightGrad) return 0;
     if (op.pass == Pass::kForward) {
       if (op.chunk == 0) return 0;
       const Picoseconds before = forward_end[op.chunk - 1][op.microbatch];
-      return before == kNotYet ? kNotYet : before + handover;
+      return before == kNotYet ? kNotYet : before + crossing(op.chunk - 1);
     }
     const Picoseconds own = forward_end[op.chunk][op.microbatch];
     if (own == kNotYet || op.chunk + 1 == chunks) return own;
     const Picoseconds after = backward_end[op.chunk + 1][op.microbatch];
-    return after == kNotYet ? kNotYet : std::max(own, after + handover);
+    return after == kNotYet ? kNotYet : std::max(own, after + crossing(op.chunk));
   };
   const auto length_of = [&](const Op& op, bool in_pair) {
     const StageWork& w = work[op.chunk][op.microbatch];
@@ -190,26 +194,36 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
   return times;
 }
 
-// Stage `stage`'s operations in DualPipe's order (dualpipe.py's eight steps), each direction's
-// microbatches in order: direction 0 takes microbatches [0, M/2) through chunk `stage`,
-// direction 1 the rest through chunk P - 1 - `stage`. A stage's near direction is the one that
-// enters at its end of the pipeline; h is its distance from that end.
-std::vector<Op> dualpipe_order(int stage, int stages, int microbatches) {
-  const int half = stages / 2, per_direction = microbatches / 2;
-  const int h = std::min(stage, stages - 1 - stage);
-  const int near = stage < half ? 0 : 1, far = 1 - near;
+// One stage's place in a bidirectional schedule (DualPipe's or DualPipeV's): it runs its
+// `near` chunk's microbatches first (those entering at its end of the pipeline) and its `far`
+// chunk's second; `h` counts the stages between it and that end, `half` is how many stages
+// one direction's chunks span before the middle (P/2 for DualPipe, P for DualPipeV). Each
+// chunk's microbatches run in order from `first`, `per_chunk` of them.
+struct BidirectionalPlace {
+  int h = 0, half = 1;
+  int near = 0, far = 0;              // chunks
+  int near_first = 0, far_first = 0;  // microbatches
+  int per_chunk = 0;
+};
+
+// The stage's operations in dualpipe.py's eight steps (DualPipeV's are the same, cut in half).
+std::vector<Op> bidirectional_order(const BidirectionalPlace& place) {
+  const int h = place.h, half = place.half;
   const bool middle = h == half - 1;
   int forwards[2] = {0, 0}, backwards[2] = {0, 0};
   std::deque<Op> deferred;  // split backwards' weight gradients, first in first out
   std::vector<Op> ops;
-  const auto chunk_of = [&](int direction) { return direction == 0 ? stage : stages - 1 - stage; };
-  const auto forward = [&](int direction, bool paired = false) {
-    Op op{kF, chunk_of(direction), direction * per_direction + forwards[direction]++};
+  // 0: the near chunk, 1: the far one.
+  const int chunk_of[2] = {place.near, place.far};
+  const int first_of[2] = {place.near_first, place.far_first};
+  const int near = 0, far = 1;
+  const auto forward = [&](int which, bool paired = false) {
+    Op op{kF, chunk_of[which], first_of[which] + forwards[which]++};
     op.paired = paired;
     ops.push_back(op);
   };
-  const auto backward = [&](int direction, bool split = false) {
-    Op op{kB, chunk_of(direction), direction * per_direction + backwards[direction]++};
+  const auto backward = [&](int which, bool split = false) {
+    Op op{kB, chunk_of[which], first_of[which] + backwards[which]++};
     if (split) {
       op.pass = Pass::kInputGrad;
       Op later = op;
@@ -239,7 +253,7 @@ std::vector<Op> dualpipe_order(int stage, int stages, int microbatches) {
   // 4: the steady state, a forward of each direction paired with a backward of the other.
   // The middle stages run their first pair apart, so that the forward need not wait for the
   // backward's gradients (dualpipe.py: "to further reduce bubble size").
-  for (int i = 0; i < per_direction - stages + h + 1; ++i) {
+  for (int i = 0; i < place.per_chunk - 2 * half + h + 1; ++i) {
     if (i == 0 && middle) {
       forward(near);
       backward(far);
@@ -323,8 +337,22 @@ PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Pico
     throw std::invalid_argument("DualPipe: ends for " + std::to_string(ends.size()) +
                                 " chunks, not " + std::to_string(stages));
   }
+  // Stage s runs chunk s of direction 0 (microbatches [0, M/2)) and chunk P - 1 - s of
+  // direction 1 (the rest); its near direction enters at its end of the pipeline.
   std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
-  for (int s = 0; s < stages; ++s) order[s] = dualpipe_order(s, stages, microbatches);
+  const int half = microbatches / 2;
+  for (int s = 0; s < stages; ++s) {
+    const bool first_half = s < stages / 2;
+    BidirectionalPlace place;
+    place.h = std::min(s, stages - 1 - s);
+    place.half = stages / 2;
+    place.near = first_half ? s : stages - 1 - s;
+    place.far = first_half ? stages - 1 - s : s;
+    place.near_first = first_half ? 0 : half;
+    place.far_first = first_half ? half : 0;
+    place.per_chunk = half;
+    order[s] = bidirectional_order(place);
+  }
   // Stage s holds chunks s and P - 1 - s: both leads before its first operation, both tails
   // after its last.
   std::vector<StageEnds> stage_ends;
@@ -336,6 +364,38 @@ PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Pico
     }
   }
   return run_orders(work, order, handover, stage_ends, /*pairs_hide=*/true);
+}
+
+PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                             const std::vector<StageEnds>& ends) {
+  if (work.size() < 4 || work.size() % 2 != 0) {
+    throw std::invalid_argument("DualPipeV: needs 2 chunks a stage, at least 2 stages (got " +
+                                std::to_string(work.size()) + " chunks)");
+  }
+  const int stages = static_cast<int>(work.size()) / 2;
+  const int microbatches = static_cast<int>(work.front().size());
+  if (microbatches < 2 * stages) {
+    throw std::invalid_argument("DualPipeV: " + std::to_string(microbatches) +
+                                " microbatches; it needs at least twice the " +
+                                std::to_string(stages) + " stages");
+  }
+  if (!ends.empty() && static_cast<int>(ends.size()) != stages) {
+    throw std::invalid_argument("DualPipeV: ends for " + std::to_string(ends.size()) +
+                                " stages, not " + std::to_string(stages));
+  }
+  // Stage s runs chunk s on the way down (its near chunk: the microbatches enter at stage 0)
+  // and chunk 2P - 1 - s on the way back up.
+  std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    BidirectionalPlace place;
+    place.h = s;
+    place.half = stages;
+    place.near = s;
+    place.far = 2 * stages - 1 - s;
+    place.per_chunk = microbatches;
+    order[s] = bidirectional_order(place);
+  }
+  return run_orders(work, order, handover, ends, /*pairs_hide=*/true, /*local=*/stages - 1);
 }
 
 std::vector<int> stage_first_layers(int layers, int stages) {

@@ -98,6 +98,17 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
 PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
                            const std::vector<StageEnds>& ends = {});
 
+// DualPipeV (DualPipe cut in half, as DeepSeek's dualpipev.py runs it): `work[chunk]
+// [microbatch]` with 2P chunks laid out as a V, stage s holding chunk s (on the way down) and
+// chunk 2P - 1 - s (on the way back up); every microbatch runs chunks 0 to 2P - 1, with no
+// hand-over at the turn (chunks P - 1 and P share stage P - 1). The order is DualPipe's eight
+// steps with stage s's near chunk s and far chunk 2P - 1 - s, pairs and split backwards as in
+// run_dualpipe(). One copy of the parameters. `ends` and `busy` are per stage. Throws
+// std::invalid_argument where the chunks are odd or fewer than 4, or the microbatches fewer
+// than 2P (as dualpipev.py asserts).
+PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
+                             const std::vector<StageEnds>& ends = {});
+
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].
 std::vector<int> stage_first_layers(int layers, int stages);

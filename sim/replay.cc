@@ -108,7 +108,8 @@ class Replay {
       }
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
-    // Chunk c of the layers runs on pipeline stage c mod P; each stage's GPUs update their
+    // Chunk c of the layers runs on pipeline stage c mod P (under DualPipeV, the V's stage:
+    // SimOptions::chunk_stage()); each stage's GPUs update their
     // own layers (the first stage the dense-only layers and embedding too, the last the head),
     // and the step waits for the slowest.
     const SimOptions& sim = config.options;
@@ -117,7 +118,7 @@ class Replay {
     stage_layers_.resize(static_cast<std::size_t>(sim.pipeline_stages));
     for (int c = 0; c + 1 < static_cast<int>(chunk_first_.size()); ++c) {
       for (int layer = chunk_first_[c]; layer < chunk_first_[c + 1]; ++layer) {
-        stage_layers_[c % sim.pipeline_stages].push_back(layer);
+        stage_layers_[sim.chunk_stage(c)].push_back(layer);
       }
     }
     optimizer_ps_ = cost_.pipeline_optimizer_ps(
@@ -506,7 +507,7 @@ class Replay {
                                              std::vector<StageWork>(metadata_.microbatches));
     std::vector<StageEnds> ends(stages);
     for (int chunk = 0; chunk < chunks; ++chunk) {
-      const int stage = chunk % stages;
+      const int stage = config_.options.chunk_stage(chunk);
       for (int m = 0; m <= last; ++m) {
         StageWork& w = work[chunk][m];
         for (int layer = chunk_first_[chunk]; layer < chunk_first_[chunk + 1]; ++layer) {
@@ -566,7 +567,8 @@ class Replay {
   // The first layer of each chunk of the pipeline stages, and the layer count last
   // (stage_first_layers() over SimOptions::pipeline_chunks()).
   std::vector<int> chunk_first_;
-  // Each pipeline stage's layers, in forward order: its chunks', chunk c on stage c mod P.
+  // Each pipeline stage's layers, in forward order: its chunks', chunk c on stage
+  // SimOptions::chunk_stage(c).
   std::vector<std::vector<int>> stage_layers_;
   Picoseconds handover_ps_ = 0;  // one microbatch's activations from one stage to the next
 };
@@ -584,6 +586,9 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                     Picoseconds handover, const std::vector<StageEnds>& ends) {
   if (options.pipeline_schedule == PipelineSchedule::kDualPipe) {
     return run_dualpipe(work, handover, ends);
+  }
+  if (options.pipeline_schedule == PipelineSchedule::kDualPipeV) {
+    return run_dualpipe_v(work, handover, ends);
   }
   return run_interleaved_one_f_one_b(work, options.pipeline_stages, handover, ends);
 }

@@ -123,6 +123,22 @@ void check_sim_config(const SimConfig& config, const TraceMetadata& metadata) {
                            "stage");
     }
   }
+  if (config.options.pipeline_schedule == PipelineSchedule::kDualPipeV) {
+    const int stages = config.options.pipeline_stages;
+    if (2 * stages > metadata.num_layers) {
+      throw InputError("pipeline_schedule",
+                       "dualpipev makes " + std::to_string(2 * stages) + " chunks, more than the " +
+                           std::to_string(metadata.num_layers) +
+                           " MoE layers of the trace: each chunk holds at least one");
+    }
+    // Every microbatch goes down and back up the V: DualPipeV needs at least 2P.
+    if (metadata.microbatches < 2 * stages) {
+      throw InputError("pipeline_schedule", "dualpipev needs at least twice the pipeline stages (" +
+                                                std::to_string(2 * stages) +
+                                                ") microbatches a step; the trace has " +
+                                                std::to_string(metadata.microbatches));
+    }
+  }
   if (config.options.pipeline_schedule == PipelineSchedule::kDualPipe) {
     const int stages = config.options.pipeline_stages;
     // DeepSeek's DualPipe sends half the microbatches in from each end, at least P each.

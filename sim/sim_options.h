@@ -42,7 +42,19 @@ enum class PipelineSchedule {
   // mirror's: two copies of the parameters, whose gradients are summed as data-parallel
   // copies), pair a forward with a backward and defer weight gradients into the drain.
   kDualPipe,
+  // DualPipe cut in half (DeepSeek's DualPipeV): the layers in 2P chunks laid out as a V, chunk
+  // c on stage c and chunk 2P - 1 - c on stage c too, every microbatch down the first P chunks
+  // and back up the last P, with DualPipe's pairing and deferred weight gradients: one copy of
+  // the parameters.
+  kDualPipeV,
 };
+
+// The stage that runs chunk `chunk` of `stages` stages' chunks: chunk mod `stages`, or under
+// DualPipeV the V's (chunks 0 to P - 1 down, P to 2P - 1 back up).
+inline int pipeline_chunk_stage(PipelineSchedule schedule, int chunk, int stages) {
+  if (schedule == PipelineSchedule::kDualPipeV && chunk >= stages) return 2 * stages - 1 - chunk;
+  return chunk % stages;
+}
 
 // The most expert-parallel groups SimOptions::data_parallel accepts.
 constexpr int kMaxDataParallel = 65536;
@@ -106,11 +118,21 @@ struct SimOptions {
   // of it. 1: each stage one contiguous share of the layers.
   int virtual_stages = 1;
   // kDualPipe needs pipeline_stages even and at least 2, virtual_stages 1 and the microbatches
-  // a step even and at least 2 x pipeline_stages (as DeepSeek's DualPipe asserts).
+  // a step even and at least 2 x pipeline_stages (as DeepSeek's DualPipe asserts); kDualPipeV
+  // at least 2 stages, virtual_stages 1 (it makes 2 chunks a stage itself) and at least 2 x
+  // pipeline_stages microbatches.
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
 
+  // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
+  int chunks_per_stage() const {
+    return pipeline_schedule == PipelineSchedule::kDualPipeV ? 2 : virtual_stages;
+  }
   // The contiguous shares the layers split into: each stage's chunks.
-  int pipeline_chunks() const { return pipeline_stages * virtual_stages; }
+  int pipeline_chunks() const { return pipeline_stages * chunks_per_stage(); }
+  // The stage that runs chunk `chunk` (pipeline_chunk_stage()).
+  int chunk_stage(int chunk) const {
+    return pipeline_chunk_stage(pipeline_schedule, chunk, pipeline_stages);
+  }
   // Copies of every parameter the data-parallel syncs and the distributed optimizer span:
   // data_parallel, twice it under DualPipe (each chunk on two stages' GPUs).
   int parameter_copies() const {
@@ -127,7 +149,7 @@ const char* dense_sync_name(DenseSync sync);
 // The sync named `name`, or false for an unknown name.
 bool parse_dense_sync(const std::string& name, DenseSync* out);
 
-// "1f1b" or "dualpipe", as the CLI and the sweep spell them.
+// "1f1b", "dualpipe" or "dualpipev", as the CLI and the sweep spell them.
 const char* pipeline_schedule_name(PipelineSchedule schedule);
 // The schedule named `name`, or false for an unknown name.
 bool parse_pipeline_schedule(const std::string& name, PipelineSchedule* out);

@@ -208,7 +208,7 @@ class GridReader {
     if (key == "pipeline_schedule") {
       PipelineSchedule parsed;
       if (!v.is_string() || !parse_pipeline_schedule(v.get<std::string>(), &parsed)) {
-        fail(where, "must be \"1f1b\" or \"dualpipe\"");
+        fail(where, "must be \"1f1b\", \"dualpipe\" or \"dualpipev\"");
       }
       return;
     }
@@ -355,18 +355,19 @@ class GridReader {
       c.options.a2a_overlap_fraction = get("a2a_overlap_fraction", c.options.a2a_overlap_fraction);
       c.options.pipeline_stages = get("pipeline_stages", c.options.pipeline_stages);
       c.options.virtual_stages = get("virtual_stages", c.options.virtual_stages);
-      // A list of each stage's (chunk's) layers says how many stages there are, as on the
-      // command line, unless the point gives them.
-      c.options.pipeline_layers = get("pipeline_layers", c.options.pipeline_layers);
-      const auto listed = static_cast<int>(c.options.pipeline_layers.size());
-      if (listed > 0 && !values.contains("pipeline_stages") &&
-          listed % c.options.virtual_stages == 0) {
-        c.options.pipeline_stages = listed / c.options.virtual_stages;
-      }
       // check_value() has read the name.
       parse_pipeline_schedule(get("pipeline_schedule",
                                   std::string(pipeline_schedule_name(c.options.pipeline_schedule))),
                               &c.options.pipeline_schedule);
+      // A list of each stage's (chunk's) layers says how many stages there are, as on the
+      // command line, unless the point gives them.
+      c.options.pipeline_layers = get("pipeline_layers", c.options.pipeline_layers);
+      const auto listed = static_cast<int>(c.options.pipeline_layers.size());
+      const int per_stage = c.options.chunks_per_stage();
+      if (listed > 0 && !values.contains("pipeline_stages") && per_stage > 0 &&
+          listed % per_stage == 0) {
+        c.options.pipeline_stages = listed / per_stage;
+      }
       c.options.dense_grad_bytes = get("dense_grad_bytes", c.options.dense_grad_bytes);
       // check_value() has read the name.
       parse_dense_sync(get("dense_sync", std::string(dense_sync_name(c.options.dense_sync))),

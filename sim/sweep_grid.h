@@ -20,8 +20,9 @@
 //   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep"),
 //   a2a_overlap_fraction (0 to 1), pipeline_stages (1 to the trace's layers), virtual_stages
 //   (chunks a stage, interleaved 1F1B; the microbatches a multiple of pipeline_stages),
-//   pipeline_schedule ("1f1b" or "dualpipe": even pipeline_stages, virtual_stages 1, at least
-//   2 x pipeline_stages microbatches, an even number), pipeline_layers (each stage's MoE
+//   pipeline_schedule ("1f1b"; "dualpipe": even pipeline_stages, virtual_stages 1, at least
+//   2 x pipeline_stages microbatches, an even number; "dualpipev": virtual_stages 1, at least
+//   2 x pipeline_stages microbatches), pipeline_layers (each stage's MoE
 //   layers, or with virtual_stages each chunk's, as a list: [14, 15, 15, 14]; sets
 //   pipeline_stages where the point does not; its column "14,15,15,14", "" for the even split)
 //                                       (SimOptions)

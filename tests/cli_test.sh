@@ -756,6 +756,18 @@ names = {e["name"].split(" ")[0] for e in json.load(open(sys.argv[2]))["traceEve
 assert {"forward", "backward", "weight"} <= names, names  # weight gradients run apart
 PY
 expect "summary.json records the schedule and the timeline draws split weight gradients" 0 $?
+"$topoep" simulate --trace "$work/pp-dual.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-schedule dualpipev \
+  --pipeline-layers 1,1,2 >"$work/out" 2>&1
+expect "simulate rejects DualPipeV chunks that do not pair up into stages" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --pipeline-layers: names 3 chunks, not a multiple of DualPipeV's 2 a stage"
+"$topoep" simulate --trace "$work/pp-dual.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-schedule dualpipev \
+  --pipeline-layers 1,1,1,1 --out "$work/pp-dualv" >"$work/out" 2>&1
+expect "simulate runs DualPipeV, its chunks' layers setting the stages" 0 $?
+expect_text "and says how the V lies" "$work/out" \
+  "2 pipeline stages run by DualPipeV: chunks of 1, 1, 1, 1 MoE layers as a V, stage s holding chunks s and 3 - s"
 
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dense-grad-bytes 9 >"$work/out" 2>&1

@@ -1,10 +1,12 @@
-// DeepSeek-V3's DualPipe schedule (sim/pipeline_schedule.h, run_dualpipe()): the bubble the
-// DeepSeek-V3 report gives for it, a case worked by hand, each stage's operations and their
-// dependencies as reported, and that more work never ends the step sooner.
+// DeepSeek-V3's DualPipe schedule and DualPipeV, DualPipe cut in half (sim/pipeline_schedule.h,
+// run_dualpipe(), run_dualpipe_v()): the bubbles the DeepSeek-V3 report gives, a case worked
+// by hand, each stage's operations and their dependencies as reported, and that more work never
+// ends the step sooner.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -122,19 +124,16 @@ TEST(DualPipeSchedule, OnlyPairsHideAllToAlls) {
             run_one_f_one_b(uniform(2, 4, {1, 2, 1}), 1).busy);
 }
 
+// A random case: every chunk and microbatch its own work, ends per chunk, a hand-over.
 struct DualPipeCase {
   std::vector<std::vector<StageWork>> work;
-  std::vector<StageEnds> ends;  // per chunk
+  std::vector<StageEnds> ends;
   Picoseconds handover = 0;
 };
 
-// 2 to 8 stages (even), 2P to 2P + 8 microbatches (even), every chunk and microbatch its own
-// work.
-DualPipeCase random_case(std::mt19937_64& random) {
-  const int stages = 2 * (1 + static_cast<int>(random() % 4));
-  const int microbatches = 2 * stages + 2 * static_cast<int>(random() % 5);
+DualPipeCase random_case(std::mt19937_64& random, int chunks, int microbatches, int ends) {
   DualPipeCase c;
-  c.work.assign(stages, std::vector<StageWork>(microbatches));
+  c.work.assign(chunks, std::vector<StageWork>(microbatches));
   for (auto& row : c.work) {
     for (StageWork& w : row) {
       w.forward = static_cast<Picoseconds>(random() % 100);
@@ -142,7 +141,7 @@ DualPipeCase random_case(std::mt19937_64& random) {
       w.weight_grad = static_cast<Picoseconds>(random() % 120);  // above backward at times
     }
   }
-  for (int s = 0; s < stages; ++s) {
+  for (int s = 0; s < ends; ++s) {
     c.ends.push_back(
         {static_cast<Picoseconds>(random() % 50), static_cast<Picoseconds>(random() % 50)});
   }
@@ -150,86 +149,147 @@ DualPipeCase random_case(std::mt19937_64& random) {
   return c;
 }
 
-// What the schedule reports, checked against DualPipe's rules: stage s runs, for each of its
-// chunks s and P - 1 - s, every microbatch of that chunk's direction forward once and backward
-// once (whole, or its input gradients then later its weight gradients), one operation at a
-// time after both chunks' leads, each as long as its work (weight gradients capped at the
-// backward); a forward after the chunk before's plus the hand-over, a backward after its own
-// forward and after the chunk after's backward plus the hand-over. The latest end plus the
-// stage's tails is the makespan.
+// DualPipe: 2 to 8 stages (even), 2P to 2P + 8 microbatches (even), ends per chunk.
+DualPipeCase random_dualpipe(std::mt19937_64& random) {
+  const int stages = 2 * (1 + static_cast<int>(random() % 4));
+  const int microbatches = 2 * stages + 2 * static_cast<int>(random() % 5);
+  return random_case(random, stages, microbatches, stages);
+}
+
+// DualPipeV: 2 to 5 stages, 2P to 2P + 4 microbatches, ends per stage.
+DualPipeCase random_dualpipe_v(std::mt19937_64& random) {
+  const int stages = 2 + static_cast<int>(random() % 4);
+  const int microbatches = 2 * stages + static_cast<int>(random() % 5);
+  return random_case(random, 2 * stages, microbatches, stages);
+}
+
+// What a bidirectional schedule reports, checked against its rules: each stage runs every
+// microbatch through each of its chunks (`stage_of`) forward once and backward once (whole,
+// or its input gradients then later its weight gradients), one operation at a time after its
+// lead, each as long as its work (weight gradients capped at the backward); a forward after
+// the chunk before's plus the hand-over (none across the `local` boundary, on one stage), a
+// backward after its own forward and after the chunk after's backward plus the hand-over. The
+// latest end plus the stage's tail is the makespan. `ends` per stage.
+void check_reported_operations(const PipelineTimes& times, const DualPipeCase& c,
+                               const std::function<int(int chunk, int microbatch)>& stage_of,
+                               const std::vector<StageEnds>& ends, int local) {
+  const int chunks = static_cast<int>(c.work.size());
+  const int microbatches = static_cast<int>(c.work.front().size());
+  const auto crossing = [&](int boundary) { return boundary == local ? 0 : c.handover; };
+  std::map<std::tuple<int, int, int>, const PipelineOp*> seen;  // (chunk, mb, pass)
+  std::vector<Picoseconds> free_at(ends.size()), busy(ends.size());
+  for (std::size_t s = 0; s < ends.size(); ++s) {
+    free_at[s] = ends[s].lead;
+    busy[s] = ends[s].lead + ends[s].tail;
+  }
+  const auto pass_of = [](const PipelineOp& op) { return op.forward ? 0 : op.weight_grad ? 2 : 1; };
+  for (const PipelineOp& op : times.ops) {
+    EXPECT_TRUE(seen.insert({{op.chunk, op.microbatch, pass_of(op)}, &op}).second);
+  }
+  Picoseconds makespan = 0;
+  // Stage by stage, each in the order it ran them.
+  for (const PipelineOp& op : times.ops) {
+    EXPECT_EQ(op.stage, stage_of(op.chunk, op.microbatch));
+    const StageWork& w = c.work[op.chunk][op.microbatch];
+    const Picoseconds weights = std::min(w.weight_grad, w.backward);
+    EXPECT_GE(op.start, free_at[op.stage]);
+    free_at[op.stage] = op.end;
+    busy[op.stage] += op.end - op.start;
+    const PipelineOp* own = nullptr;
+    if (op.forward) {
+      EXPECT_EQ(op.end - op.start, w.forward);
+      if (op.chunk > 0) {
+        const PipelineOp* before = seen.at({op.chunk - 1, op.microbatch, 0});
+        EXPECT_GE(op.start, before->end + crossing(op.chunk - 1));
+      }
+    } else if (op.weight_grad) {
+      EXPECT_EQ(op.end - op.start, weights);
+      own = seen.at({op.chunk, op.microbatch, 1});
+      EXPECT_EQ(own->end - own->start, w.backward - weights);
+    } else {
+      EXPECT_TRUE(op.end - op.start == w.backward || op.end - op.start == w.backward - weights);
+      own = seen.at({op.chunk, op.microbatch, 0});
+      if (op.chunk + 1 < chunks) {
+        const PipelineOp* after = seen.at({op.chunk + 1, op.microbatch, 1});
+        EXPECT_GE(op.start, after->end + crossing(op.chunk));
+      }
+    }
+    if (own != nullptr) {
+      EXPECT_GE(op.start, own->end);
+    }
+    makespan = std::max(makespan, op.end + ends[op.stage].tail);
+  }
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    for (int m = 0; m < microbatches; ++m) {
+      EXPECT_EQ(seen.count({chunk, m, 0}), 1u);
+      EXPECT_EQ(seen.count({chunk, m, 1}), 1u);
+    }
+  }
+  EXPECT_EQ(times.makespan, makespan);
+  EXPECT_EQ(times.busy, busy);
+}
+
+// DualPipe: stage s holds chunk s of the first half's microbatches and chunk P - 1 - s of the
+// second half's, and waits for both chunks' leads and runs both tails.
 TEST(DualPipeSchedule, RunsEveryMicrobatchOnceThroughEachChunkInDependencyOrder) {
   std::mt19937_64 random(41);
   for (int round = 0; round < 300; ++round) {
-    const DualPipeCase c = random_case(random);
-    const int stages = static_cast<int>(c.work.size());
-    const int microbatches = static_cast<int>(c.work.front().size());
-    const PipelineTimes times = run_dualpipe(c.work, c.handover, c.ends);
     SCOPED_TRACE("round " + std::to_string(round));
-    std::map<std::tuple<int, int, int>, const PipelineOp*> seen;  // (chunk, mb, pass)
-    std::vector<Picoseconds> free_at(stages);
-    std::vector<Picoseconds> busy(stages);
+    const DualPipeCase c = random_dualpipe(random);
+    const int stages = static_cast<int>(c.work.size());
+    const int half = static_cast<int>(c.work.front().size()) / 2;
+    std::vector<StageEnds> ends(stages);
     for (int s = 0; s < stages; ++s) {
       const StageEnds& mirror = c.ends[stages - 1 - s];
-      free_at[s] = c.ends[s].lead + mirror.lead;
-      busy[s] = free_at[s] + c.ends[s].tail + mirror.tail;
+      ends[s] = {c.ends[s].lead + mirror.lead, c.ends[s].tail + mirror.tail};
     }
-    const auto pass_of = [](const PipelineOp& op) {
-      return op.forward ? 0 : op.weight_grad ? 2 : 1;
-    };
-    for (const PipelineOp& op : times.ops) {
-      EXPECT_TRUE(seen.insert({{op.chunk, op.microbatch, pass_of(op)}, &op}).second);
+    check_reported_operations(
+        run_dualpipe(c.work, c.handover, c.ends), c,
+        [&](int chunk, int m) { return m < half ? chunk : stages - 1 - chunk; }, ends, -1);
+  }
+}
+
+// DualPipeV: stage s holds chunks s and 2P - 1 - s; the turn (chunks P - 1 and P, both on
+// stage P - 1) has no hand-over.
+TEST(DualPipeVSchedule, RunsEveryMicrobatchDownAndBackUpTheVInDependencyOrder) {
+  std::mt19937_64 random(47);
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const DualPipeCase c = random_dualpipe_v(random);
+    const int stages = static_cast<int>(c.ends.size());
+    check_reported_operations(
+        run_dualpipe_v(c.work, c.handover, c.ends), c,
+        [&](int chunk, int) { return chunk < stages ? chunk : 2 * stages - 1 - chunk; }, c.ends,
+        stages - 1);
+  }
+}
+
+TEST(DualPipeVSchedule, LeavesDualPipesBubbleForTwiceTheStages) {
+  // DualPipe cut in half: on P stages of 2 chunks, (P - 1)(F&B + B - 3W) a step in chunk
+  // units (DualPipe's on 2P stages), on top of the 2M (F + B) each stage computes.
+  for (const int stages : {2, 3, 4, 8}) {
+    for (const int microbatches : {2 * stages, 2 * stages + 1, 4 * stages}) {
+      SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(microbatches) +
+                   " microbatches");
+      const Picoseconds f = 10, b = 20, w = 10;
+      const PipelineTimes times = run_dualpipe_v(uniform(2 * stages, microbatches, {f, b, w}), 0);
+      const Picoseconds compute = 2 * microbatches * (f + b);
+      EXPECT_EQ(times.makespan, compute + (stages - 1) * ((f + b) + b - 3 * w));
+      for (const Picoseconds busy : times.busy) EXPECT_EQ(busy, compute);
     }
-    Picoseconds makespan = 0;
-    // Stage by stage, each in the order it ran them.
-    for (const PipelineOp& op : times.ops) {
-      const bool first_half = op.microbatch < microbatches / 2;
-      EXPECT_EQ(op.chunk, first_half ? op.stage : stages - 1 - op.stage);
-      const StageWork& w = c.work[op.chunk][op.microbatch];
-      const Picoseconds weights = std::min(w.weight_grad, w.backward);
-      EXPECT_GE(op.start, free_at[op.stage]);
-      free_at[op.stage] = op.end;
-      busy[op.stage] += op.end - op.start;
-      const PipelineOp* own = nullptr;
-      if (op.forward) {
-        EXPECT_EQ(op.end - op.start, w.forward);
-        if (op.chunk > 0) {
-          const PipelineOp* before = seen.at({op.chunk - 1, op.microbatch, 0});
-          EXPECT_GE(op.start, before->end + c.handover);
-        }
-      } else if (op.weight_grad) {
-        EXPECT_EQ(op.end - op.start, weights);
-        own = seen.at({op.chunk, op.microbatch, 1});
-        EXPECT_EQ(own->end - own->start, w.backward - weights);
-      } else {
-        EXPECT_TRUE(op.end - op.start == w.backward || op.end - op.start == w.backward - weights);
-        own = seen.at({op.chunk, op.microbatch, 0});
-        if (op.chunk + 1 < stages) {
-          const PipelineOp* after = seen.at({op.chunk + 1, op.microbatch, 1});
-          EXPECT_GE(op.start, after->end + c.handover);
-        }
-      }
-      if (own != nullptr) {
-        EXPECT_GE(op.start, own->end);
-      }
-      const StageEnds& mirror = c.ends[stages - 1 - op.stage];
-      makespan = std::max(makespan, op.end + c.ends[op.stage].tail + mirror.tail);
-    }
-    for (int chunk = 0; chunk < stages; ++chunk) {
-      for (int m = 0; m < microbatches; ++m) {
-        EXPECT_EQ(seen.count({chunk, m, 0}), 1u);
-        EXPECT_EQ(seen.count({chunk, m, 1}), 1u);
-      }
-    }
-    EXPECT_EQ(times.makespan, makespan);
-    EXPECT_EQ(times.busy, busy);
   }
 }
 
 TEST(DualPipeSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
   std::mt19937_64 random(43);
   for (int round = 0; round < 300; ++round) {
-    DualPipeCase c = random_case(random);
-    const PipelineTimes before = run_dualpipe(c.work, c.handover, c.ends);
+    const bool cut = round % 2 == 1;  // DualPipeV every other round
+    DualPipeCase c = cut ? random_dualpipe_v(random) : random_dualpipe(random);
+    const auto run = [&](const DualPipeCase& x, Picoseconds handover) {
+      return cut ? run_dualpipe_v(x.work, handover, x.ends)
+                 : run_dualpipe(x.work, handover, x.ends);
+    };
+    const PipelineTimes before = run(c, c.handover);
     StageWork& grown = c.work[random() % c.work.size()][random() % c.work.front().size()];
     const Picoseconds more = 1 + static_cast<Picoseconds>(random() % 50);
     switch (random() % 3) {
@@ -242,9 +302,8 @@ TEST(DualPipeSchedule, MoreWorkAnywhereNeverEndsTheStepSooner) {
       default:
         c.ends[random() % c.ends.size()].lead += more;
     }
-    EXPECT_GE(run_dualpipe(c.work, c.handover, c.ends).makespan, before.makespan)
-        << "round " << round;
-    EXPECT_GE(run_dualpipe(c.work, c.handover + 5, c.ends).makespan, before.makespan);
+    EXPECT_GE(run(c, c.handover).makespan, before.makespan) << "round " << round;
+    EXPECT_GE(run(c, c.handover + 5).makespan, before.makespan);
   }
 }
 
@@ -256,6 +315,16 @@ TEST(DualPipeSchedule, RefusesOddStagesAndTooFewOrOddMicrobatches) {
   EXPECT_THROW(run_dualpipe(uniform(4, 8, {1, 2, 1}), 0, std::vector<StageEnds>(3)),
                std::invalid_argument);
   EXPECT_NO_THROW(run_dualpipe(uniform(4, 8, {1, 2, 1}), 0));
+}
+
+TEST(DualPipeVSchedule, RefusesOddChunksOneStageAndTooFewMicrobatches) {
+  // dualpipev.py asserts at least 2P microbatches; each stage holds two chunks.
+  EXPECT_THROW(run_dualpipe_v(uniform(5, 8, {1, 2, 1}), 0), std::invalid_argument);
+  EXPECT_THROW(run_dualpipe_v(uniform(2, 8, {1, 2, 1}), 0), std::invalid_argument);
+  EXPECT_THROW(run_dualpipe_v(uniform(6, 5, {1, 2, 1}), 0), std::invalid_argument);
+  EXPECT_THROW(run_dualpipe_v(uniform(6, 6, {1, 2, 1}), 0, std::vector<StageEnds>(6)),
+               std::invalid_argument);
+  EXPECT_NO_THROW(run_dualpipe_v(uniform(6, 6, {1, 2, 1}), 0, std::vector<StageEnds>(3)));
 }
 
 }  // namespace

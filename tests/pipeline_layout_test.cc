@@ -83,7 +83,9 @@ TEST(PipelineLayout, PredictsThe1F1BSpanOfTheMeanStepPlusTheSlowestStagesOptimiz
   std::vector<StageEnds> ends(3);
   for (int l = 0; l < 5; ++l) ends[stage_of[l]].tail += profile.syncs[l];
   for (StageEnds& e : ends) e.tail /= 2;
-  EXPECT_EQ(profile.stage_ends(layout, 3)[0].tail, ends[0].tail);
+  SimOptions three;
+  three.pipeline_stages = 3;
+  EXPECT_EQ(profile.stage_ends(layout, three)[0].tail, ends[0].tail);
   EXPECT_EQ(predicted_pipeline_step(profile, layout, 3, cost),
             run_one_f_one_b(work, cost.pipeline_handover_ps(), ends).makespan + optimizer);
 }
@@ -114,8 +116,11 @@ TEST(PipelineLayout, PredictsTheInterleavedSpanOfChunksAndEachStagesOptimizerOve
   const std::vector<int> chunks = {2, 1, 3, 1};  // stage 0: chunks 0, 2 (5 layers); 1: 1, 3 (2)
   const Picoseconds optimizer = std::max(cost.stage_optimizer_ps(5, 7, true, false),
                                          cost.stage_optimizer_ps(2, 7, false, true));
+  SimOptions two;
+  two.pipeline_stages = 2;
+  two.virtual_stages = 2;
   const PipelineTimes span = run_interleaved_one_f_one_b(
-      profile.chunk_work(chunks), 2, cost.pipeline_handover_ps(), profile.stage_ends(chunks, 2));
+      profile.chunk_work(chunks), 2, cost.pipeline_handover_ps(), profile.stage_ends(chunks, two));
   EXPECT_EQ(predicted_pipeline_step(profile, chunks, 2, cost), span.makespan + optimizer);
   // The advice for 2 stages of 2 chunks: every layout of 7 layers in 4 chunks tried.
   Picoseconds optimum = -1;

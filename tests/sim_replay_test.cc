@@ -662,9 +662,9 @@ std::string replay_refusal(const std::string& trace, const SimConfig& config) {
 // layer count last; chunk c on stage c mod `stages`), the work outside the MoE layers in the
 // first chunk (dense-only layers) and the last (output head), each stage's first layer's
 // gathers ahead of its first microbatch (shown whole on its record) and the syncs of its last
-// backward after it, run by the (interleaved) 1F1B schedule, or by DualPipe with each
-// record's weight gradients (its dense backward's half and half its expert backward compute;
-// the outside work's, as long as its forward) split off.
+// backward after it, run by the (interleaved) 1F1B schedule, or by DualPipe or DualPipeV (chunk
+// c on the V's stage) with each record's weight gradients (its dense backward's half and half
+// its expert backward compute; the outside work's, as long as its forward) split off.
 PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const CostModel& cost,
                                const std::vector<int>& chunk_first, int stages, int microbatches,
                                Picoseconds handover,
@@ -677,7 +677,7 @@ PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const Co
     const int chunk =
         static_cast<int>(std::upper_bound(chunk_first.begin(), chunk_first.end(), record.layer) -
                          chunk_first.begin() - 1);
-    const int stage = chunk % stages;
+    const int stage = pipeline_chunk_stage(schedule, chunk, stages);
     const Picoseconds head = cost.outside_head_part(c.outside_forward);
     EXPECT_GT(head, 0);
     EXPECT_LT(head, c.outside_forward);
@@ -708,6 +708,7 @@ PipelineTimes rebuilt_pipeline(const StepResult& result, std::size_t p, const Co
     }
   }
   if (schedule == PipelineSchedule::kDualPipe) return run_dualpipe(work, handover, ends);
+  if (schedule == PipelineSchedule::kDualPipeV) return run_dualpipe_v(work, handover, ends);
   return run_interleaved_one_f_one_b(work, stages, handover, ends);
 }
 
@@ -953,6 +954,66 @@ TEST(SimReplay, DualPipeRunsBothDirectionsAndSyncsTheParameterCopies) {
   refused.options.pipeline_stages = 2;
   refused.options.virtual_stages = 2;
   EXPECT_NE(refusal(refused).find("pipeline_schedule: dualpipe runs no virtual stages"),
+            std::string::npos)
+      << refusal(refused);
+}
+
+// DualPipeV: 6 layers in 2 x 2 chunks as a V (2, 2, 1, 1: stage 0 holds chunks 0 and 3, stage
+// 1 chunks 1 and 2), every microbatch down and back up (rebuilt_pipeline()); one copy of the
+// parameters (no sync between copies); stage 0 updates the dense-only layers, embedding and
+// head too; every bound holds; the same for any thread count; what it cannot run is refused.
+TEST(SimReplay, DualPipeVRunsEachMicrobatchDownAndBackUpTheV) {
+  const std::string trace = small_trace_like("sim_dualpipev", 5.0, 9, 4, 6);
+  SimConfig config = small_config();
+  config.options.dense_sync = DenseSync::kDistributedOptimizer;
+  config.options.pipeline_stages = 2;
+  config.options.pipeline_schedule = PipelineSchedule::kDualPipeV;
+  const auto run = [&](int threads) {
+    SimConfig c = config;
+    c.threads = threads;
+    Collect collect;
+    replay_trace(trace, c, collect);
+    return collect.steps;
+  };
+  const std::vector<StepResult> steps = run(1);
+  const std::vector<StepResult> two_threads = run(2);
+  check_bounds(steps, kAllPlanners, "dualpipev");
+  const CostModel cost(config.topology, config.model, config.options, 512);
+  EXPECT_EQ(cost.expert_gradient_sync().time_ps, 0);
+  const std::vector<int> first = {0, 2, 4, 5, 6};
+  for (std::size_t step = 0; step < steps.size(); ++step) {
+    for (std::size_t p = 0; p < kAllPlanners.size(); ++p) {
+      SCOPED_TRACE(kAllPlanners[p]);
+      const PipelineTimes times =
+          rebuilt_pipeline(steps[step], p, cost, first, 2, 4, cost.pipeline_handover_ps(),
+                           PipelineSchedule::kDualPipeV);
+      const StepTotals& totals = steps[step].planners[p];
+      EXPECT_EQ(totals.optimizer, std::max(cost.stage_optimizer_ps(3, 6, true, true),
+                                           cost.stage_optimizer_ps(3, 6, false, false)));
+      EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
+      EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
+      EXPECT_EQ(totals.step_time, two_threads[step].planners[p].step_time);
+    }
+  }
+  // Stage 0's update holds both ends: more than a middle stage's of as many layers, less than
+  // every layer's.
+  EXPECT_GT(cost.stage_optimizer_ps(3, 6, true, true), cost.stage_optimizer_ps(3, 6, true, false));
+  EXPECT_LT(cost.stage_optimizer_ps(3, 6, true, true), cost.optimizer_ps(6));
+  const auto refusal = [&](const SimConfig& refused) { return replay_refusal(trace, refused); };
+  SimConfig refused = config;
+  refused.options.pipeline_stages = 4;  // 8 chunks of 6 layers
+  EXPECT_NE(refusal(refused).find("pipeline_schedule: dualpipev makes 8 chunks, more than the 6"),
+            std::string::npos)
+      << refusal(refused);
+  refused.options.pipeline_stages = 3;  // 4 microbatches, 6 needed
+  EXPECT_NE(refusal(refused).find("dualpipev needs at least twice the pipeline stages (6) "
+                                  "microbatches a step; the trace has 4"),
+            std::string::npos)
+      << refusal(refused);
+  refused = config;
+  refused.options.pipeline_layers = {3, 3};
+  EXPECT_NE(refusal(refused).find("pipeline_layers: names 2 chunks but DualPipeV's 2 pipeline "
+                                  "stages hold 4"),
             std::string::npos)
       << refusal(refused);
 }

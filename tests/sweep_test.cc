@@ -287,16 +287,16 @@ TEST(Sweep, SweepsVirtualStagesWhichCutWhatTheStagesWait) {
             "virtual_stages");
 }
 
-// The pipeline schedule: DualPipe, whose two directions wait less than 1F1B; a name out of the
-// two; refused on an odd number of stages and on fewer than two microbatches a stage.
+// The pipeline schedule: DualPipe and DualPipeV, which wait less than 1F1B; a name out of the
+// three; DualPipe refused on an odd number of stages and on fewer than two microbatches a stage.
 TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
   const SweepGrid grid = load_sweep_grid(write_grid("dualpipe.json", R"({
     "planners": ["static"],
     "trace": [{"synthetic": {"steps": 1, "microbatches": 4, "layers": 8, "tokens_per_rank": 64}}],
     "pipeline_stages": [2],
-    "pipeline_schedule": ["1f1b", "dualpipe"]
+    "pipeline_schedule": ["1f1b", "dualpipe", "dualpipev"]
   })"));
-  ASSERT_EQ(grid.points.size(), 2u);
+  ASSERT_EQ(grid.points.size(), 3u);
   EXPECT_EQ(grid.points[1].config.options.pipeline_schedule, PipelineSchedule::kDualPipe);
   EXPECT_EQ(grid.points[0].columns["pipeline_schedule"], "1f1b");
   std::istringstream rows(read_file(run(grid, temp_path("sweep_dualpipe_rows"), 1)));
@@ -304,8 +304,9 @@ TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
   for (std::string line; std::getline(rows, line);) {
     idle.push_back(nlohmann::json::parse(line)["pipeline_idle_us_per_step"].get<double>());
   }
-  ASSERT_EQ(idle.size(), 2u);
+  ASSERT_EQ(idle.size(), 3u);
   EXPECT_LT(idle[1], idle[0]);
+  EXPECT_LT(idle[2], idle[0]);
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
                                     "pipeline_schedule": ["zb"]})"),
             "pipeline_schedule[0]");

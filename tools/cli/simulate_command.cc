@@ -120,21 +120,23 @@ void run_simulate(const SimulateOptions& options) {
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
   request.config.options = options.sim;
-  // A list of the stages' (chunks') layers says how many stages there are.
-  const std::vector<int>& staged = options.sim.pipeline_layers;
-  if (!staged.empty() && options.sim.pipeline_stages == 1) {
-    const int chunks = options.sim.virtual_stages;
-    if (chunks < 1 || staged.size() % static_cast<std::size_t>(chunks) != 0) {
-      throw InputError("--pipeline-layers", "names " + std::to_string(staged.size()) +
-                                                " chunks, not a multiple of --virtual-stages " +
-                                                std::to_string(chunks));
-    }
-    request.config.options.pipeline_stages = static_cast<int>(staged.size()) / chunks;
-  }
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
   parse_pipeline_schedule(options.pipeline_schedule,
                           &request.config.options.pipeline_schedule);  // checked: IsMember
+  // A list of the stages' (chunks') layers says how many stages there are.
+  const std::vector<int>& staged = options.sim.pipeline_layers;
+  if (!staged.empty() && options.sim.pipeline_stages == 1) {
+    const int chunks = request.config.options.chunks_per_stage();
+    if (chunks < 1 || staged.size() % static_cast<std::size_t>(chunks) != 0) {
+      throw InputError("--pipeline-layers",
+                       "names " + std::to_string(staged.size()) + " chunks, not a multiple of " +
+                           (request.config.options.pipeline_schedule == PipelineSchedule::kDualPipeV
+                                ? std::string("DualPipeV's 2 a stage")
+                                : "--virtual-stages " + std::to_string(chunks)));
+    }
+    request.config.options.pipeline_stages = static_cast<int>(staged.size()) / chunks;
+  }
   request.config.planner_options = options.planner;
   if (!parse_eplb_groups(options.eplb_groups, &request.config.planner_options.eplb_groups)) {
     throw InputError("--eplb-groups", "must be 'nodes', 'model' or a count of groups, got '" +
@@ -167,7 +169,11 @@ void run_simulate(const SimulateOptions& options) {
     const std::string layers =
         join_numbers(stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers));
     const int gpus = request.config.topology.num_gpus();
-    if (sim.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    if (sim.pipeline_schedule == PipelineSchedule::kDualPipeV) {
+      std::cout << sim.pipeline_stages << " pipeline stages run by DualPipeV: chunks of " << layers
+                << " MoE layers as a V, stage s holding chunks s and "
+                << 2 * sim.pipeline_stages - 1 << " - s on its own " << gpus << " GPUs\n";
+    } else if (sim.pipeline_schedule == PipelineSchedule::kDualPipe) {
       std::cout << sim.pipeline_stages << " pipeline stages run by DualPipe: chunks of " << layers
                 << " MoE layers, stage s holding chunks s and " << sim.pipeline_stages - 1
                 << " - s (two copies of each) on its own " << gpus
@@ -325,9 +331,11 @@ void add_simulate_command(CLI::App& app) {
              "1f1b: Megatron-LM's 1F1B (interleaved with --virtual-stages); dualpipe: "
              "DeepSeek-V3's DualPipe, half the microbatches entering at each end, each stage "
              "also holding its mirror's layers (needs an even --pipeline-stages and at least "
-             "2 x stages microbatches a step)",
+             "2 x stages microbatches a step); dualpipev: DualPipe cut in half, 2 chunks a "
+             "stage as a V, one copy of the layers (at least 2 x stages microbatches)",
              {pipeline_schedule_name(PipelineSchedule::kOneFOneB),
-              pipeline_schedule_name(PipelineSchedule::kDualPipe)});
+              pipeline_schedule_name(PipelineSchedule::kDualPipe),
+              pipeline_schedule_name(PipelineSchedule::kDualPipeV)});
   simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
