@@ -322,14 +322,15 @@ Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_
   // (the head): 0 and P - 1, or both 0 under DualPipeV.
   const int first = pipeline_chunk_stage(schedule, 0, stages);
   const int last = pipeline_chunk_stage(schedule, chunks - 1, stages);
-  const auto chunk_optimizer = [&](int s) {
+  // The update of the layers stage s holds (under DualPipe, of chunk s's: chunks == stages).
+  const auto held_optimizer = [&](int s) {
     return stage_optimizer_ps(stage_layers[s], all, s == first, s == last);
   };
+  // Under DualPipe stage s's GPUs also hold chunk P - 1 - s's layers.
+  const bool dual = schedule == PipelineSchedule::kDualPipe;
   Picoseconds slowest = 0;
   for (int s = 0; s < stages; ++s) {
-    // Under DualPipe stage s's GPUs also hold stage P - 1 - s's layers (chunks == stages).
-    const bool dual = options_.pipeline_schedule == PipelineSchedule::kDualPipe;
-    slowest = std::max(slowest, chunk_optimizer(s) + (dual ? chunk_optimizer(stages - 1 - s) : 0));
+    slowest = std::max(slowest, held_optimizer(s) + (dual ? held_optimizer(stages - 1 - s) : 0));
   }
   return slowest;
 }

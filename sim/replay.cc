@@ -109,9 +109,9 @@ class Replay {
     }
     split_.resize(groups_.size() > 1 ? groups_.size() : 0);
     // Chunk c of the layers runs on pipeline stage c mod P (under DualPipeV, the V's stage:
-    // SimOptions::chunk_stage()); each stage's GPUs update their
-    // own layers (the first stage the dense-only layers and embedding too, the last the head),
-    // and the step waits for the slowest.
+    // SimOptions::chunk_stage()); each stage's GPUs update their own layers (the first chunk's
+    // stage the dense-only layers and embedding too, the last chunk's the head), and the step
+    // waits for the slowest.
     const SimOptions& sim = config.options;
     chunk_first_ =
         stage_first_layers(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers);

@@ -42,10 +42,10 @@ enum class PipelineSchedule {
   // mirror's: two copies of the parameters, whose gradients are summed as data-parallel
   // copies), pair a forward with a backward and defer weight gradients into the drain.
   kDualPipe,
-  // DualPipe cut in half (DeepSeek's DualPipeV): the layers in 2P chunks laid out as a V, chunk
-  // c on stage c and chunk 2P - 1 - c on stage c too, every microbatch down the first P chunks
-  // and back up the last P, with DualPipe's pairing and deferred weight gradients: one copy of
-  // the parameters.
+  // DualPipe cut in half (DeepSeek's DualPipeV): the layers in 2P chunks laid out as a V, stage
+  // s holding chunks s and 2P - 1 - s, every microbatch down the first P chunks and back up
+  // the last P, with DualPipe's pairing and deferred weight gradients: one copy of the
+  // parameters.
   kDualPipeV,
 };
 
