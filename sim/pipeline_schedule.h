@@ -98,7 +98,7 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
 PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
                            const std::vector<StageEnds>& ends = {});
 
-// DualPipeV (DualPipe cut in half, as DeepSeek's dualpipev.py runs it): `work[chunk]
+// DualPipeV (DualPipe cut in half, after DeepSeek's dualpipev.py): `work[chunk]
 // [microbatch]` with 2P chunks laid out as a V, stage s holding chunk s (on the way down) and
 // chunk 2P - 1 - s (on the way back up); every microbatch runs chunks 0 to 2P - 1, with no
 // hand-over at the turn (chunks P - 1 and P share stage P - 1). The order is DualPipe's eight
