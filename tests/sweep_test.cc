@@ -54,6 +54,16 @@ std::string run(const SweepGrid& grid, const std::string& out, int threads, int 
   return run_sweep(grid, options).jsonl_path;
 }
 
+// One metric of every row of the results file `jsonl`, in row order.
+std::vector<double> column_of(const std::string& jsonl, const std::string& metric) {
+  std::istringstream rows(read_file(jsonl));
+  std::vector<double> values;
+  for (std::string line; std::getline(rows, line);) {
+    values.push_back(nlohmann::json::parse(line)[metric].get<double>());
+  }
+  return values;
+}
+
 std::string field_of_grid_error(const std::string& text) {
   try {
     load_sweep_grid(write_grid("bad_grid.json", text));
@@ -271,11 +281,8 @@ TEST(Sweep, SweepsVirtualStagesWhichCutWhatTheStagesWait) {
   ASSERT_EQ(grid.points.size(), 2u);
   EXPECT_EQ(grid.points[1].config.options.virtual_stages, 2);
   EXPECT_EQ(grid.points[0].columns["virtual_stages"], 1);
-  std::istringstream rows(read_file(run(grid, temp_path("sweep_virtual_rows"), 1)));
-  std::vector<double> idle;
-  for (std::string line; std::getline(rows, line);) {
-    idle.push_back(nlohmann::json::parse(line)["pipeline_idle_us_per_step"].get<double>());
-  }
+  const std::vector<double> idle =
+      column_of(run(grid, temp_path("sweep_virtual_rows"), 1), "pipeline_idle_us_per_step");
   ASSERT_EQ(idle.size(), 2u);
   EXPECT_GT(idle[1], 0);
   EXPECT_LT(idle[1], idle[0]);
@@ -299,11 +306,8 @@ TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
   ASSERT_EQ(grid.points.size(), 3u);
   EXPECT_EQ(grid.points[1].config.options.pipeline_schedule, PipelineSchedule::kDualPipe);
   EXPECT_EQ(grid.points[0].columns["pipeline_schedule"], "1f1b");
-  std::istringstream rows(read_file(run(grid, temp_path("sweep_dualpipe_rows"), 1)));
-  std::vector<double> idle;
-  for (std::string line; std::getline(rows, line);) {
-    idle.push_back(nlohmann::json::parse(line)["pipeline_idle_us_per_step"].get<double>());
-  }
+  const std::vector<double> idle =
+      column_of(run(grid, temp_path("sweep_dualpipe_rows"), 1), "pipeline_idle_us_per_step");
   ASSERT_EQ(idle.size(), 3u);
   EXPECT_LT(idle[1], idle[0]);
   EXPECT_LT(idle[2], idle[0]);
@@ -334,14 +338,10 @@ TEST(Sweep, SweepsEachStagesLayersWhichSetTheStages) {
   EXPECT_EQ(grid.points[2].columns["pipeline_layers"], "");
   EXPECT_EQ(grid.points[3].config.options.pipeline_stages, 2);
   const std::string dir = temp_path("sweep_layers_rows");
-  std::istringstream rows(read_file(run(grid, dir, 1)));
+  const std::vector<double> steps = column_of(run(grid, dir, 1), "step_time_us");
   const std::string csv = read_file(dir + "/results.csv");
   EXPECT_NE(csv.find(",\"1,3\","), std::string::npos) << csv;
   // The even split of 4 layers over 2 stages is 2, 2: the same step as listing it.
-  std::vector<double> steps;
-  for (std::string line; std::getline(rows, line);) {
-    steps.push_back(nlohmann::json::parse(line)["step_time_us"].get<double>());
-  }
   ASSERT_EQ(steps.size(), 4u);
   EXPECT_EQ(steps[1], steps[2]);
   EXPECT_NE(steps[0], steps[1]);
