@@ -22,24 +22,13 @@ void LayerWorkProfile::add(const StepResult& step, int p, const CostModel& cost)
       layers[m].resize(record.layer + 1);
     }
     if (syncs.size() <= static_cast<std::size_t>(record.layer)) syncs.resize(record.layer + 1);
-    const CostModel::PipelineShares shares = cost.pipeline_shares(record.planners[p]);
-    StageWork& w = layers[m][record.layer];
-    w.forward += shares.forward;
-    w.backward += shares.backward;
-    w.weight_grad += shares.weight_grad;
-    w.forward_hidden += record.planners[p].a2a_hidden_forward;
-    w.backward_hidden += record.planners[p].a2a_hidden_backward;
-    if (record.microbatch == last) {
-      const Picoseconds exposed = record.planners[p].step_end_syncs();
-      syncs[record.layer] += exposed;
-      w.backward -= exposed;
-    }
-    first_stage_extra[m].forward += shares.dense_only_forward;
-    first_stage_extra[m].backward += 2 * shares.dense_only_forward;
-    first_stage_extra[m].weight_grad += shares.dense_only_forward;
-    last_stage_extra[m].forward += shares.head_forward;
-    last_stage_extra[m].backward += 2 * shares.head_forward;
-    last_stage_extra[m].weight_grad += shares.head_forward;
+    // The gathers stay in the forward where the run's layout exposed them; the syncs run
+    // after the stage's last operation, as in the replay.
+    const LayerCost& priced = record.planners[p];
+    const Picoseconds exposed = record.microbatch == last ? priced.step_end_syncs() : 0;
+    syncs[record.layer] += exposed;
+    add_record_work(cost, priced, 0, exposed, layers[m][record.layer], first_stage_extra[m],
+                    last_stage_extra[m]);
   }
 }
 
@@ -52,16 +41,9 @@ std::vector<std::vector<StageWork>> LayerWorkProfile::chunk_work(
     std::size_t layer = 0;
     for (std::size_t s = 0; s < chunks; ++s) {
       StageWork sum;
-      const auto add = [&sum](const StageWork& w) {
-        sum.forward += w.forward;
-        sum.backward += w.backward;
-        sum.weight_grad += w.weight_grad;
-        sum.forward_hidden += w.forward_hidden;
-        sum.backward_hidden += w.backward_hidden;
-      };
-      for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) add(layers[m][layer]);
-      if (s == 0) add(first_stage_extra[m]);
-      if (s + 1 == chunks) add(last_stage_extra[m]);
+      for (int i = 0; i < layers_per_chunk[s]; ++i, ++layer) sum += layers[m][layer];
+      if (s == 0) sum += first_stage_extra[m];
+      if (s + 1 == chunks) sum += last_stage_extra[m];
       work[s][m] = {sum.forward / per, sum.backward / per, sum.weight_grad / per,
                     sum.forward_hidden / per, sum.backward_hidden / per};
     }

@@ -254,13 +254,8 @@ std::vector<Op> bidirectional_order(const BidirectionalPlace& place) {
   // The middle stages run their first pair apart, so that the forward need not wait for the
   // backward's gradients (dualpipe.py: "to further reduce bubble size").
   for (int i = 0; i < place.per_chunk - 2 * half + h + 1; ++i) {
-    if (i == 0 && middle) {
-      forward(near);
-      backward(far);
-    } else {
-      forward(near, true);
-      backward(far);
-    }
+    forward(near, /*paired=*/!(i == 0 && middle));
+    backward(far);
     forward(far, true);
     backward(near);
   }

@@ -27,6 +27,15 @@ struct StageWork {
   // the records' pairing as it is.)
   Picoseconds forward_hidden = 0;
   Picoseconds backward_hidden = 0;
+
+  StageWork& operator+=(const StageWork& other) {
+    forward += other.forward;
+    backward += other.backward;
+    weight_grad += other.weight_grad;
+    forward_hidden += other.forward_hidden;
+    backward_hidden += other.backward_hidden;
+    return *this;
+  }
 };
 
 // What a stage waits for around its operations, in ps: `lead` from the step's start before its

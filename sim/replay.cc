@@ -513,34 +513,16 @@ class Replay {
         for (int layer = chunk_first_[chunk]; layer < chunk_first_[chunk + 1]; ++layer) {
           const LayerCost& cost =
               records[static_cast<std::size_t>(m) * num_layers + layer].planners[p];
-          // Each record's share outside the MoE layers runs where those layers are: the
-          // dense-only layers (the model's first) in the first chunk, the head in the last.
-          const CostModel::PipelineShares shares = cost_.pipeline_shares(cost);
-          Picoseconds forward = shares.forward;
-          Picoseconds backward = shares.backward;
           // The first layer's gathers run from the step's start, while the stage waits for its
           // first microbatch; the syncs the last backward leaves run after it, holding up no
           // other stage.
-          if (m == 0 && layer == stage_layers_[stage].front()) {
-            const Picoseconds gathers = cost.dense_param_gather + cost.expert_param_gather;
-            ends[stage].lead += gathers;
-            forward -= gathers;
-          }
-          if (m == last) {
-            ends[stage].tail += cost.step_end_syncs();
-            backward -= cost.step_end_syncs();
-          }
-          w.forward += forward;
-          w.backward += backward;
-          w.weight_grad += shares.weight_grad;
-          w.forward_hidden += cost.a2a_hidden_forward;
-          w.backward_hidden += cost.a2a_hidden_backward;
-          work[0][m].forward += shares.dense_only_forward;
-          work[0][m].backward += 2 * shares.dense_only_forward;
-          work[0][m].weight_grad += shares.dense_only_forward;
-          work[chunks - 1][m].forward += shares.head_forward;
-          work[chunks - 1][m].backward += 2 * shares.head_forward;
-          work[chunks - 1][m].weight_grad += shares.head_forward;
+          const Picoseconds gathers = m == 0 && layer == stage_layers_[stage].front()
+                                          ? cost.dense_param_gather + cost.expert_param_gather
+                                          : 0;
+          const Picoseconds syncs = m == last ? cost.step_end_syncs() : 0;
+          ends[stage].lead += gathers;
+          ends[stage].tail += syncs;
+          add_record_work(cost_, cost, gathers, syncs, w, work[0][m], work[chunks - 1][m]);
         }
       }
     }
@@ -579,6 +561,15 @@ std::int64_t replay_trace(const std::string& path, const SimConfig& config,
                           ReplayObserver& observer) {
   TraceReader reader(path);
   return replay_trace(reader, config, observer);
+}
+
+void add_record_work(const CostModel& model, const LayerCost& cost, Picoseconds gathers,
+                     Picoseconds syncs, StageWork& own, StageWork& first, StageWork& last) {
+  const CostModel::PipelineShares shares = model.pipeline_shares(cost);
+  own += {shares.forward - gathers, shares.backward - syncs, shares.weight_grad,
+          cost.a2a_hidden_forward, cost.a2a_hidden_backward};
+  first += {shares.dense_only_forward, 2 * shares.dense_only_forward, shares.dense_only_forward};
+  last += {shares.head_forward, 2 * shares.head_forward, shares.head_forward};
 }
 
 PipelineTimes run_pipeline_schedule(const SimOptions& options,

@@ -93,6 +93,15 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                     const std::vector<std::vector<StageWork>>& work,
                                     Picoseconds handover, const std::vector<StageEnds>& ends = {});
 
+// Adds one record (`cost`, one MoE layer and microbatch) to a pipeline's work, as every
+// schedule takes it: its own forward and backward, less the `gathers` and `syncs` that run as
+// its stage's lead and tail, to `own`; its share outside the MoE layers where those layers
+// are, the dense-only layers' (the model's first) to `first` (the first chunk's) and the
+// head's to `last` (the last chunk's). Each part's backward is twice its forward, its weight
+// gradients as long as its forward (CostModel::PipelineShares).
+void add_record_work(const CostModel& model, const LayerCost& cost, Picoseconds gathers,
+                     Picoseconds syncs, StageWork& own, StageWork& first, StageWork& last);
+
 // Replays the trace at `path`. Throws FileInputError for a bad trace, InputError for a config
 // that does not fit it. Returns the number of records replayed.
 std::int64_t replay_trace(const std::string& path, const SimConfig& config,

@@ -166,6 +166,14 @@ class GridReader {
     return value;
   }
 
+  // A value that must be one of the names `parse` reads (`names` says which).
+  template <typename Enum>
+  void check_name(const nlohmann::json& v, const std::string& where,
+                  bool (*parse)(const std::string&, Enum*), const std::string& names) const {
+    Enum parsed;
+    if (!v.is_string() || !parse(v.get<std::string>(), &parsed)) fail(where, "must be " + names);
+  }
+
   void check_value(const std::string& key, const nlohmann::json& v,
                    const std::string& where) const {
     if (key == "trace") {
@@ -183,11 +191,7 @@ class GridReader {
       return;
     }
     if (key == "dispatcher") {
-      Dispatcher parsed;
-      if (!v.is_string() || !parse_dispatcher(v.get<std::string>(), &parsed)) {
-        fail(where, "must be \"alltoall\" or \"deepep\"");
-      }
-      return;
+      return check_name(v, where, parse_dispatcher, "\"alltoall\" or \"deepep\"");
     }
     if (key == "eplb_groups") {
       int parsed = 0;
@@ -206,18 +210,11 @@ class GridReader {
       return;
     }
     if (key == "pipeline_schedule") {
-      PipelineSchedule parsed;
-      if (!v.is_string() || !parse_pipeline_schedule(v.get<std::string>(), &parsed)) {
-        fail(where, "must be \"1f1b\", \"dualpipe\" or \"dualpipev\"");
-      }
-      return;
+      return check_name(v, where, parse_pipeline_schedule,
+                        "\"1f1b\", \"dualpipe\" or \"dualpipev\"");
     }
     if (key == "dense_sync") {
-      DenseSync parsed;
-      if (!v.is_string() || !parse_dense_sync(v.get<std::string>(), &parsed)) {
-        fail(where, "must be \"allreduce\" or \"distributed\"");
-      }
-      return;
+      return check_name(v, where, parse_dense_sync, "\"allreduce\" or \"distributed\"");
     }
     if (is_listed(kIntegerKeys, key)) {
       // 0 spare slots is a cluster; 0 moves is the solver's default cap; 0 dense gradient
