@@ -31,8 +31,8 @@ struct Op {
   Pass pass = Pass::kForward;
   int chunk = 0;
   int microbatch = 0;
-  // Starts with the next operation, as one of their summed length (DualPipe's overlapped
-  // forward and backward); both outputs leave as it ends.
+  // Starts with the next operation, as one of their summed length (DualPipe's and combined
+  // 1F1B's overlapped forward and backward); both outputs leave as it ends.
   bool paired = false;
 };
 
@@ -40,12 +40,16 @@ constexpr Pass kF = Pass::kForward;
 constexpr Pass kB = Pass::kBackward;
 
 // Stage `stage`'s operations in non-interleaved 1F1B order (its one chunk is `stage`).
-std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
-  const int warmup = std::min(stages - stage - 1, microbatches);
+// `combined`: the interleaved schedule's warm-up for one chunk plus one, and each later
+// forward paired with the backward after it (Megatron-LM's combined 1F1B; run_one_f_one_b()
+// says why).
+std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches, bool combined) {
+  const int warmup =
+      std::min(combined ? 2 * (stages - stage - 1) + 1 : stages - stage - 1, microbatches);
   std::vector<Op> ops;
   for (int m = 0; m < warmup; ++m) ops.push_back({kF, stage, m});
   for (int m = warmup; m < microbatches; ++m) {
-    ops.push_back({kF, stage, m});
+    ops.push_back({kF, stage, m, combined});
     ops.push_back({kB, stage, m - warmup});
   }
   for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({kB, stage, m});
@@ -56,12 +60,14 @@ std::vector<Op> one_f_one_b_order(int stage, int stages, int microbatches) {
 // its k-th forward takes microbatch group k / (P x chunks) (P microbatches a group) through its
 // chunk (k mod (P x chunks)) / P; backwards visit each group's chunks last to first. After a
 // warm-up of 2 (P - stage - 1) + (chunks - 1) P forwards (all of them where M = P), one forward
-// and one backward alternate. Needs M divisible by P.
-std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microbatches) {
+// and one backward alternate; `combined` as for one_f_one_b_order(). Needs M divisible by P.
+std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microbatches,
+                                  bool combined) {
   const int total = microbatches * chunks;
-  const int warmup = microbatches == stages
-                         ? total
-                         : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  const int apart = microbatches == stages
+                        ? total
+                        : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  const int warmup = std::min(apart + (combined ? 1 : 0), total);
   const auto op = [&](int k, bool forward) {
     const int in_group = k % (stages * chunks);
     const int local = in_group / stages;
@@ -72,6 +78,7 @@ std::vector<Op> interleaved_order(int stage, int stages, int chunks, int microba
   for (int k = 0; k < warmup; ++k) ops.push_back(op(k, true));
   for (int k = 0; k < total - warmup; ++k) {
     ops.push_back(op(warmup + k, true));
+    ops.back().paired = combined;
     ops.push_back(op(k, false));
   }
   for (int k = total - warmup; k < total; ++k) ops.push_back(op(k, false));
@@ -285,23 +292,23 @@ std::vector<Op> bidirectional_order(const BidirectionalPlace& place) {
 }  // namespace
 
 PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
-                              const std::vector<StageEnds>& ends) {
+                              const std::vector<StageEnds>& ends, bool combined) {
   const int stages = static_cast<int>(work.size());
   const int microbatches = work.empty() ? 0 : static_cast<int>(work.front().size());
   std::vector<std::vector<Op>> order(work.size());
-  for (int s = 0; s < stages; ++s) order[s] = one_f_one_b_order(s, stages, microbatches);
-  return run_orders(work, order, handover, ends);
+  for (int s = 0; s < stages; ++s) order[s] = one_f_one_b_order(s, stages, microbatches, combined);
+  return run_orders(work, order, handover, ends, /*pairs_hide=*/combined);
 }
 
 PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
                                           int stages, Picoseconds handover,
-                                          const std::vector<StageEnds>& ends) {
+                                          const std::vector<StageEnds>& ends, bool combined) {
   if (stages < 1 || work.size() % static_cast<std::size_t>(stages) != 0) {
     throw std::invalid_argument("interleaved 1F1B: " + std::to_string(work.size()) +
                                 " chunks do not divide over " + std::to_string(stages) + " stages");
   }
   const int chunks = static_cast<int>(work.size()) / stages;
-  if (chunks == 1) return run_one_f_one_b(work, handover, ends);
+  if (chunks == 1) return run_one_f_one_b(work, handover, ends, combined);
   const int microbatches = work.empty() ? 0 : static_cast<int>(work.front().size());
   if (microbatches % stages != 0) {
     throw std::invalid_argument("interleaved 1F1B: " + std::to_string(microbatches) +
@@ -310,9 +317,9 @@ PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWor
   }
   std::vector<std::vector<Op>> order(static_cast<std::size_t>(stages));
   for (int s = 0; s < stages; ++s) {
-    order[s] = interleaved_order(s, stages, chunks, microbatches);
+    order[s] = interleaved_order(s, stages, chunks, microbatches, combined);
   }
-  return run_orders(work, order, handover, ends);
+  return run_orders(work, order, handover, ends, /*pairs_hide=*/combined);
 }
 
 PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,

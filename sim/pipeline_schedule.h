@@ -23,8 +23,7 @@ struct StageWork {
   Picoseconds weight_grad = 0;
   // All-to-all time the records hid behind a paired microbatch's compute
   // (LayerCost::a2a_hidden_forward and _backward), already left out of `forward` and
-  // `backward`: an operation DualPipe runs unpaired takes it back. (The 1F1B schedules keep
-  // the records' pairing as it is.)
+  // `backward`: an operation DualPipe or combined 1F1B runs unpaired takes it back.
   Picoseconds forward_hidden = 0;
   Picoseconds backward_hidden = 0;
 
@@ -75,8 +74,22 @@ struct PipelineTimes {
 // microbatch's activations (forward) or their gradients (backward) take from one stage to the
 // next; `ends`: each stage's lead and tail (none where empty). One stage: the lead, the
 // microbatches one after the other, forward then backward, then the tail.
+//
+// `combined`: Megatron-LM's combined 1F1B (--overlap-moe-expert-parallel-comm), where a
+// forward and a backward of two microbatches run as one operation of their summed length, each
+// one's all-to-alls behind the other's compute, and both outputs leave as the pair ends. Each
+// stage runs the interleaved schedule's warm-up for one chunk, 2 (P - s - 1), plus one forward
+// (as Megatron-LM adds), then pairs each forward with the backward after it. The extra forward
+// keeps a pair's backward from waiting for its own forward (on the last stage it would); the
+// doubled warm-up keeps neighbouring stages from taking turns (with 1F1B's P - s - 1 + 1, a
+// stage's pair would wait for its neighbour's last pair, and every stage would idle half the
+// steady state). Only pairs hide all-to-alls: the warm-up forwards and the drain backwards take
+// back what their records hid (StageWork::forward_hidden, backward_hidden). One stage: its
+// first forward and last backward alone, the rest in pairs. Megatron-LM runs combined 1F1B
+// across stages only interleaved (V > 1). Without `combined` every operation keeps its
+// records' hiding.
 PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
-                              const std::vector<StageEnds>& ends = {});
+                              const std::vector<StageEnds>& ends = {}, bool combined = false);
 
 // Megatron-LM's interleaved 1F1B schedule (virtual pipeline stages): the layers split into
 // C = V x `stages` contiguous chunks, `work[chunk][microbatch]`, chunk c on stage c mod `stages`,
@@ -84,12 +97,14 @@ PipelineTimes run_one_f_one_b(const std::vector<std::vector<StageWork>>& work, P
 // stage V times, with a hand-over at every chunk boundary. Each stage runs its forwards
 // microbatch group by group (P microbatches a group; chunk by chunk within a group) after a
 // longer warm-up, which cuts the fill and drain to about 1/V of 1F1B's. `ends` and `busy` are per
-// stage. V = 1 is run_one_f_one_b(). Throws std::invalid_argument where the chunks are not a
-// multiple of the stages or, with V > 1, the microbatches not a multiple of the stages (as
-// Megatron-LM requires).
+// stage. V = 1 is run_one_f_one_b(). `combined` as there: one more warm-up forward (as
+// Megatron-LM's interleaved schedule adds under --overlap-moe-expert-parallel-comm), then
+// pairs. Throws std::invalid_argument where the chunks are not a multiple of the stages or,
+// with V > 1, the microbatches not a multiple of the stages (as Megatron-LM requires).
 PipelineTimes run_interleaved_one_f_one_b(const std::vector<std::vector<StageWork>>& work,
                                           int stages, Picoseconds handover,
-                                          const std::vector<StageEnds>& ends = {});
+                                          const std::vector<StageEnds>& ends = {},
+                                          bool combined = false);
 
 // DeepSeek-V3's DualPipe (its public dualpipe.py): `stages` P even, `work[chunk][microbatch]`
 // with P chunks of the layers; the first M/2 microbatches run chunk 0 to P - 1 on stages 0 to

@@ -581,7 +581,10 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
   if (options.pipeline_schedule == PipelineSchedule::kDualPipeV) {
     return run_dualpipe_v(work, handover, ends);
   }
-  return run_interleaved_one_f_one_b(work, options.pipeline_stages, handover, ends);
+  // With the all-to-alls behind compute Megatron-LM runs its combined 1F1B: only the pairs in
+  // it hide them.
+  return run_interleaved_one_f_one_b(work, options.pipeline_stages, handover, ends,
+                                     /*combined=*/options.a2a_overlap_fraction > 0);
 }
 
 std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer) {

@@ -97,7 +97,8 @@ struct SimOptions {
   // microbatch's chunk of the layer (sim/README.md, "All-to-alls behind compute"): Megatron-LM's
   // --overlap-moe-expert-parallel-comm and DeepSeek-V3's DualPipe pair the forward of
   // microbatch m + 1 with the backward of microbatch m. 0: every all-to-all on the critical path
-  // (the default schedule); 1: as much as the paired compute covers.
+  // (the default schedule); 1: as much as the paired compute covers. Above 0, pipeline stages
+  // run Megatron-LM's combined 1F1B (sim/pipeline_schedule.h, run_one_f_one_b()).
   double a2a_overlap_fraction = 0.0;
   // Pipeline stages the trace's MoE layers are split into, contiguously (the first layers % P
   // stages hold one more), each on its own copy of the topology's GPUs, run by Megatron-LM's

@@ -631,6 +631,14 @@ expect_text "the table notes how the overlap pairs microbatches" "$work/out" \
   --model "$work/model16.json" --planners topoep,static --a2a-overlap 1 >"$work/out" 2>&1
 expect "simulate takes an overlap on one microbatch a step" 0 $?
 expect_text "and says nothing could pair" "$work/out" "this trace has one microbatch a step"
+# With the all-to-alls behind compute the stages run combined 1F1B, and say so.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --a2a-overlap 1 >"$work/out" 2>&1
+expect "simulate runs pipeline stages with the all-to-alls behind compute" 0 $?
+expect_text "by combined 1F1B" "$work/out" "each on its own 16 GPUs, run by combined 1F1B"
+expect_text "whose warm-up and drain have no partner" "$work/out" \
+  "warm-up forwards and drain backwards"
 # Pipeline stages: at most one a layer; a timeline of the stages; recorded, and
 # what of the step the stages wait in summary.json and per_step.csv.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \

@@ -105,7 +105,8 @@ TEST(DualPipeSchedule, HandOversDelayTheMicrobatchesCrossingThePipeline) {
 TEST(DualPipeSchedule, OnlyPairsHideAllToAlls) {
   // The hand-worked case above with all-to-all time the records hid (10 a forward, 20 a
   // backward): each stage runs one pair, the rest of its 3 forwards and 3 backwards (one of
-  // them split: its input gradients) take theirs back. 1F1B keeps the records' hiding.
+  // them split: its input gradients) take theirs back. 1F1B, not combined, keeps the records'
+  // hiding.
   StageWork w{1, 2, 1};
   w.forward_hidden = 10;
   w.backward_hidden = 20;

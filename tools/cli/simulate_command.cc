@@ -166,6 +166,8 @@ void run_simulate(const SimulateOptions& options) {
             << "\n";
   const SimOptions& sim = request.config.options;
   if (sim.pipeline_stages > 1) {
+    // With the all-to-alls behind compute the 1F1B schedules run combined (pipeline_schedule.h).
+    const std::string one_f_one_b = sim.a2a_overlap_fraction > 0 ? "combined 1F1B" : "1F1B";
     const std::string layers =
         join_numbers(stage_layer_counts(m.num_layers, sim.pipeline_chunks(), sim.pipeline_layers));
     const int gpus = request.config.topology.num_gpus();
@@ -182,10 +184,11 @@ void run_simulate(const SimulateOptions& options) {
       std::cout << sim.pipeline_stages << " pipeline stages of " << sim.virtual_stages
                 << " chunks each, chunks of " << layers << " MoE layers (chunk c on stage c mod "
                 << sim.pipeline_stages << "), each stage on its own " << gpus
-                << " GPUs, run by interleaved 1F1B\n";
+                << " GPUs, run by interleaved " << one_f_one_b << "\n";
     } else {
       std::cout << sim.pipeline_stages << " pipeline stages of " << layers
-                << " MoE layers, each on its own " << gpus << " GPUs, run by 1F1B\n";
+                << " MoE layers, each on its own " << gpus << " GPUs, run by " << one_f_one_b
+                << "\n";
     }
     std::cout << "(the MoE and phase times below sum over the stages; a step is the schedule's "
                  "span)\n";
@@ -213,6 +216,11 @@ void run_simulate(const SimulateOptions& options) {
                       ? "; this trace has one microbatch a step, so none of its all-to-alls "
                         "ran\nbehind compute (record several, or import with "
                         "--microbatches-per-step).\n"
+                  : request.config.options.pipeline_stages > 1
+                      ? " (sim/README.md, \"All-to-alls behind compute\"); the pipeline "
+                        "stages run\ncombined schedules, where each stage's warm-up "
+                        "forwards and drain backwards\nhave no partner and take back what "
+                        "their records hid.\n"
                       : " (sim/README.md, \"All-to-alls behind compute\"); a step's first "
                         "forward and\nlast backward have no partner.\n");
   }
@@ -309,7 +317,8 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--a2a-overlap", o->sim.a2a_overlap_fraction,
                    "Fraction of the token all-to-alls that run behind another microbatch's "
                    "compute (Megatron-LM's --overlap-moe-expert-parallel-comm, DualPipe): the "
-                   "forward of microbatch m + 1 pairs with the backward of m; 0: none")
+                   "forward of microbatch m + 1 pairs with the backward of m (pipeline stages "
+                   "run Megatron-LM's combined 1F1B); 0: none")
       ->capture_default_str();
   simulate
       ->add_option("--pipeline-layers", o->sim.pipeline_layers,
