@@ -400,6 +400,19 @@ PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Pi
   return run_orders(work, order, handover, ends, /*pairs_hide=*/true, /*local=*/stages - 1);
 }
 
+std::vector<int> peak_activations(const PipelineTimes& times,
+                                  const std::vector<int>& chunk_layers) {
+  std::vector<int> held(times.busy.size(), 0), peak(times.busy.size(), 0);
+  // times.ops lists each stage's operations in the order it ran them.
+  for (const PipelineOp& op : times.ops) {
+    if (op.weight_grad) continue;
+    const int layers = chunk_layers.at(static_cast<std::size_t>(op.chunk));
+    held[op.stage] += op.forward ? layers : -layers;
+    peak[op.stage] = std::max(peak[op.stage], held[op.stage]);
+  }
+  return peak;
+}
+
 std::vector<int> stage_first_layers(int layers, int stages) {
   std::vector<int> first(static_cast<std::size_t>(stages) + 1, 0);
   for (int s = 0; s < stages; ++s) {

@@ -133,6 +133,14 @@ PipelineTimes run_dualpipe(const std::vector<std::vector<StageWork>>& work, Pico
 PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Picoseconds handover,
                              const std::vector<StageEnds>& ends = {});
 
+// Each stage's most activations held at once, in layer-microbatches, by the order the schedule
+// ran (`times.ops`): a microbatch's forward through chunk c holds `chunk_layers[c]` from its
+// start until that microbatch's backward through the chunk ends (its input gradients, where
+// split: the deferred weight gradients keep less, and the DeepSeek-V3 report counts them so).
+// A pair's forward is counted before its backward ends. Depends on the orders alone, not on
+// how long the operations took.
+std::vector<int> peak_activations(const PipelineTimes& times, const std::vector<int>& chunk_layers);
+
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].
 std::vector<int> stage_first_layers(int layers, int stages);

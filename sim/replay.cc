@@ -587,6 +587,15 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                      /*combined=*/options.a2a_overlap_fraction > 0);
 }
 
+std::vector<int> pipeline_peak_activations(const SimOptions& options,
+                                           const std::vector<int>& chunk_layers, int microbatches) {
+  // Any work will do: the orders do not depend on it.
+  StageWork unit{1, 2, 1};
+  const std::vector<std::vector<StageWork>> work(chunk_layers.size(),
+                                                 std::vector<StageWork>(microbatches, unit));
+  return peak_activations(run_pipeline_schedule(options, work, 0), chunk_layers);
+}
+
 std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer) {
   const TraceMetadata& metadata = reader.metadata();
   check_sim_config(config, metadata);

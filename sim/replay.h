@@ -93,6 +93,12 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                     const std::vector<std::vector<StageWork>>& work,
                                     Picoseconds handover, const std::vector<StageEnds>& ends = {});
 
+// Each stage's most activations held at once (peak_activations()), in layer-microbatches,
+// under the schedule `options` names with `chunk_layers[c]` layers in chunk c and
+// `microbatches` a step: the same for every planner and step.
+std::vector<int> pipeline_peak_activations(const SimOptions& options,
+                                           const std::vector<int>& chunk_layers, int microbatches);
+
 // Adds one record (`cost`, one MoE layer and microbatch) to a pipeline's work, as every
 // schedule takes it: its own forward and backward, less the `gathers` and `syncs` that run as
 // its stage's lead and tail, to `own`; its share outside the MoE layers where those layers

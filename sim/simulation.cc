@@ -52,6 +52,14 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
                                                c.options.pipeline_layers)},
         {"virtual_stages", c.options.virtual_stages},
         {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)}}},
+      // Each stage's most activations held at once, in layer-microbatches (the same for every
+      // planner: the schedule's order decides it).
+      {"pipeline_peak_activations",
+       pipeline_peak_activations(
+           c.options,
+           stage_layer_counts(metadata.num_layers, c.options.pipeline_chunks(),
+                              c.options.pipeline_layers),
+           metadata.microbatches)},
       {"planner_options",
        {{"eplb_period_steps", c.planner_options.eplb_period_steps},
         {"eplb_window_steps", c.planner_options.eplb_window_steps},

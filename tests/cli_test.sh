@@ -685,8 +685,12 @@ for p in summary["planners"]:
         continue
     assert p["advised_pipeline_layers"] == [1, 1], p  # two layers, two stages: the only layout
     assert p["predicted_step_us"]["advised"] <= p["predicted_step_us"]["now"], p
+# 1F1B: stage 0 holds two microbatches of its layer, stage 1 one.
+assert summary["run"]["pipeline_peak_activations"] == [2, 1], summary["run"]
 PY
-expect "summary.json records the advised layout and the steps it predicts" 0 $?
+expect "summary.json records the advised layout, the steps it predicts and the activations" 0 $?
+expect_text "the activations each stage holds are printed" "$work/out" \
+  "Activations each stage holds at its peak, in layer-microbatches: 2, 1"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

@@ -111,6 +111,11 @@ TEST(CombinedOneFOneB, WarmsUpOneForwardMoreThenPairsEveryForwardWithABackward) 
           for (int i = 2 * total - warmup; i < 2 * total; ++i) {
             EXPECT_TRUE(!ops[i]->forward && length(*ops[i]) == 22) << "stage " << s << " op " << i;
           }
+          // It holds the warm-up's activations and, in a pair, one forward's more: about twice
+          // 1F1B's at V = 1 (2 (P - s) against P - s microbatches).
+          const std::vector<int> peak =
+              peak_activations(times, std::vector<int>(stages * chunks, 1));
+          EXPECT_EQ(peak[s], std::min(warmup + 1, total)) << "stage " << s;
         }
       }
     }

@@ -41,6 +41,30 @@ TEST(DualPipeSchedule, LeavesTheBubbleTheDeepSeekV3ReportGives) {
   }
 }
 
+TEST(DualPipeSchedule, HoldsTheActivationsTheDeepSeekV3ReportGives) {
+  // DeepSeek-V3 technical report, Table 2: DualPipe holds P + 1 microbatches' activations of a
+  // chunk (1F1B's stage), against 1F1B's P, on the busiest stage (peak_activations(), in
+  // layer-microbatches: chunks of 3 layers here).
+  for (const int stages : {2, 4, 6, 8}) {
+    for (const int microbatches : {2 * stages, 2 * stages + 6}) {
+      SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(microbatches) +
+                   " microbatches");
+      const std::vector<int> layers(stages, 3);
+      const std::vector<int> dual =
+          peak_activations(run_dualpipe(uniform(stages, microbatches, {10, 20, 10}), 0), layers);
+      EXPECT_EQ(*std::max_element(dual.begin(), dual.end()), 3 * (stages + 1));
+      const std::vector<int> one =
+          peak_activations(run_one_f_one_b(uniform(stages, microbatches, {10, 20}), 0), layers);
+      EXPECT_EQ(*std::max_element(one.begin(), one.end()), 3 * stages);
+      // DualPipeV holds what DualPipe over its 2P chunks would: 2P + 1 of them, on every stage.
+      const std::vector<int> v =
+          peak_activations(run_dualpipe_v(uniform(2 * stages, microbatches, {10, 20, 10}), 0),
+                           std::vector<int>(2 * stages, 3));
+      EXPECT_EQ(v, std::vector<int>(stages, 3 * (2 * stages + 1)));
+    }
+  }
+}
+
 TEST(DualPipeSchedule, IdlesLessThanOneFOneBAndLessStillWithWeightGradientsSplitOff) {
   // 8 stages, 16 microbatches, F = 10, B = 20: 1F1B idles (P - 1)(F + B) = 210 a step;
   // DualPipe less with nothing to split off, and with W = F the report's (P/2 - 1)(F&B + B -

@@ -335,6 +335,40 @@ TEST(InterleavedSchedule, OneChunkAStageIsTheNonInterleavedSchedule) {
   }
 }
 
+TEST(PipelineSchedule, StageSHoldsTheActivationsOfPLessSMicrobatches) {
+  // 1F1B: stage s holds its warm-up's P - s - 1 forwards and the one before each backward, at
+  // most the step's M; chunks of 2, 3 and 4 layers count as such.
+  for (const int microbatches : {1, 2, 5, 9}) {
+    const PipelineTimes times = run_one_f_one_b(uniform(3, microbatches, 10, 20), 0);
+    EXPECT_EQ(
+        peak_activations(times, {2, 3, 4}),
+        (std::vector<int>{2 * std::min(3, microbatches), 3 * std::min(2, microbatches), 4 * 1}))
+        << microbatches << " microbatches";
+  }
+}
+
+TEST(InterleavedSchedule, HoldsItsWarmUpAndOneMoreChunkForward) {
+  // Stage s holds its warm-up's 2 (P - s - 1) + (V - 1) P chunk forwards and the one before
+  // its first backward (every forward where M = P); one layer a chunk.
+  for (const int stages : {2, 3, 4}) {
+    for (const int chunks : {2, 3}) {
+      for (const int microbatches : {stages, 2 * stages, 4 * stages}) {
+        SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(chunks) +
+                     " chunks a stage, " + std::to_string(microbatches) + " microbatches");
+        const PipelineTimes times =
+            run_interleaved_one_f_one_b(uniform(stages * chunks, microbatches, 10, 20), stages, 0);
+        const std::vector<int> peak = peak_activations(times, std::vector<int>(stages * chunks, 1));
+        for (int s = 0; s < stages; ++s) {
+          const int total = microbatches * chunks;
+          const int warmup =
+              microbatches == stages ? total : 2 * (stages - s - 1) + (chunks - 1) * stages;
+          EXPECT_EQ(peak[s], std::min(warmup + 1, total)) << "stage " << s;
+        }
+      }
+    }
+  }
+}
+
 TEST(InterleavedSchedule, RefusesChunksOrMicrobatchesThatDoNotDivideOverTheStages) {
   // 5 chunks over 2 stages; 6 microbatches over 4 stages (Megatron-LM asserts the same).
   EXPECT_THROW(run_interleaved_one_f_one_b(uniform(5, 4, 1, 2), 2, 0), std::invalid_argument);

@@ -96,9 +96,18 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
       std::snprintf(cut, sizeof cut, "%.1f%% (%.1f ms)",
                     100.0 * static_cast<double>(saved) / static_cast<double>(advice.predicted_now),
                     static_cast<double>(saved) / 1e9);
+      // The advice weighs time alone: say what it asks of memory.
+      const auto busiest = [&](const std::vector<int>& layers) {
+        const std::vector<int> peaks =
+            pipeline_peak_activations(config.options, layers, result.metadata.microbatches);
+        return *std::max_element(peaks.begin(), peaks.end());
+      };
+      const auto now = result.run.at("pipeline_peak_activations").get<std::vector<int>>();
       out << "  " << config.planners[p] << ": --pipeline-layers "
           << join_numbers(advice.layers, ",") << ", a step predicted " << cut
-          << " shorter than this run's layout\n";
+          << " shorter than this run's layout;\n    its busiest stage holds "
+          << busiest(advice.layers) << " layer-microbatches of activations (this run's: "
+          << *std::max_element(now.begin(), now.end()) << ")\n";
     } else {
       out << "  " << config.planners[p] << ": this run's layout (none found 0.1% shorter)\n";
     }
@@ -192,6 +201,9 @@ void run_simulate(const SimulateOptions& options) {
     }
     std::cout << "(the MoE and phase times below sum over the stages; a step is the schedule's "
                  "span)\n";
+    const auto peaks = result.run.at("pipeline_peak_activations").get<std::vector<int>>();
+    std::cout << "Activations each stage holds at its peak, in layer-microbatches: "
+              << join_numbers(peaks) << "\n";
   }
   const int groups = request.config.options.data_parallel;
   if (groups > 1) {
