@@ -172,6 +172,13 @@ PipelineTimes run_orders(const std::vector<std::vector<StageWork>>& work,
         for (std::size_t i = 0; i < count; ++i) {
           const Op& op = order[s][next[s] + i];
           const Picoseconds length = length_of(op, count == 2);
+          if (pairs_hide && count == 1) {
+            const StageWork& w = work[op.chunk][op.microbatch];
+            if (op.pass == Pass::kForward) times.unhidden_forward += w.forward_hidden;
+            if (op.pass == Pass::kBackward || op.pass == Pass::kInputGrad) {
+              times.unhidden_backward += w.backward_hidden;
+            }
+          }
           times.ops[first_op[s] + next[s] + i] = {s,
                                                   op.chunk,
                                                   op.microbatch,

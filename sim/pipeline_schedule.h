@@ -68,6 +68,11 @@ struct PipelineTimes {
   // [0, lead) and its tail from its last operation's end.
   std::vector<PipelineOp> ops;
   std::vector<StageEnds> ends;  // as given (none where none was)
+  // Of the all-to-all time the work's records hid (StageWork::forward_hidden, backward_hidden),
+  // what the operations the schedule ran unpaired took back: forwards', backwards'. 0 where
+  // every operation keeps its records' hiding (1F1B not combined).
+  Picoseconds unhidden_forward = 0;
+  Picoseconds unhidden_backward = 0;
 };
 
 // `work[stage][microbatch]`, every stage with the same microbatches; `handover`: the time one

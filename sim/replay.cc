@@ -229,6 +229,9 @@ class Replay {
       totals.max_mean_load_mean /= static_cast<double>(result.records.size());
       PipelineTimes span = step_span(result.records, static_cast<int>(p));
       totals.pipeline_idle = span.mean_idle();
+      totals.a2a_unhidden = span.unhidden_forward + span.unhidden_backward;
+      totals.moe += totals.a2a_unhidden;
+      totals.moe_forward += span.unhidden_forward;
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
       if (result.step == config_.detail_step && !span.ops.empty()) {

@@ -51,6 +51,10 @@ struct StepTotals {
   // With pipeline stages: the step (before the optimizer) less the stages' mean busy time,
   // what of it a stage waits on average (warm-up and drain, hand-overs, slower stages).
   Picoseconds pipeline_idle = 0;
+  // With pipeline stages whose schedule pairs operations (DualPipe, combined 1F1B): the
+  // all-to-all time the records hid that the unpaired operations took back, included in `moe`
+  // (and `moe_forward`, for forwards). RunSummary's a2a_hidden leaves it out.
+  Picoseconds a2a_unhidden = 0;
   Bytes nvlink_dispatch_bytes = 0, ib_dispatch_bytes = 0;
   Bytes nvlink_weight_bytes = 0, ib_weight_bytes = 0;
   double max_mean_load_mean = 0;

@@ -45,6 +45,7 @@ void RunSummary::add(const StepResult& step) {
     s.expert_param_gather += totals.expert_param_gather;
     s.optimizer += totals.optimizer;
     s.pipeline_idle += totals.pipeline_idle;
+    s.a2a_hidden -= totals.a2a_unhidden;  // the records' sum below counts it
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       ++s.records;

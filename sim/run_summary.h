@@ -22,7 +22,8 @@ struct PlannerRunSummary {
   Picoseconds dispatch = 0, compute = 0, combine = 0, weight_exposed = 0, combine_grad = 0,
               compute_grad = 0, dispatch_grad = 0;
   // The all-to-all time behind another microbatch's compute (SimOptions::a2a_overlap_fraction):
-  // moe = the seven phases above less it.
+  // moe = the seven phases above less it. With pipeline stages, what the schedule's pairs hid
+  // (StepTotals::a2a_unhidden).
   Picoseconds a2a_hidden = 0;
   // With pipeline stages: what of the step a stage waits on average (StepTotals).
   Picoseconds pipeline_idle = 0;

@@ -33,6 +33,8 @@ TEST(CombinedOneFOneB, OneStageRunsItsFirstForwardAndLastBackwardAloneTheRestInP
   // combined schedule without pipelining runs them.
   const PipelineTimes times = run_one_f_one_b(uniform(1, 3, kHiding), 0, {}, /*combined=*/true);
   EXPECT_EQ(times.makespan, 11 + 3 + 3 + 22);
+  EXPECT_EQ(times.unhidden_forward, 10);
+  EXPECT_EQ(times.unhidden_backward, 20);
   std::vector<std::tuple<bool, int, Picoseconds>> ran;  // forward, microbatch, length
   for (const PipelineOp& op : times.ops) ran.emplace_back(op.forward, op.microbatch, length(op));
   EXPECT_EQ(ran, (std::vector<std::tuple<bool, int, Picoseconds>>{{true, 0, 11},
@@ -42,7 +44,9 @@ TEST(CombinedOneFOneB, OneStageRunsItsFirstForwardAndLastBackwardAloneTheRestInP
                                                                   {false, 1, 2},
                                                                   {false, 2, 22}}));
   // Without `combined` every operation keeps what its records hid.
-  EXPECT_EQ(run_one_f_one_b(uniform(1, 3, kHiding), 0).makespan, 3 * (1 + 2));
+  const PipelineTimes apart = run_one_f_one_b(uniform(1, 3, kHiding), 0);
+  EXPECT_EQ(apart.makespan, 3 * (1 + 2));
+  EXPECT_EQ(apart.unhidden_forward + apart.unhidden_backward, 0);
 }
 
 TEST(CombinedOneFOneB, TwoStagesWorkedByHand) {
@@ -54,6 +58,8 @@ TEST(CombinedOneFOneB, TwoStagesWorkedByHand) {
   // Stage 0: B1 alone [38, 60], B2 [60, 82], B3 [82, 104] (stage 1's B3 at 62, + 1).
   const PipelineTimes times = run_one_f_one_b(uniform(2, 4, kHiding), 1, {}, /*combined=*/true);
   EXPECT_EQ(times.makespan, 104);
+  EXPECT_EQ(times.unhidden_forward, 4 * 10);  // stage 0's 3 warm-up forwards, stage 1's 1
+  EXPECT_EQ(times.unhidden_backward, 4 * 20);
   EXPECT_EQ(times.busy, (std::vector<Picoseconds>{3 * 11 + 3 + 3 * 22, 11 + 3 * 3 + 22}));
 }
 

@@ -905,6 +905,16 @@ TEST(SimReplay, AllToAllsBehindComputeRunCombined1F1BThroughThePipeline) {
         EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
         EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
         EXPECT_EQ(totals.step_time, two_threads[step].planners[p].step_time);
+        // The MoE time counts what the unpaired operations took back.
+        EXPECT_EQ(totals.a2a_unhidden, times.unhidden_forward + times.unhidden_backward);
+        EXPECT_GT(totals.a2a_unhidden, 0);
+        Picoseconds moe = 0, hidden = 0;
+        for (const RecordResult& record : steps[step].records) {
+          moe += record.planners[p].moe();
+          hidden += record.planners[p].a2a_hidden_forward + record.planners[p].a2a_hidden_backward;
+        }
+        EXPECT_EQ(totals.moe, moe + totals.a2a_unhidden);
+        EXPECT_LT(totals.a2a_unhidden, hidden);
       }
     }
   }
