@@ -306,11 +306,14 @@ TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
   ASSERT_EQ(grid.points.size(), 3u);
   EXPECT_EQ(grid.points[1].config.options.pipeline_schedule, PipelineSchedule::kDualPipe);
   EXPECT_EQ(grid.points[0].columns["pipeline_schedule"], "1f1b");
-  const std::vector<double> idle =
-      column_of(run(grid, temp_path("sweep_dualpipe_rows"), 1), "pipeline_idle_us_per_step");
+  const std::string rows = run(grid, temp_path("sweep_dualpipe_rows"), 1);
+  const std::vector<double> idle = column_of(rows, "pipeline_idle_us_per_step");
   ASSERT_EQ(idle.size(), 3u);
   EXPECT_LT(idle[1], idle[0]);
   EXPECT_LT(idle[2], idle[0]);
+  // Activations on the busiest stage, in layer-microbatches (4 layers a chunk): 1F1B's stage 0
+  // holds 2 microbatches of its chunk, DualPipe's P + 1, DualPipeV's 2P + 1 chunks of 2 layers.
+  EXPECT_EQ(column_of(rows, "pipeline_peak_activations"), (std::vector<double>{8, 12, 10}));
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {"layers": 4}}],
                                     "pipeline_schedule": ["zb"]})"),
             "pipeline_schedule[0]");
