@@ -66,15 +66,33 @@ std::vector<StageEnds> LayerWorkProfile::stage_ends(const std::vector<int>& laye
   return ends;
 }
 
-Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
-                                    const std::vector<int>& layers_per_chunk, int stages,
-                                    const CostModel& cost) {
-  const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps() : 0;
+namespace {
+
+// cost.options() with `layers_per_chunk` over `stages` stages.
+SimOptions layout_options(const std::vector<int>& layers_per_chunk, int stages,
+                          const CostModel& cost) {
   SimOptions options = cost.options();
   options.pipeline_stages = stages;
   if (options.pipeline_schedule == PipelineSchedule::kOneFOneB) {
     options.virtual_stages = static_cast<int>(layers_per_chunk.size()) / stages;
   }
+  return options;
+}
+
+}  // namespace
+
+int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int stages,
+                                const CostModel& cost, int microbatches) {
+  const std::vector<int> peaks = pipeline_peak_activations(
+      layout_options(layers_per_chunk, stages, cost), layers_per_chunk, microbatches);
+  return *std::max_element(peaks.begin(), peaks.end());
+}
+
+Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
+                                    const std::vector<int>& layers_per_chunk, int stages,
+                                    const CostModel& cost) {
+  const Picoseconds handover = stages > 1 ? cost.pipeline_handover_ps() : 0;
+  const SimOptions options = layout_options(layers_per_chunk, stages, cost);
   const PipelineTimes span =
       run_pipeline_schedule(options, profile.chunk_work(layers_per_chunk), handover,
                             profile.stage_ends(layers_per_chunk, options));
@@ -216,14 +234,25 @@ std::vector<int> best_of_every_layout(int layers, int stages, const Predict& pre
 
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
                                       const std::vector<int>& start, int stages,
-                                      const CostModel& cost, long long exhaustive_limit) {
+                                      const CostModel& cost, long long exhaustive_limit,
+                                      int max_activations) {
   const int chunks = static_cast<int>(start.size());
   const int layers = std::accumulate(start.begin(), start.end(), 0);
+  const int microbatches = static_cast<int>(profile.layers.size());
+  const auto too_much = [&](const std::vector<int>& layout) {
+    return max_activations > 0 &&
+           pipeline_layout_activations(layout, stages, cost, microbatches) > max_activations;
+  };
+  // A layout over the cap is never shorter than one within it, nor than the start.
+  constexpr Picoseconds kOverCap = std::numeric_limits<Picoseconds>::max();
   const Predict predict = [&](const std::vector<int>& layout) {
-    return predicted_pipeline_step(profile, layout, stages, cost);
+    return too_much(layout) ? kOverCap : predicted_pipeline_step(profile, layout, stages, cost);
+  };
+  const auto within_cap = [&](std::vector<int> layout) {
+    return too_much(layout) ? std::vector<int>{} : layout;
   };
   if (layouts_up_to(layers - 1, chunks - 1, exhaustive_limit) <= exhaustive_limit) {
-    return best_of_every_layout(layers, chunks, predict);
+    return within_cap(best_of_every_layout(layers, chunks, predict));
   }
   auto best = descend(start, predict);
   for (const std::vector<int>& other :
@@ -251,7 +280,7 @@ std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
       }
     }
   }
-  return best.first;
+  return within_cap(best.first);
 }
 
 }  // namespace topoep

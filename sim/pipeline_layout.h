@@ -56,10 +56,19 @@ constexpr long long kExhaustiveStageLayouts = 100000;
 // by one or two layers, until none shortens the step (ties: the first found; boundaries in
 // order, nearer moves first, earlier before later); then, up to 64 chunks, kicks: one boundary
 // moved by 3 or 4 layers and a descent from there, kept where it ends shorter, until no kick
-// helps. A local search: not always the optimum.
+// helps. A local search: not always the optimum. `max_activations` above 0: only layouts whose
+// busiest stage holds at most that many layer-microbatches of activations
+// (pipeline_layout_activations()); empty where none is found.
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
                                       const std::vector<int>& start, int stages,
                                       const CostModel& cost,
-                                      long long exhaustive_limit = kExhaustiveStageLayouts);
+                                      long long exhaustive_limit = kExhaustiveStageLayouts,
+                                      int max_activations = 0);
+
+// The most layer-microbatches of activations a stage holds at once under `layers_per_chunk`
+// over `stages` stages, by the schedule cost.options() names, `microbatches` a step
+// (pipeline_peak_activations()).
+int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int stages,
+                                const CostModel& cost, int microbatches);
 
 }  // namespace topoep

@@ -166,9 +166,18 @@ class OutputObserver : public ReplayObserver {
       const int stages = sim.pipeline_stages;
       const std::vector<int> now = stage_layer_counts(result_.metadata.num_layers,
                                                       sim.pipeline_chunks(), sim.pipeline_layers);
-      advice.layers = advised_stage_layers(profile, now, stages, *cost_);
+      const int microbatches = result_.metadata.microbatches;
+      advice.activations_now = pipeline_layout_activations(now, stages, *cost_, microbatches);
+      advice.max_activations = request_.advice_max_activations > 0 ? request_.advice_max_activations
+                                                                   : advice.activations_now;
+      advice.layers = advised_stage_layers(profile, now, stages, *cost_, kExhaustiveStageLayouts,
+                                           advice.max_activations);
       advice.predicted_now = predicted_pipeline_step(profile, now, stages, *cost_);
-      advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, stages, *cost_);
+      if (!advice.layers.empty()) {
+        advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, stages, *cost_);
+        advice.activations_advised =
+            pipeline_layout_activations(advice.layers, stages, *cost_, microbatches);
+      }
       result_.pipeline_advice[p] = advice;
     }
   }
@@ -185,7 +194,14 @@ class OutputObserver : public ReplayObserver {
       entry["advised_pipeline_layers"] = advice.layers;
       entry["predicted_step_us"] = {
           {"now", static_cast<double>(advice.predicted_now) / 1e6},
-          {"advised", static_cast<double>(advice.predicted_advised) / 1e6}};
+          {"advised", advice.layers.empty()
+                          ? nlohmann::json()
+                          : nlohmann::json(static_cast<double>(advice.predicted_advised) / 1e6)}};
+      entry["pipeline_peak_activations"] = {
+          {"cap", advice.max_activations},
+          {"now", advice.activations_now},
+          {"advised",
+           advice.layers.empty() ? nlohmann::json() : nlohmann::json(advice.activations_advised)}};
     }
   }
 

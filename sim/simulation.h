@@ -21,15 +21,23 @@ struct SimulationRequest {
   bool rank_loads = false;  // also rank_loads.csv in out_dir (per-rank tokens of every record)
   std::string timeline;     // Chrome trace JSON path; empty: none
   int timeline_step = 0;
+  // With pipeline stages, the layout advice's cap on the activations its layout's busiest
+  // stage holds, in layer-microbatches (pipeline_layout.h); 0: what the run's layout holds.
+  int advice_max_activations = 0;
 };
 
 // With pipeline stages: a planner's --pipeline-layers (each chunk's) whose predicted step is
-// the shortest found (pipeline_layout.h), and the mean step predicted for the run's layout and
-// for that one, in ps.
+// the shortest found within the activations cap (pipeline_layout.h; empty where no layout
+// was), and the mean step predicted for the run's layout and for that one, in ps.
 struct PipelineLayoutAdvice {
   std::vector<int> layers;
   Picoseconds predicted_now = 0;
-  Picoseconds predicted_advised = 0;
+  Picoseconds predicted_advised = 0;  // 0 where `layers` is empty
+  // The busiest stage's activations, in layer-microbatches: the cap, the run's layout's and
+  // the advised one's (0 where `layers` is empty).
+  int max_activations = 0;
+  int activations_now = 0;
+  int activations_advised = 0;
 };
 
 struct SimulationResult {

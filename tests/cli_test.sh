@@ -691,6 +691,20 @@ PY
 expect "summary.json records the advised layout, the steps it predicts and the activations" 0 $?
 expect_text "the activations each stage holds are printed" "$work/out" \
   "Activations each stage holds at its peak, in layer-microbatches: 2, 1"
+# The advice keeps within what the run's layout holds, or a cap given; below what any layout
+# needs it finds none. Without stages there is no advice to cap.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --advice-max-activations 1 >"$work/out" 2>&1
+expect "simulate takes a cap on the advice's activations" 0 $?
+expect_text "and says no layout fits it" "$work/out" \
+  "topoep: none found whose busiest stage holds at most 1 layer-microbatches of activations (this run's: 2)"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --advice-max-activations 4 \
+  >"$work/out" 2>&1
+expect "simulate refuses an activations cap without pipeline stages" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --advice-max-activations: caps the layout advice of pipeline stages"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

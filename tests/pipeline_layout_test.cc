@@ -169,5 +169,53 @@ TEST(PipelineLayout, AdviceIsTheOptimumOnSmallCasesAndItsSearchNeverLosesToItsSt
   EXPECT_GE(found_optimum, 198);  // 200 on 2026-12-04
 }
 
+// A cap on the activations the busiest stage holds: the advice is the shortest layout within
+// it (exhaustively on small cases; the local search within it too, never slower than its start
+// where the start is within it), and none where no layout is.
+TEST(PipelineLayout, AdviceKeepsWithinTheActivationsCap) {
+  std::mt19937_64 random(13);
+  const CostModel cost = test_cost();
+  for (int round = 0; round < 100; ++round) {
+    const int layers = 4 + static_cast<int>(random() % 7);
+    const int stages = 2 + static_cast<int>(random() % std::min(3, layers - 2));
+    const int microbatches = 2 + static_cast<int>(random() % 7);
+    const LayerWorkProfile profile = random_profile(random, layers, microbatches, 1);
+    const std::vector<int> start = stage_layer_counts(layers, stages, {});
+    const int start_peak = pipeline_layout_activations(start, stages, cost, microbatches);
+    const int cap = start_peak - static_cast<int>(random() % 3);
+    const std::string where = "round " + std::to_string(round) + ": " + std::to_string(layers) +
+                              " layers, " + std::to_string(stages) + " stages, cap " +
+                              std::to_string(cap);
+    Picoseconds optimum = -1;
+    every_layout(layers, stages, [&](const std::vector<int>& layout) {
+      if (pipeline_layout_activations(layout, stages, cost, microbatches) > cap) return;
+      const Picoseconds candidate = predicted_pipeline_step(profile, layout, stages, cost);
+      if (optimum < 0 || candidate < optimum) optimum = candidate;
+    });
+    const std::vector<int> advised =
+        advised_stage_layers(profile, start, stages, cost, kExhaustiveStageLayouts, cap);
+    const std::vector<int> searched = advised_stage_layers(profile, start, stages, cost, 0, cap);
+    if (optimum < 0) {
+      EXPECT_TRUE(advised.empty()) << where;
+      EXPECT_TRUE(searched.empty()) << where;
+      continue;
+    }
+    ASSERT_FALSE(advised.empty()) << where;
+    EXPECT_LE(pipeline_layout_activations(advised, stages, cost, microbatches), cap) << where;
+    EXPECT_EQ(predicted_pipeline_step(profile, advised, stages, cost), optimum) << where;
+    if (cap < start_peak) continue;  // the search may find nothing from a start over the cap
+    ASSERT_FALSE(searched.empty()) << where;
+    EXPECT_LE(pipeline_layout_activations(searched, stages, cost, microbatches), cap) << where;
+    EXPECT_LE(predicted_pipeline_step(profile, searched, stages, cost),
+              predicted_pipeline_step(profile, start, stages, cost))
+        << where;
+  }
+  // 1F1B on 3 stages: stage 0 holds 3 microbatches of its layers at least; a cap of 2 fits none.
+  const LayerWorkProfile profile = random_profile(random, 6, 4, 1);
+  EXPECT_TRUE(
+      advised_stage_layers(profile, {2, 2, 2}, 3, cost, kExhaustiveStageLayouts, 2).empty());
+  EXPECT_EQ(pipeline_layout_activations({2, 2, 2}, 3, cost, 4), 3 * 2);
+}
+
 }  // namespace
 }  // namespace topoep

@@ -40,7 +40,8 @@ struct SimulateOptions {
   int timeline_step = 0;
   bool rank_loads = false;
   bool check = false;
-  std::string explain;  // STEP:MICROBATCH:LAYER[:GROUP], or empty
+  std::string explain;             // STEP:MICROBATCH:LAYER[:GROUP], or empty
+  int advice_max_activations = 0;  // 0: what the run's layout holds
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
   std::string pipeline_schedule = pipeline_schedule_name(PipelineSchedule::kOneFOneB);
@@ -86,28 +87,34 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
     const PipelineLayoutAdvice& advice = *result.pipeline_advice[p];
     if (!header) {
       out << "\nStage layouts these records predict the shortest step for (the schedule over the "
-             "mean\nstep; sim/README.md, \"Pipeline stages\"):\n";
+             "mean\nstep; sim/README.md, \"Pipeline stages\"), whose busiest stage holds at most "
+          << advice.max_activations << "\nlayer-microbatches of activations ("
+          << (advice.max_activations == advice.activations_now ? "as this run's layout does"
+                                                               : "--advice-max-activations")
+          << "):\n";
       header = true;
     }
-    // Below a thousandth the run's layout is as good: the prediction is not that exact.
+    if (advice.layers.empty()) {
+      out << "  " << config.planners[p] << ": none found whose busiest stage holds at most "
+          << advice.max_activations
+          << " layer-microbatches of activations (this run's: " << advice.activations_now << ")\n";
+      continue;
+    }
+    // Below a thousandth the run's layout is as good: the prediction is not that exact. A run
+    // over the cap takes whatever fits, slower or not.
     const Picoseconds saved = advice.predicted_now - advice.predicted_advised;
-    if (saved * 1000 >= advice.predicted_now) {
+    const bool over_cap = advice.activations_now > advice.max_activations;
+    if (saved * 1000 >= advice.predicted_now || over_cap) {
+      const Picoseconds change = saved < 0 ? -saved : saved;
       char cut[64];
       std::snprintf(cut, sizeof cut, "%.1f%% (%.1f ms)",
-                    100.0 * static_cast<double>(saved) / static_cast<double>(advice.predicted_now),
-                    static_cast<double>(saved) / 1e9);
-      // The advice weighs time alone: say what it asks of memory.
-      const auto busiest = [&](const std::vector<int>& layers) {
-        const std::vector<int> peaks =
-            pipeline_peak_activations(config.options, layers, result.metadata.microbatches);
-        return *std::max_element(peaks.begin(), peaks.end());
-      };
-      const auto now = result.run.at("pipeline_peak_activations").get<std::vector<int>>();
+                    100.0 * static_cast<double>(change) / static_cast<double>(advice.predicted_now),
+                    static_cast<double>(change) / 1e9);
       out << "  " << config.planners[p] << ": --pipeline-layers "
           << join_numbers(advice.layers, ",") << ", a step predicted " << cut
-          << " shorter than this run's layout;\n    its busiest stage holds "
-          << busiest(advice.layers) << " layer-microbatches of activations (this run's: "
-          << *std::max_element(now.begin(), now.end()) << ")\n";
+          << (saved < 0 ? " longer" : " shorter")
+          << " than this run's layout;\n    its busiest stage holds " << advice.activations_advised
+          << " layer-microbatches of activations (this run's: " << advice.activations_now << ")\n";
     } else {
       out << "  " << config.planners[p] << ": this run's layout (none found 0.1% shorter)\n";
     }
@@ -146,6 +153,12 @@ void run_simulate(const SimulateOptions& options) {
     }
     request.config.options.pipeline_stages = static_cast<int>(staged.size()) / chunks;
   }
+  if (options.advice_max_activations != 0 && request.config.options.pipeline_stages == 1) {
+    throw InputError("--advice-max-activations",
+                     "caps the layout advice of pipeline stages: give --pipeline-stages or "
+                     "--pipeline-layers");
+  }
+  request.advice_max_activations = options.advice_max_activations;
   request.config.planner_options = options.planner;
   if (!parse_eplb_groups(options.eplb_groups, &request.config.planner_options.eplb_groups)) {
     throw InputError("--eplb-groups", "must be 'nodes', 'model' or a count of groups, got '" +
@@ -341,6 +354,13 @@ void add_simulate_command(CLI::App& app) {
       ->add_option("--pipeline-stages", o->sim.pipeline_stages,
                    "Pipeline stages the MoE layers are split into, each on its own copy of the "
                    "topology's GPUs, run by 1F1B (Megatron-LM's --pipeline-model-parallel-size)")
+      ->capture_default_str();
+  simulate
+      ->add_option("--advice-max-activations", o->advice_max_activations,
+                   "The stage-layout advice considers only layouts whose busiest stage holds "
+                   "at most this many layer-microbatches of activations; 0: what this run's "
+                   "layout holds")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   simulate
       ->add_option("--virtual-stages", o->sim.virtual_stages,
