@@ -639,6 +639,8 @@ expect "simulate runs pipeline stages with the all-to-alls behind compute" 0 $?
 expect_text "by combined 1F1B" "$work/out" "each on its own 16 GPUs, run by combined 1F1B"
 expect_text "whose warm-up and drain have no partner" "$work/out" \
   "warm-up forwards and drain backwards"
+expect_text "and that Megatron-LM needs virtual stages for it" "$work/out" \
+  "Megatron-LM runs combined 1F1B across pipeline stages only with virtual stages"
 # Pipeline stages: at most one a layer; a timeline of the stages; recorded, and
 # what of the step the stages wait in summary.json and per_step.csv.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \

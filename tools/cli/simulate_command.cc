@@ -248,6 +248,12 @@ void run_simulate(const SimulateOptions& options) {
                         "their records hid.\n"
                       : " (sim/README.md, \"All-to-alls behind compute\"); a step's first "
                         "forward and\nlast backward have no partner.\n");
+    if (sim.pipeline_stages > 1 && sim.virtual_stages == 1 &&
+        sim.pipeline_schedule == PipelineSchedule::kOneFOneB) {
+      std::cout << "Megatron-LM runs combined 1F1B across pipeline stages only with virtual "
+                   "stages; with one\nchunk a stage the simulator runs the same rule, whose "
+                   "warm-up holds about twice\n1F1B's activations.\n";
+    }
   }
   print_pipeline_advice(result, request.config, std::cout);
   if (result.explained) {
