@@ -322,15 +322,15 @@ Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_
   // (the head): 0 and P - 1, or both 0 under DualPipeV.
   const int first = pipeline_chunk_stage(schedule, 0, stages);
   const int last = pipeline_chunk_stage(schedule, chunks - 1, stages);
-  // The update of the layers stage s holds (under DualPipe, of chunk s's: chunks == stages).
-  const auto held_optimizer = [&](int s) {
-    return stage_optimizer_ps(stage_layers[s], all, s == first, s == last);
-  };
-  // Under DualPipe stage s's GPUs also hold chunk P - 1 - s's layers.
+  // Under DualPipe stage s's GPUs also hold chunk P - 1 - s's layers (chunks == stages), so
+  // stages 0 and P - 1 each hold both ends: one matrix where the embeddings are tied.
   const bool dual = schedule == PipelineSchedule::kDualPipe;
   Picoseconds slowest = 0;
   for (int s = 0; s < stages; ++s) {
-    slowest = std::max(slowest, held_optimizer(s) + (dual ? held_optimizer(stages - 1 - s) : 0));
+    const int mirror = dual ? stages - 1 - s : s;
+    const int layers = stage_layers[s] + (dual ? stage_layers[mirror] : 0);
+    slowest = std::max(slowest, stage_optimizer_ps(layers, all, s == first || mirror == first,
+                                                   s == last || mirror == last));
   }
   return slowest;
 }

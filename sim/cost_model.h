@@ -163,7 +163,8 @@ class CostModel {
   // layer's own dense parameters; the first stage also every layer's share of the dense-only
   // layers and the embedding, the last every layer's share of the output head (a copy of the
   // embedding where tied, as Megatron-LM keeps one there; one matrix where tied and the stage
-  // is both, as DualPipeV's first). optimizer_ps() where one stage holds every layer.
+  // is both, as DualPipeV's first and DualPipe's outer ones). optimizer_ps() where one stage
+  // holds every layer.
   Picoseconds stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                  bool last_stage) const;
   // The slowest stage's stage_optimizer_ps() where the layers lie in chunks of

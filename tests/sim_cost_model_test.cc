@@ -247,17 +247,24 @@ TEST(SimCostModel, OptimizerTimeIsTheParametersHbmTraffic) {
   EXPECT_EQ(model.optimizer_ps(3), std::llround(bytes / 2000 * 1000));
 }
 
+// round_model(8, 2) with two dense-only layers (FFN 2048) before its MoE layers and a
+// vocabulary of 1,000 words, its embedding and head `tied` or not.
+ModelSpec model_with_ends(bool tied) {
+  ModelSpec m = round_model(8, 2);
+  m.dense_layers = 2;
+  m.dense_ffn_size = 2048;
+  m.vocab_size = 1000;
+  m.tied_embeddings = tied;
+  return m;
+}
+
 // Pipeline stages: each stage updates its own layers' dense parameters, the first also the
 // dense-only layers and the embedding, the last the output head; untied, the stages together
 // update what one stage of every layer does, tied, one embedding more (the last stage's copy).
 TEST(SimCostModel, AStagesOptimizerUpdatesTheDenseOnlyLayersAndEmbeddingsItHolds) {
   for (const bool tied : {false, true}) {
     SCOPED_TRACE(tied ? "tied" : "untied");
-    ModelSpec m = round_model(8, 2);
-    m.dense_layers = 2;
-    m.dense_ffn_size = 2048;
-    m.vocab_size = 1000;
-    m.tied_embeddings = tied;
+    const ModelSpec m = model_with_ends(tied);
     const CostModel model(round_topology(2, 2), m, SimOptions{}, 40);
     EXPECT_EQ(model.stage_optimizer_ps(4, 4, true, true), model.optimizer_ps(4));
     // 4 trace layers of the model's 4: the first stage holds both dense-only layers
@@ -277,6 +284,28 @@ TEST(SimCostModel, AStagesOptimizerUpdatesTheDenseOnlyLayersAndEmbeddingsItHolds
     // Half the model's layers in the trace: the stages carry half of what lies outside them.
     EXPECT_EQ(model.stage_optimizer_ps(1, 2, true, false),
               ps(1e6 + expert + (dense_only + embedding) / 2));
+  }
+}
+
+// Under DualPipe stage s also holds chunk P - 1 - s, so the outer stages hold both ends: the
+// dense-only layers, the embedding and the head, one matrix for both where tied.
+TEST(SimCostModel, DualPipesOuterStagesUpdateBothEndsAndOneMatrixWhereTied) {
+  for (const bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    const ModelSpec m = model_with_ends(tied);
+    SimOptions options;
+    options.pipeline_stages = 4;
+    options.pipeline_schedule = PipelineSchedule::kDualPipe;
+    const CostModel model(round_topology(2, 2), m, options, 40);
+    const Picoseconds outer = model.stage_optimizer_ps(2, 4, true, true);
+    EXPECT_GT(outer, model.stage_optimizer_ps(2, 4, false, false));
+    EXPECT_EQ(model.pipeline_optimizer_ps({1, 1, 1, 1}, 4), outer);
+    // Chunk 0's update and chunk 3's apart, less the head's copy where it is the embedding.
+    const Picoseconds apart =
+        model.stage_optimizer_ps(1, 4, true, false) + model.stage_optimizer_ps(1, 4, false, true);
+    const double embedding = 1024 * 1000.0;
+    const Picoseconds copy = tied ? std::llround(embedding * 28 / 2000 * 1000) : 0;
+    EXPECT_NEAR(static_cast<double>(outer), static_cast<double>(apart - copy), 2.0);
   }
 }
 

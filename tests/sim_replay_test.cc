@@ -958,10 +958,10 @@ TEST(SimReplay, DualPipeRunsBothDirectionsAndSyncsTheParameterCopies) {
           rebuilt_pipeline(dual[step], p, cost, first, 2, 4, cost.pipeline_handover_ps(),
                            PipelineSchedule::kDualPipe);
       const StepTotals& totals = dual[step].planners[p];
-      // Each stage holds both chunks: the first's dense-only layers and embedding, the last's
-      // head, with the optimizer state split over the two copies.
-      EXPECT_EQ(totals.optimizer, cost.stage_optimizer_ps(3, 6, true, false) +
-                                      cost.stage_optimizer_ps(3, 6, false, true));
+      // Each stage holds both chunks, every layer: the first's dense-only layers and
+      // embedding, the last's head, with the optimizer state split over the two copies.
+      EXPECT_EQ(totals.optimizer, cost.stage_optimizer_ps(6, 6, true, true));
+      EXPECT_EQ(totals.optimizer, cost.optimizer_ps(6));
       EXPECT_EQ(totals.step_time, times.makespan + totals.optimizer);
       EXPECT_EQ(totals.pipeline_idle, times.mean_idle());
       EXPECT_LT(totals.pipeline_idle, one_f_one_b[step].planners[p].pipeline_idle);
