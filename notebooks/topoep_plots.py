@@ -227,6 +227,41 @@ def plot_gain_vs(results, x, planner="topoep", ax=None):
     return ax
 
 
+PIPELINE_COLUMNS = ["pipeline_schedule", "pipeline_stages", "virtual_stages", "pipeline_layers"]
+
+
+def has_activation_tradeoff(results):
+    """Whether the sweep's points hold different activations (pipeline_peak_activations:
+    sweeps since 2026-12-04; empty in rows resumed from before)."""
+    column = results.get("pipeline_peak_activations")
+    return column is not None and column.dropna().nunique() > 1
+
+
+def plot_step_vs_activations(results, planners=("topoep", "static")):
+    """Each point's step time against the activations its pipeline's busiest stage holds
+    (layer-microbatches), one series per planner, each point labelled with the pipeline
+    parameters the sweep varies: what a schedule or layout buys in time for its memory."""
+    ax = plt.subplots(figsize=(7, 4.5))[1]
+    varied = [c for c in PIPELINE_COLUMNS if c in results and results[c].nunique() > 1]
+    rows = results.dropna(subset=["pipeline_peak_activations"])
+    for planner in [p for p in planners if p in set(rows["planner"])]:
+        mine = rows[rows["planner"] == planner]
+        ax.plot(mine["pipeline_peak_activations"], mine["step_time_us"] / 1e6, "o", label=planner)
+        if planner != planners[0]:
+            continue
+        for _, row in mine.iterrows():
+            label = (str(row[varied[0]]) if len(varied) == 1
+                     else ", ".join(f"{c}={row[c]}" for c in varied))
+            ax.annotate(label, (row["pipeline_peak_activations"], row["step_time_us"] / 1e6),
+                        fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("activations the busiest stage holds (layer-microbatches)")
+    ax.set_ylabel("step time (s)")
+    ax.legend()
+    ax.set_title("step time against activation memory")
+    return ax
+
+
 # --- paper reproduction (tools/reproduce_paper DIR) -----------------------------------------
 
 PAPER_BAND = (1.062, 1.114)  # the paper's end-to-end gain: 6.2% to 11.4%
@@ -366,6 +401,8 @@ def write_all(results_dir, out_dir):
         for x in featured + [c for c in sweep_parameters(results) if c not in skipped]:
             if x in results and results[x].nunique() > 1:
                 save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
+        if has_activation_tradeoff(results):
+            save(plot_step_vs_activations(results).figure, "step_vs_activations.png")
     if os.path.exists(os.path.join(results_dir, "skew", "results.csv")):
         save(plot_gain_vs_skew(load_reproduction(results_dir)), "gain_vs_skew.png")
     if os.path.exists(os.path.join(results_dir, "solver_bench.json")):

@@ -75,6 +75,20 @@ for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes gain_vs_dispatche
 done
 [[ -s "$work/png-solver/solver_latency.png" ]]
 expect "solver latency plot" 0 $?
+# A sweep of pipeline schedules, which hold different activations: step time against them.
+cat >"$work/schedules.json" <<'JSON'
+{"planners": ["topoep", "static"],
+ "trace": [{"synthetic": {"steps": 1, "microbatches": 4, "layers": 4, "tokens_per_rank": 512}}],
+ "pipeline_stages": [2], "pipeline_schedule": ["1f1b", "dualpipe", "dualpipev"]}
+JSON
+"$topoep" sweep --grid "$work/schedules.json" --out "$work/schedules" --threads 2 >/dev/null
+expect "sweep of pipeline schedules" 0 $?
+python3 "$notebook_dir/topoep_plots.py" "$work/schedules" --out "$work/png-schedules" >"$work/out"
+expect "plots of the schedules' sweep" 0 $?
+[[ -s "$work/png-schedules/step_vs_activations.png" ]]
+expect "step time against activations" 0 $?
+[[ ! -e "$work/png-sweep/step_vs_activations.png" ]]
+expect "none where every point holds the same" 0 $?
 # A pipelined replay with its timeline beside it: the stages' schedule; none without stages.
 "$topoep" simulate --trace "$work/trace" --planners topoep,static --pipeline-stages 2 \
   --virtual-stages 2 --out "$work/piped" --timeline "$work/piped/timeline.json" >/dev/null
