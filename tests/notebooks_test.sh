@@ -59,10 +59,14 @@ PY
   expect "$name executes" 0 $rc
 done
 
-for results in replay sweep solver; do
-  python3 "$notebook_dir/topoep_plots.py" "$work/$results" --out "$work/png-$results" >"$work/out"
-  expect "plots of the $results" 0 $?
-done
+# The plots of results directory $work/$1, into $work/png-$1; and whether one was drawn.
+plots() {
+  python3 "$notebook_dir/topoep_plots.py" "$work/$1" --out "$work/png-$1" >"$work/out"
+  expect "plots of the $1" 0 $?
+}
+drawn() { [[ -s "$work/png-$1/$2.png" ]]; expect "$3" 0 $?; }
+not_drawn() { [[ ! -e "$work/png-$1/$2.png" ]]; expect "$3" 0 $?; }
+for results in replay sweep solver; do plots "$results"; done
 for png in straggler_by_layer load_heatmaps bytes_by_link gain_over_baselines; do
   [[ -s "$work/png-replay/$png.png" ]]
   expect "replay plot $png.png" 0 $?
@@ -83,22 +87,16 @@ cat >"$work/schedules.json" <<'JSON'
 JSON
 "$topoep" sweep --grid "$work/schedules.json" --out "$work/schedules" --threads 2 >/dev/null
 expect "sweep of pipeline schedules" 0 $?
-python3 "$notebook_dir/topoep_plots.py" "$work/schedules" --out "$work/png-schedules" >"$work/out"
-expect "plots of the schedules' sweep" 0 $?
-[[ -s "$work/png-schedules/step_vs_activations.png" ]]
-expect "step time against activations" 0 $?
-[[ ! -e "$work/png-sweep/step_vs_activations.png" ]]
-expect "none where every point holds the same" 0 $?
+plots schedules
+drawn schedules step_vs_activations "step time against activations"
+not_drawn sweep step_vs_activations "none where every point holds the same"
 # A pipelined replay with its timeline beside it: the stages' schedule; none without stages.
 "$topoep" simulate --trace "$work/trace" --planners topoep,static --pipeline-stages 2 \
   --virtual-stages 2 --out "$work/piped" --timeline "$work/piped/timeline.json" >/dev/null
 expect "pipelined replay with a timeline" 0 $?
-python3 "$notebook_dir/topoep_plots.py" "$work/piped" --out "$work/png-piped" >"$work/out"
-expect "plots of the pipelined replay" 0 $?
-[[ -s "$work/png-piped/pipeline_schedule.png" ]]
-expect "pipeline schedule plot" 0 $?
-[[ ! -e "$work/png-replay/pipeline_schedule.png" ]]
-expect "no pipeline schedule plot of one stage" 0 $?
+plots piped
+drawn piped pipeline_schedule "pipeline schedule plot"
+not_drawn replay pipeline_schedule "no pipeline schedule plot of one stage"
 python3 "$notebook_dir/topoep_plots.py" "$work" >"$work/out" 2>&1
 expect "a directory without results is bad input" 2 $?
 expect_text "it says what it looked for" "$work/out" "no toolkit results found"
