@@ -708,6 +708,11 @@ expect "simulate refuses an activations cap without pipeline stages" 2 $?
 expect_text "naming the flag" "$work/out" \
   "error: --advice-max-activations: caps the layout advice of pipeline stages"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --pipeline-stages 2 --advice-max-activations -1 >"$work/out" 2>&1
+expect "simulate refuses a negative activations cap" 2 $?
+expect_text "naming the flag and the range" "$work/out" \
+  "--advice-max-activations: Value -1 not in range 0 to 1073741824"
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?
 expect_text "naming the flag and both counts" "$work/out" \

@@ -366,7 +366,7 @@ void add_simulate_command(CLI::App& app) {
                    "The stage-layout advice considers only layouts whose busiest stage holds "
                    "at most this many layer-microbatches of activations; 0: what this run's "
                    "layout holds")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
   simulate
       ->add_option("--virtual-stages", o->sim.virtual_stages,
