@@ -18,8 +18,8 @@
 #include "common/progress.h"
 #include "common/temp_path.h"
 #include "common/text_list.h"
+#include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
-#include "sim/replay.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
 
@@ -55,24 +55,20 @@ const std::vector<std::string>& metric_columns() {
 class SummaryObserver : public ReplayObserver {
  public:
   explicit SummaryObserver(RunSummary& summary) : summary_(summary) {}
-  void on_start(const TraceMetadata& metadata, const CostModel&) override { metadata_ = metadata; }
+  void on_start(const TraceMetadata& metadata, const CostModel& cost) override {
+    const SimOptions& options = cost.options();
+    activations_ = pipeline_layout_activations(
+        stage_layer_counts(metadata.num_layers, options.pipeline_chunks(), options.pipeline_layers),
+        options.pipeline_stages, cost, metadata.microbatches);
+  }
   void on_step(const StepResult& step) override { summary_.add(step); }
-  const TraceMetadata& metadata() const { return metadata_; }
+  // The most layer-microbatches of activations a stage of the run's pipeline holds at once.
+  int activations() const { return activations_; }
 
  private:
   RunSummary& summary_;
-  TraceMetadata metadata_;
+  int activations_ = 0;
 };
-
-// The most layer-microbatches of activations a stage of `options`'s pipeline holds at once on
-// a trace of `metadata`'s shape (pipeline_peak_activations()).
-int busiest_stage_activations(const SimOptions& options, const TraceMetadata& metadata) {
-  const std::vector<int> peaks = pipeline_peak_activations(
-      options,
-      stage_layer_counts(metadata.num_layers, options.pipeline_chunks(), options.pipeline_layers),
-      metadata.microbatches);
-  return *std::max_element(peaks.begin(), peaks.end());
-}
 
 // How many of the rows' points ran eplb on a trace that ends before its first replan (the
 // planner replans at the start of step eplb_period_steps, planners/eplb_planner.cc).
@@ -108,7 +104,6 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
   SimConfig config = point.config;
   config.check_plans = check_plans;
   replay_trace(trace, config, observer);
-  const int activations = busiest_stage_activations(config.options, observer.metadata());
   std::vector<nlohmann::json> rows;
   const int fixed = summary.index_of("static");
   for (std::size_t p = 0; p < summary.planners().size(); ++p) {
@@ -135,7 +130,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
         static_cast<double>(s.expert_param_gather) / 1e6 / steps;
     row["a2a_hidden_us_per_step"] = static_cast<double>(s.a2a_hidden) / 1e6 / steps;
     row["pipeline_idle_us_per_step"] = static_cast<double>(s.pipeline_idle) / 1e6 / steps;
-    row["pipeline_peak_activations"] = activations;
+    row["pipeline_peak_activations"] = observer.activations();
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
