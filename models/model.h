@@ -3,6 +3,7 @@
 // the wire and replica weight size. Presets cite their published configs (models/README.md).
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace topoep {
@@ -78,6 +79,15 @@ struct ModelSpec {
   }
   double combine_bytes_per_token() const {
     return static_cast<double>(hidden_size) * combine_bytes;
+  }
+  // Bytes a routed expert keeps per token assignment from its forward for its backward: the
+  // gate/up projection's input (h), the gated activation's input (2f) and, unless the backward
+  // recomputes it (`activation_recomputed`), its output, the down projection's input (f); at
+  // combine_bytes an element (the experts' output dtype, bf16 in every preset). Routing and
+  // permutation buffers are left out.
+  std::int64_t expert_activation_bytes_per_token(bool activation_recomputed = false) const {
+    const std::int64_t f = expert_ffn_size;
+    return (hidden_size + (activation_recomputed ? 2 : 3) * f) * combine_bytes;
   }
 
   // Forward FLOPs per token of a layer's attention: 2 per dense parameter, and causal attention

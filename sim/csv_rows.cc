@@ -90,7 +90,8 @@ std::string per_step_csv_header() {
          "grad_reduce_us,dense_grad_reduce_us,dense_param_gather_us,expert_grad_sync_us,"
          "expert_param_gather_us,optimizer_us,"
          "max_mean_load_mean,nvlink_dispatch_bytes,"
-         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,pipeline_idle_us\n";
+         "ib_dispatch_bytes,nvlink_weight_bytes,ib_weight_bytes,pipeline_idle_us,"
+         "peak_expert_activation_bytes\n";
 }
 
 std::string per_step_csv_rows(const StepResult& step, const std::vector<std::string>& planners) {
@@ -116,7 +117,8 @@ std::string per_step_csv_rows(const StepResult& step, const std::vector<std::str
                   std::to_string(t.ib_dispatch_bytes),
                   std::to_string(t.nvlink_weight_bytes),
                   std::to_string(t.ib_weight_bytes),
-                  format_us(t.pipeline_idle)});
+                  format_us(t.pipeline_idle),
+                  std::to_string(t.peak_expert_activation_bytes)});
   }
   return rows;
 }

@@ -420,6 +420,24 @@ std::vector<int> peak_activations(const PipelineTimes& times,
   return peak;
 }
 
+std::vector<TokenCount> peak_gpu_tokens(
+    const PipelineTimes& times,
+    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens) {
+  std::vector<std::vector<TokenCount>> held(times.busy.size());
+  std::vector<TokenCount> peak(times.busy.size(), 0);
+  for (const PipelineOp& op : times.ops) {
+    if (op.weight_grad) continue;
+    const std::vector<TokenCount> chunk = tokens(op.chunk, op.microbatch);
+    std::vector<TokenCount>& gpus = held[op.stage];
+    gpus.resize(chunk.size(), 0);
+    for (std::size_t g = 0; g < chunk.size(); ++g) {
+      gpus[g] += op.forward ? chunk[g] : -chunk[g];
+      peak[op.stage] = std::max(peak[op.stage], gpus[g]);
+    }
+  }
+  return peak;
+}
+
 std::vector<int> stage_first_layers(int layers, int stages) {
   std::vector<int> first(static_cast<std::size_t>(stages) + 1, 0);
   for (int s = 0; s < stages; ++s) {

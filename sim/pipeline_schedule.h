@@ -8,6 +8,7 @@
 // activation gradients. The interleaved schedule below does the same chunk by chunk.
 // Deterministic integers.
 
+#include <functional>
 #include <vector>
 
 #include "solver/cost_params.h"
@@ -145,6 +146,15 @@ PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Pi
 // A pair's forward is counted before its backward ends. Depends on the orders alone, not on
 // how long the operations took.
 std::vector<int> peak_activations(const PipelineTimes& times, const std::vector<int>& chunk_layers);
+
+// Each stage's most token assignments one of its GPUs holds activations for at once, by the
+// same order and rule as peak_activations(): `tokens(chunk, microbatch)` gives, for each GPU of
+// the chunk's stage ([GPUs], the same count for every call), the token assignments its expert
+// instances process over the chunk's layers in that microbatch. A GPU holds a forward's from
+// its start until that microbatch's backward through the chunk ends. Deterministic integers.
+std::vector<TokenCount> peak_gpu_tokens(
+    const PipelineTimes& times,
+    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens);
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

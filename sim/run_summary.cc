@@ -46,6 +46,9 @@ void RunSummary::add(const StepResult& step) {
     s.optimizer += totals.optimizer;
     s.pipeline_idle += totals.pipeline_idle;
     s.a2a_hidden -= totals.a2a_unhidden;  // the records' sum below counts it
+    s.peak_expert_tokens = std::max(s.peak_expert_tokens, totals.peak_expert_tokens);
+    s.peak_expert_activation_bytes =
+        std::max(s.peak_expert_activation_bytes, totals.peak_expert_activation_bytes);
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       ++s.records;
@@ -149,6 +152,8 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"nvlink_dense_sync", per_step_bytes(s.dense_sync_nvlink_bytes)},
           {"ib_dense_sync", per_step_bytes(s.dense_sync_ib_bytes)},
           {"ib_expert_sync", per_step_bytes(s.expert_sync_ib_bytes)}}},
+        {"peak_expert_activations",
+         {{"token_assignments", s.peak_expert_tokens}, {"bytes", s.peak_expert_activation_bytes}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},
           {"max", s.max_mean_loads.empty()

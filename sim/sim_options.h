@@ -123,6 +123,11 @@ struct SimOptions {
   // at least 2 stages, virtual_stages 1 (it makes 2 chunks a stage itself) and at least 2 x
   // pipeline_stages microbatches.
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
+  // The experts' gated activation is recomputed in the backward instead of kept (Megatron-LM's
+  // --recompute-modules moe_act; DeepSeek-V3 recomputes its SwiGLU so): the expert activations
+  // a GPU holds shrink by f a token assignment (ModelSpec::expert_activation_bytes_per_token()).
+  // The recomputation's time, an elementwise pass, is not charged.
+  bool recompute_moe_activation = false;
 
   // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
   int chunks_per_stage() const {

@@ -51,7 +51,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"pipeline_layers", stage_layer_counts(metadata.num_layers, c.options.pipeline_chunks(),
                                                c.options.pipeline_layers)},
         {"virtual_stages", c.options.virtual_stages},
-        {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)}}},
+        {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
+        {"recompute_moe_act", c.options.recompute_moe_activation}}},
       // Each stage's most activations held at once, in layer-microbatches (the same for every
       // planner: the schedule's order decides it).
       {"pipeline_peak_activations",

@@ -44,6 +44,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "a2a_hidden_us_per_step",
                                                    "pipeline_idle_us_per_step",
                                                    "pipeline_peak_activations",
+                                                   "peak_expert_activation_bytes",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -131,6 +132,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["a2a_hidden_us_per_step"] = static_cast<double>(s.a2a_hidden) / 1e6 / steps;
     row["pipeline_idle_us_per_step"] = static_cast<double>(s.pipeline_idle) / 1e6 / steps;
     row["pipeline_peak_activations"] = observer.activations();
+    row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -222,8 +224,12 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("pipeline_schedule")) row["pipeline_schedule"] = "1f1b";
     if (!row.contains("pipeline_layers")) row["pipeline_layers"] = "";
     if (!row.contains("pipeline_idle_us_per_step")) row["pipeline_idle_us_per_step"] = 0.0;
-    // Not recorded before 2026-12-04, and not known without the trace: empty.
+    // Not recorded before 2026-12-04, and not known without the trace: empty; the expert
+    // activations were counted with the gated activation kept.
     if (!row.contains("pipeline_peak_activations")) row["pipeline_peak_activations"] = nullptr;
+    if (!row.contains("peak_expert_activation_bytes"))
+      row["peak_expert_activation_bytes"] = nullptr;
+    if (!row.contains("recompute_moe_act")) row["recompute_moe_act"] = false;
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

@@ -186,7 +186,7 @@ class GridReader {
       if (!v.is_string()) fail(where, "must be a preset name or a file path");
       return;
     }
-    if (key == "uneven_homes") {
+    if (key == "uneven_homes" || key == "recompute_moe_act") {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
@@ -345,6 +345,7 @@ class GridReader {
       c.model = model(model_name);
       c.slots_per_rank = get("slots", 1);
       c.homes = get("uneven_homes", false) ? HomeLayout::kUneven : HomeLayout::kEven;
+      c.options.recompute_moe_activation = get("recompute_moe_act", false);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
@@ -430,6 +431,7 @@ class GridReader {
                        {"virtual_stages", c.options.virtual_stages},
                        {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
                        {"pipeline_layers", join_numbers(c.options.pipeline_layers, ",")},
+                       {"recompute_moe_act", c.options.recompute_moe_activation},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
                        {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
@@ -483,6 +485,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "virtual_stages",
                                                    "pipeline_schedule",
                                                    "pipeline_layers",
+                                                   "recompute_moe_act",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

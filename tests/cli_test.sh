@@ -29,6 +29,7 @@ expect_text "demo shows the paper's cluster" "$work/out" "h800-4x8"
 expect_text "demo compares TopoEP with the baselines" "$work/out" "TopoEP step-time speedup over"
 expect_text "and with itself blind to the link hierarchy" "$work/out" "topoep-flat is TopoEP's solver blind to the link hierarchy"
 expect_text "demo says what its byte columns add up" "$work/out" "token dispatch plus replica weights"
+expect_text "demo gives the expert activations each planner's busiest GPU holds" "$work/out" "Expert activations the busiest GPU holds for its backward at its peak"
 for file in summary.json per_layer.csv per_step.csv timeline.json; do
   [[ -s "$work/demo/$file" ]]
   expect "demo writes $file" 0 $?
@@ -45,6 +46,7 @@ expect_text "model list shows each preset with its expert's weights" "$work/out"
 "$topoep" model show deepseek-v3 --topology h800-4x8 >"$work/out" 2>&1
 expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
+expect_text "model show gives the expert activations a token assignment keeps" "$work/out" "26624 bytes kept for the backward ((hidden + 3 x expert FFN) x combine bytes), 22528 bytes with the gated activation recomputed"
 expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
 expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"
 expect_text "model show gives the dense gradients' all-reduce and its overlap" "$work/out" "6463.0 us a layer and step, as NCCL's ring over the 32 GPUs, with the replica gradients' in the backward's link-idle compute (the attention backward after it: 8025.8 us)"
@@ -712,6 +714,30 @@ expect_text "naming the flag" "$work/out" \
 expect "simulate refuses a negative activations cap" 2 $?
 expect_text "naming the flag and the range" "$work/out" \
   "--advice-max-activations: Value -1 not in range 0 to 1073741824"
+# The expert activations the busiest GPU holds: printed, in summary.json and per_step.csv;
+# with the gated activation recomputed, (h + 2f) x 2 bytes a token assignment for (h + 3f) x 2.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --recompute-moe-act --out "$work/pp-recompute" >"$work/out" 2>&1
+expect "simulate counts the expert activations with the gated activation recomputed" 0 $?
+expect_text "the expert activations each planner's busiest GPU holds are printed" "$work/out" \
+  "Expert activations the busiest GPU holds for its backward at its peak"
+expect_text "with the gated activation recomputed, as it says" "$work/out" \
+  "the gated activation recomputed"
+python3 - "$work/pp" "$work/pp-recompute" <<'PY'
+import csv, json, sys
+kept, recomputed = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert recomputed["run"]["sim_options"]["recompute_moe_act"] is True, recomputed["run"]
+assert kept["run"]["sim_options"]["recompute_moe_act"] is False, kept["run"]
+for a, b in zip(kept["planners"], recomputed["planners"]):
+    k, r = a["peak_expert_activations"], b["peak_expert_activations"]
+    assert k["token_assignments"] == r["token_assignments"] > 0, (k, r)
+    assert k["bytes"] == k["token_assignments"] * (1024 + 3 * 512) * 2, k
+    assert r["bytes"] == r["token_assignments"] * (1024 + 2 * 512) * 2, r
+rows = list(csv.DictReader(open(sys.argv[2] + "/per_step.csv")))
+assert rows and all(int(row["peak_expert_activation_bytes"]) > 0 for row in rows), rows
+PY
+expect "summary.json and per_step.csv record them" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

@@ -1,9 +1,14 @@
 #pragma once
-// Small clusters and models with round numbers, so the simulator's outputs can be checked
-// against formulas worked by hand.
+// Small clusters, models and traces with round numbers, so the simulator's outputs can be
+// checked against formulas worked by hand.
+
+#include <filesystem>
+#include <string>
 
 #include "models/model.h"
+#include "solver/routing_counts.h"
 #include "topologies/topology.h"
+#include "traces/trace_writer.h"
 
 namespace topoep {
 
@@ -41,6 +46,34 @@ inline ModelSpec round_model(int experts, int top_k) {
   m.dense_params_per_layer = 1000000;
   m.tokens_per_rank = 64;
   return m;
+}
+
+// Writes to `path` (replacing it) one step of `layers` x `microbatches` records on 16 GPUs,
+// 8 a node, 64 experts, top-8, every source sending `per_cell` tokens to every expert (a GPU
+// homing 4 processes 16 x 4 x per_cell a layer). tokens_per_rank is left undeclared, so rows
+// may sum to anything.
+inline std::string write_uniform_trace(const std::string& path, TokenCount per_cell, int layers = 1,
+                                       int microbatches = 1) {
+  std::filesystem::remove_all(path);
+  TraceMetadata m;
+  m.model = "test";
+  m.source = "synthetic";
+  m.num_experts = 64;
+  m.top_k = 8;
+  m.num_ranks = 16;
+  m.gpus_per_node = 8;
+  m.num_layers = layers;
+  m.microbatches = microbatches;
+  m.steps = 1;
+  m.tokens_per_rank = 0;
+  TraceWriter writer(path, m);
+  RoutingCounts counts(16, 64);
+  for (RankId src = 0; src < 16; ++src) {
+    for (ExpertId e = 0; e < 64; ++e) counts.set(src, e, per_cell);
+  }
+  for (int record = 0; record < layers * microbatches; ++record) writer.add(counts);
+  writer.finish();
+  return path;
 }
 
 }  // namespace topoep

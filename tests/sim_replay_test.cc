@@ -19,6 +19,7 @@
 #include "sim/simulation.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
+#include "tests/collected_steps.h"
 #include "tests/read_file.h"
 #include "tests/seed_range.h"
 #include "tests/sim_fixtures.h"
@@ -76,21 +77,6 @@ SimConfig small_config() {
   config.planner_options.eplb_period_steps = 1;
   config.planner_options.eplb_window_steps = 1;
   return config;
-}
-
-class Collect : public ReplayObserver {
- public:
-  void on_start(const TraceMetadata&, const CostModel&) override {}
-  void on_step(const StepResult& step) override { steps.push_back(step); }
-  std::vector<StepResult> steps;
-};
-
-// Every step `config` replays `trace` into, on `threads` threads.
-std::vector<StepResult> replayed_steps(const std::string& trace, SimConfig config, int threads) {
-  config.threads = threads;
-  Collect collect;
-  replay_trace(trace, config, collect);
-  return collect.steps;
 }
 
 using testing::read_file;
@@ -1334,27 +1320,7 @@ TEST(SimReplay, RandomClustersAndTracesKeepEveryBound) {
 // Counts that the cluster could not process within the 64-bit picosecond range are refused
 // with the record named, before any planner prices them.
 std::string uniform_trace(const std::string& name, TokenCount per_cell) {
-  const std::string path = temp_path(name);
-  fs::remove_all(path);
-  TraceMetadata m;
-  m.model = "test";
-  m.source = "synthetic";
-  m.num_experts = 64;
-  m.top_k = 8;
-  m.num_ranks = 16;
-  m.gpus_per_node = 8;
-  m.num_layers = 1;
-  m.microbatches = 1;
-  m.steps = 1;
-  m.tokens_per_rank = 0;  // undeclared: rows may sum to anything
-  TraceWriter writer(path, m);
-  RoutingCounts counts(16, 64);
-  for (RankId src = 0; src < 16; ++src) {
-    for (ExpertId e = 0; e < 64; ++e) counts.set(src, e, per_cell);
-  }
-  writer.add(counts);
-  writer.finish();
-  return path;
+  return write_uniform_trace(temp_path(name), per_cell);
 }
 
 std::string refused_field(const std::string& trace, const SimConfig& config) {

@@ -325,6 +325,31 @@ TEST(Sweep, SweepsThePipelineScheduleWhereDualPipeWaitsLess) {
             "pipeline_schedule");
 }
 
+// The expert activations the busiest GPU holds: bytes a token assignment times its tokens,
+// (h + 3f) x 2 kept or (h + 2f) x 2 with the gated activation recomputed, whose column says so.
+TEST(Sweep, ReportsTheExpertActivationsTheBusiestGpuHoldsWithAndWithoutRecomputation) {
+  const SweepGrid grid = load_sweep_grid(write_grid("recompute.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "recompute_moe_act": [false, true]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_FALSE(grid.points[0].config.options.recompute_moe_activation);
+  EXPECT_TRUE(grid.points[1].config.options.recompute_moe_activation);
+  EXPECT_EQ(grid.points[1].columns["recompute_moe_act"], true);
+  const std::string rows = run(grid, temp_path("sweep_recompute_rows"), 1);
+  const std::vector<double> bytes = column_of(rows, "peak_expert_activation_bytes");
+  ASSERT_EQ(bytes.size(), 2u);
+  const ModelSpec& model = grid.points[0].config.model;
+  const double kept = model.hidden_size + 3.0 * model.expert_ffn_size;
+  const double recomputed = model.hidden_size + 2.0 * model.expert_ffn_size;
+  EXPECT_GT(bytes[0], 0);
+  // The same tokens, fewer bytes each.
+  EXPECT_DOUBLE_EQ(bytes[1] / bytes[0], recomputed / kept);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "recompute_moe_act": ["yes"]})"),
+            "recompute_moe_act[0]");
+}
+
 // Each stage's layers: a list that sets the stages where the point does not, written as the
 // command line takes it (empty for the even split); a list that does not fit is refused.
 TEST(Sweep, SweepsEachStagesLayersWhichSetTheStages) {

@@ -110,6 +110,12 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"  combine", bytes_text(model.combine_bytes_per_token())});
   table.add_row({"  expert forward", format_fixed(model.expert_flops_per_token() / 1e6, 1) +
                                          " MFLOP (6 x hidden x expert FFN)"});
+  table.add_row(
+      {"  expert activations",
+       bytes_text(static_cast<double>(model.expert_activation_bytes_per_token())) +
+           " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), " +
+           bytes_text(static_cast<double>(model.expert_activation_bytes_per_token(true))) +
+           " with the gated activation recomputed"});
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "

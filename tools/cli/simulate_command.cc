@@ -232,6 +232,8 @@ void run_simulate(const SimulateOptions& options) {
   }
   std::cout << "\n";
   print_simulation_table(result.summary, std::cout);
+  print_expert_activations(result.summary, request.config.options.recompute_moe_activation,
+                           std::cout);
   print_planner_notes(result.summary, m.steps, request.config, std::cout);
   const double overlap = request.config.options.a2a_overlap_fraction;
   if (overlap > 0) {
@@ -318,6 +320,10 @@ void add_simulate_command(CLI::App& app) {
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
   simulate->add_flag("--uneven-homes", o->uneven_homes, kUnevenHomesHelp);
+  simulate->add_flag("--recompute-moe-act", o->sim.recompute_moe_activation,
+                     "The experts' gated activation is recomputed in the backward (Megatron-LM's "
+                     "--recompute-modules moe_act; DeepSeek-V3 recomputes its SwiGLU): the expert "
+                     "activations a GPU holds are counted without its output");
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");

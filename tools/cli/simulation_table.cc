@@ -47,6 +47,21 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
+void print_expert_activations(const RunSummary& summary, bool activation_recomputed,
+                              std::ostream& out) {
+  out << "\nExpert activations the busiest GPU holds for its backward at its peak (GB; its\n"
+      << "tokens' expert inputs and intermediates, "
+      << (activation_recomputed ? "the gated activation recomputed" : "no recomputation")
+      << ": sim/README.md):\n";
+  const char* separator = "  ";
+  for (const PlannerRunSummary& s : summary.planners()) {
+    out << separator << s.planner << " "
+        << format_fixed(static_cast<double>(s.peak_expert_activation_bytes) / 1e9, 2);
+    separator = ", ";
+  }
+  out << "\n";
+}
+
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
                          std::ostream& out) {
   const PlannerOptions& options = config.planner_options;

@@ -1,6 +1,7 @@
 #pragma once
 // The human summary of a simulation: one row per planner, then TopoEP's speedup over each,
-// and notes on planners whose rows need one.
+// the expert activations each planner's busiest GPU holds at its peak, and notes on planners
+// whose rows need one.
 
 #include <ostream>
 #include <string>
@@ -14,6 +15,12 @@ namespace topoep {
 
 void print_simulation_table(const RunSummary& summary, std::ostream& out);
 
+// The most bytes of expert activations one GPU holds at once under each planner
+// (StepTotals::peak_expert_activation_bytes), in GB, one line; `activation_recomputed`:
+// SimOptions::recompute_moe_activation.
+void print_expert_activations(const RunSummary& summary, bool activation_recomputed,
+                              std::ostream& out);
+
 // What a reader of the table could not tell from it: TopoEP's GPU solve time is a parameter,
 // not a measurement (with spare slots, `slots` > 0, where a solve runs); EPLB as deployed on a
 // trace of `steps` steps that ends before its first replan ran the home layout throughout, so
@@ -21,8 +28,8 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out);
 // made no replica, so it ran the static plan on every record (its row is static's plus its
 // planning overhead, if any: TopoEP's solve, shadowing's policy), and why: the costs, for the
 // planners that weigh them; for EPLB, whose layouts do not, one GPU a node under its
-// hierarchical policy, which keeps every copy of an expert on its home GPU (eplb_policy()). `config` is the
-// replay's.
+// hierarchical policy, which keeps every copy of an expert on its home GPU (eplb_policy()).
+// `config` is the replay's.
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
                          std::ostream& out);
 

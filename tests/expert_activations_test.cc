@@ -1,0 +1,184 @@
+// The expert activations a GPU holds for its backward: the schedule walk (peak_gpu_tokens())
+// against the layer-microbatch counts and a case worked by hand, and the replay's per-step
+// figure against the records' own loads, one stage and pipelined.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/pipeline_schedule.h"
+#include "sim/replay.h"
+#include "tests/collected_steps.h"
+#include "tests/sim_fixtures.h"
+#include "traces/synthetic_trace.h"
+
+namespace topoep {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kPlanners = {"topoep", "eplb-microbatch", "static", "ideal"};
+
+std::string temp_path(const std::string& name) {
+  return (fs::path(::testing::TempDir()) / name).string();
+}
+
+// Work of `chunks` chunks x `microbatches`, uneven so that few operations tie.
+std::vector<std::vector<StageWork>> uneven_work(int chunks, int microbatches) {
+  std::vector<std::vector<StageWork>> work(chunks, std::vector<StageWork>(microbatches));
+  for (int c = 0; c < chunks; ++c) {
+    for (int m = 0; m < microbatches; ++m) {
+      const Picoseconds f = 10 + 3 * c + (m % 3);
+      work[c][m] = {f, 2 * f, f};
+    }
+  }
+  return work;
+}
+
+TEST(ExpertActivations, EvenTokensHoldThePeakLayerMicrobatchesTimesALayersTokens) {
+  const TokenCount per_layer = 7;
+  const auto check = [&](const PipelineTimes& times, const std::vector<int>& chunk_layers) {
+    const std::vector<int> layers = peak_activations(times, chunk_layers);
+    const std::vector<TokenCount> tokens = peak_gpu_tokens(times, [&](int chunk, int) {
+      return std::vector<TokenCount>(3, chunk_layers[chunk] * per_layer);
+    });
+    ASSERT_EQ(tokens.size(), layers.size());
+    for (std::size_t s = 0; s < layers.size(); ++s) {
+      EXPECT_EQ(tokens[s], layers[s] * per_layer) << "stage " << s;
+    }
+  };
+  for (int stages = 1; stages <= 4; ++stages) {
+    SCOPED_TRACE(std::to_string(stages) + " stages");
+    const std::vector<int> one_chunk(stages, 2);
+    check(run_one_f_one_b(uneven_work(stages, 8), 1), one_chunk);
+    check(run_one_f_one_b(uneven_work(stages, 8), 1, {}, /*combined=*/true), one_chunk);
+    const std::vector<int> two_chunks(2 * stages, 3);
+    check(run_interleaved_one_f_one_b(uneven_work(2 * stages, 2 * stages), stages, 1), two_chunks);
+    if (stages % 2 == 0) {
+      check(run_dualpipe(uneven_work(stages, 2 * stages), 1), one_chunk);
+    }
+    if (stages >= 2) check(run_dualpipe_v(uneven_work(2 * stages, 2 * stages), 1), two_chunks);
+  }
+}
+
+TEST(ExpertActivations, AHotGpuThatMovesBetweenMicrobatchesHoldsLessThanTheSumOfTheBusiest) {
+  // Two stages of one chunk, two microbatches, two GPUs a stage. Stage 0 runs F0 F1 B0 B1 and
+  // holds both microbatches at once; stage 1 runs F0 B0 F1 B1 and holds one at a time.
+  const PipelineTimes times = run_one_f_one_b(uneven_work(2, 2), 1);
+  const std::vector<TokenCount> peaks = peak_gpu_tokens(times, [](int chunk, int m) {
+    // The hot GPU changes with the microbatch: 5 + 1 on each GPU, not 5 + 5.
+    if (chunk == 0) return m == 0 ? std::vector<TokenCount>{5, 1} : std::vector<TokenCount>{1, 5};
+    return m == 0 ? std::vector<TokenCount>{4, 2} : std::vector<TokenCount>{3, 9};
+  });
+  EXPECT_EQ(peaks, (std::vector<TokenCount>{6, 9}));
+}
+
+// 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.
+std::string skewed_trace() {
+  static const std::string path = [] {
+    const std::string out = temp_path("expert_activations_trace");
+    fs::remove_all(out);
+    SyntheticTraceSpec spec;
+    spec.num_ranks = 16;
+    spec.num_experts = 64;
+    spec.num_layers = 4;
+    spec.steps = 2;
+    spec.microbatches = 4;
+    spec.tokens_per_rank = 512;
+    spec.seed = 11;
+    write_synthetic_trace(spec, out);
+    return out;
+  }();
+  return path;
+}
+
+SimConfig config_with(int stages) {
+  SimConfig config;
+  config.topology = round_topology(2, 8);
+  config.model = round_model(64, 8);
+  config.planners = kPlanners;
+  config.options.pipeline_stages = stages;
+  return config;
+}
+
+std::vector<StepResult> replayed(const std::string& trace, const SimConfig& config) {
+  return replayed_steps(trace, config, 1);
+}
+
+TEST(ExpertActivations, OneStageHoldsOneMicrobatchsLayersAndTheIdealTheMean) {
+  const SimConfig config = config_with(1);
+  const std::vector<StepResult> steps = replayed(skewed_trace(), config);
+  ASSERT_EQ(steps.size(), 2u);
+  const Bytes per_token = (1024 + 3 * 512) * 2;  // round_model(): h 1024, f 512, bf16
+  EXPECT_EQ(config.model.expert_activation_bytes_per_token(), per_token);
+  // Recomputing the gated activation drops its output, f elements.
+  EXPECT_EQ(config.model.expert_activation_bytes_per_token(true), (1024 + 2 * 512) * 2);
+  for (const StepResult& step : steps) {
+    for (std::size_t p = 0; p < kPlanners.size(); ++p) {
+      SCOPED_TRACE(kPlanners[p] + " step " + std::to_string(step.step));
+      TokenCount want = 0, ideal = 0;
+      for (int m = 0; m < 4; ++m) {
+        std::vector<TokenCount> held(16, 0);
+        TokenCount mean = 0;
+        for (int layer = 0; layer < 4; ++layer) {
+          const RecordResult& record = step.records[m * 4 + layer];
+          const std::vector<TokenCount>& loads = record.planners[2].loads;  // static's
+          TokenCount total = 0;
+          for (const TokenCount t : loads) total += t;
+          mean += total / 16;
+          if (kPlanners[p] == "ideal") continue;
+          const std::vector<TokenCount>& own = record.planners[p].loads;
+          for (int g = 0; g < 16; ++g) held[g] += own[g];
+        }
+        want = std::max(want, *std::max_element(held.begin(), held.end()));
+        ideal = std::max(ideal, mean);
+      }
+      const StepTotals& totals = step.planners[p];
+      EXPECT_EQ(totals.peak_expert_tokens, kPlanners[p] == "ideal" ? ideal : want);
+      EXPECT_EQ(totals.peak_expert_activation_bytes, totals.peak_expert_tokens * per_token);
+      EXPECT_LE(step.planners[3].peak_expert_tokens, totals.peak_expert_tokens);  // the ideal
+    }
+    // TopoEP levels the skewed loads: its busiest GPU holds less than static's.
+    EXPECT_LT(step.planners[0].peak_expert_tokens, step.planners[2].peak_expert_tokens);
+  }
+}
+
+TEST(ExpertActivations, PipelineStagesHoldTheirPeakLayerMicrobatchesOfEvenRouting) {
+  // Each GPU processes 16 x 4 x 8 token assignments a layer.
+  const std::string trace =
+      write_uniform_trace(temp_path("expert_activations_uniform"), 8, /*layers=*/4, 4);
+  const TokenCount per_layer = 16 * 4 * 8;
+  for (const int stages : {2, 4}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages");
+    const SimConfig config = config_with(stages);
+    const std::vector<StepResult> steps = replayed(trace, config);
+    ASSERT_EQ(steps.size(), 1u);
+    const std::vector<int> layers = pipeline_peak_activations(
+        config.options, std::vector<int>(stages, 4 / stages), /*microbatches=*/4);
+    const TokenCount want = *std::max_element(layers.begin(), layers.end()) * per_layer;
+    // Even routing: no planner moves a token, and every GPU holds the same.
+    for (std::size_t p = 0; p < kPlanners.size(); ++p) {
+      EXPECT_EQ(steps[0].planners[p].peak_expert_tokens, want) << kPlanners[p];
+    }
+  }
+}
+
+TEST(ExpertActivations, PipelinedPeaksBoundEveryPlannerByTheIdealAndTopoepHoldsLessThanStatic) {
+  for (const int stages : {2, 4}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages");
+    const std::vector<StepResult> steps = replayed(skewed_trace(), config_with(stages));
+    for (const StepResult& step : steps) {
+      for (std::size_t p = 0; p < kPlanners.size(); ++p) {
+        EXPECT_LE(step.planners[3].peak_expert_tokens, step.planners[p].peak_expert_tokens)
+            << kPlanners[p];
+      }
+      EXPECT_LT(step.planners[0].peak_expert_tokens, step.planners[2].peak_expert_tokens);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace topoep
