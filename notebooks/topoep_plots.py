@@ -118,6 +118,31 @@ def plot_bytes_by_link(replay, ax=None):
     return ax
 
 
+def has_expert_activations(replay):
+    """Whether the run's summary.json records the expert activations its planners' busiest
+    GPUs hold (simulations since 2026-12-04)."""
+    return all("peak_expert_activations" in p for p in replay["summary"]["planners"])
+
+
+def plot_expert_activations(replay, ax=None):
+    """The expert activations each planner's busiest GPU holds for its backward at its peak
+    (sim/README.md, "Expert activations held"), GB, with the ideal's mean as a line."""
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    held = pd.Series({p["planner"]: p["peak_expert_activations"]["bytes"] / 1e9
+                      for p in replay["summary"]["planners"]})
+    ideal = held.pop("ideal") if "ideal" in held else None
+    held.plot.bar(ax=ax, color="tab:purple")
+    if ideal is not None:
+        ax.axhline(ideal, color="black", linewidth=0.8, linestyle="--", label="ideal (the mean)")
+        ax.legend()
+    options = replay["summary"].get("run", {}).get("sim_options", {})
+    recomputed = options.get("recompute_moe_act", False)
+    ax.set_ylabel("GB on the busiest GPU")
+    ax.set_title("Expert activations held at the peak" +
+                 (" (gated activation recomputed)" if recomputed else ""))
+    return ax
+
+
 def plot_gain_over_baselines(replay, planner="topoep", ax=None):
     """Step-time speedup of `planner` over every other planner."""
     ax = ax or plt.subplots(figsize=(7, 4))[1]
@@ -380,6 +405,8 @@ def write_all(results_dir, out_dir):
         replay = load_replay(results_dir)
         save(plot_straggler_by_layer(replay).figure, "straggler_by_layer.png")
         save(plot_bytes_by_link(replay).figure, "bytes_by_link.png")
+        if has_expert_activations(replay):
+            save(plot_expert_activations(replay).figure, "expert_activations.png")
         if any(p["planner"] == "topoep" for p in replay["summary"]["planners"]):
             save(plot_gain_over_baselines(replay).figure, "gain_over_baselines.png")
         if replay["rank_loads"] is not None:
