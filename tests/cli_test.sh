@@ -738,6 +738,16 @@ rows = list(csv.DictReader(open(sys.argv[2] + "/per_step.csv")))
 assert rows and all(int(row["peak_expert_activation_bytes"]) > 0 for row in rows), rows
 PY
 expect "summary.json and per_step.csv record them" 0 $?
+not_text() { ! grep -qF "$2" "$1"; }
+not_text "$work/out" "exceed its"
+expect "no note where the expert activations fit in the GPU's memory" 0 $?
+# A GPU too small for them: the note names the planners, the GPU and its memory.
+edit_json "$work/topo.json" "$work/tiny-hbm.json" 'd["gpu"]["hbm_capacity_gb"] = 0.001'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/tiny-hbm.json" \
+  --model "$work/model16.json" --planners topoep,static,ideal >"$work/out" 2>&1
+expect "simulate runs on a GPU too small for its expert activations" 0 $?
+expect_text "and says they do not fit" "$work/out" \
+  "Note: under topoep and static the busiest GPU's expert activations alone exceed its 0.001 GB of memory"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

@@ -72,8 +72,7 @@ void run_demo(const DemoOptions& options) {
          "with one spare expert slot per GPU.\nEPLB replans every 4 steps from the last 4.\n\n";
   const SimulationResult result = run_simulation(request);
   print_simulation_table(result.summary, std::cout);
-  print_expert_activations(result.summary, request.config.options.recompute_moe_activation,
-                           std::cout);
+  print_expert_activations(result.summary, request.config, std::cout);
   print_planner_notes(result.summary, result.metadata.steps, request.config, std::cout);
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"

@@ -232,8 +232,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   std::cout << "\n";
   print_simulation_table(result.summary, std::cout);
-  print_expert_activations(result.summary, request.config.options.recompute_moe_activation,
-                           std::cout);
+  print_expert_activations(result.summary, request.config, std::cout);
   print_planner_notes(result.summary, m.steps, request.config, std::cout);
   const double overlap = request.config.options.a2a_overlap_fraction;
   if (overlap > 0) {

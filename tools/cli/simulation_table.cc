@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/text_list.h"
 #include "solver/planners/eplb_planner.h"
 #include "tools/cli/table.h"
 
@@ -47,8 +48,9 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
-void print_expert_activations(const RunSummary& summary, bool activation_recomputed,
+void print_expert_activations(const RunSummary& summary, const SimConfig& config,
                               std::ostream& out) {
+  const bool activation_recomputed = config.options.recompute_moe_activation;
   out << "\nExpert activations the busiest GPU holds for its backward at its peak (GB; its\n"
       << "tokens' expert inputs and intermediates, "
       << (activation_recomputed ? "the gated activation recomputed" : "no recomputation")
@@ -60,6 +62,24 @@ void print_expert_activations(const RunSummary& summary, bool activation_recompu
     separator = ", ";
   }
   out << "\n";
+  // Expert activations alone beyond the GPU's memory: the run cannot fit as laid out, whatever
+  // else (weights, optimizer state, attention activations) the GPU holds.
+  const GpuSpec& gpu = config.topology.gpu;
+  std::vector<std::string> over;
+  for (const PlannerRunSummary& s : summary.planners()) {
+    if (s.planner != "ideal" && gpu.hbm_capacity_gb > 0 &&
+        static_cast<double>(s.peak_expert_activation_bytes) / 1e9 > gpu.hbm_capacity_gb) {
+      over.push_back(s.planner);
+    }
+  }
+  if (over.empty()) return;
+  out << "Note: under " << spoken_list(over)
+      << " the busiest GPU's expert activations alone exceed its "
+      << format_fixed(gpu.hbm_capacity_gb, gpu.hbm_capacity_gb >= 1 ? 0 : 3) << " GB of memory\n("
+      << gpu.name
+      << "): this layout does not fit as run (recompute the activation:\n--recompute-moe-act; "
+         "or fewer layers a stage, fewer microbatches in flight or fewer\ntokens a "
+         "microbatch).\n";
 }
 
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,

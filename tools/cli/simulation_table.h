@@ -16,9 +16,10 @@ namespace topoep {
 void print_simulation_table(const RunSummary& summary, std::ostream& out);
 
 // The most bytes of expert activations one GPU holds at once under each planner
-// (StepTotals::peak_expert_activation_bytes), in GB, one line; `activation_recomputed`:
-// SimOptions::recompute_moe_activation.
-void print_expert_activations(const RunSummary& summary, bool activation_recomputed,
+// (StepTotals::peak_expert_activation_bytes), in GB, one line, as `config` (the replay's)
+// counts them (SimOptions::recompute_moe_activation); and a note naming the planners under
+// which they alone exceed the GPU's memory (GpuSpec::hbm_capacity_gb, decimal GB).
+void print_expert_activations(const RunSummary& summary, const SimConfig& config,
                               std::ostream& out);
 
 // What a reader of the table could not tell from it: TopoEP's GPU solve time is a parameter,
