@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <utility>
 
 #include "common/file_input_error.h"
 #include "common/parallel_tasks.h"
 #include "common/progress.h"
+#include "sim/expert_activations.h"
 #include "sim/gradient_reduction.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/plan_check.h"
@@ -235,7 +235,9 @@ class Replay {
       totals.moe_forward += span.unhidden_forward;
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
-      totals.peak_expert_tokens = peak_expert_tokens(result.records, static_cast<int>(p), span);
+      totals.peak_expert_tokens =
+          peak_expert_tokens(result.records, static_cast<int>(p),
+                             planned_.empty() ? -1 : planned_.front(), gpus(), chunk_first_, span);
       totals.peak_expert_activation_bytes =
           totals.peak_expert_tokens *
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
@@ -535,46 +537,6 @@ class Replay {
       }
     }
     return run_pipeline_schedule(config_.options, work, handover_ps_, ends);
-  }
-
-  // StepTotals::peak_expert_tokens of planner `p` over `records` (one step's, in (microbatch,
-  // layer) order), `span` their schedule.
-  TokenCount peak_expert_tokens(const std::vector<RecordResult>& records, int p,
-                                const PipelineTimes& span) const {
-    const int num_layers = metadata_.num_layers;
-    const std::size_t ranks = static_cast<std::size_t>(gpus());
-    // A GPU's tokens of `layer` in microbatch `m`: the ideal's GPUs each take the mean, rounded
-    // down (so that it bounds every planner's), of what a planner's processed.
-    const auto add_layer = [&](int m, int layer, std::vector<TokenCount>& held) {
-      const RecordResult& record = records[static_cast<std::size_t>(m) * num_layers + layer];
-      const std::vector<TokenCount>& loads = record.planners[p].loads;
-      if (!loads.empty()) {
-        for (std::size_t g = 0; g < ranks; ++g) held[g] += loads[g];
-        return;
-      }
-      if (planned_.empty()) return;  // the ideal alone: no planner processed anything
-      const std::vector<TokenCount>& any = record.planners[planned_.front()].loads;
-      const TokenCount total = std::accumulate(any.begin(), any.end(), TokenCount{0});
-      const TokenCount mean = total / static_cast<TokenCount>(ranks);
-      for (TokenCount& tokens : held) tokens += mean;
-    };
-    if (span.ops.empty()) {
-      // One stage: a microbatch's layers, forward, then backward, before the next microbatch.
-      TokenCount peak = 0;
-      for (int m = 0; m < metadata_.microbatches; ++m) {
-        std::vector<TokenCount> held(ranks, 0);
-        for (int layer = 0; layer < num_layers; ++layer) add_layer(m, layer, held);
-        peak = std::max(peak, *std::max_element(held.begin(), held.end()));
-      }
-      return peak;
-    }
-    const std::vector<TokenCount> peaks = peak_gpu_tokens(span, [&](int chunk, int m) {
-      std::vector<TokenCount> held(ranks, 0);
-      for (int layer = chunk_first_[chunk]; layer < chunk_first_[chunk + 1]; ++layer)
-        add_layer(m, layer, held);
-      return held;
-    });
-    return *std::max_element(peaks.begin(), peaks.end());
   }
 
   int gpus() const { return config_.topology.num_gpus(); }

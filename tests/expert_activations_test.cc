@@ -2,6 +2,8 @@
 // against the layer-microbatch counts and a case worked by hand, and the replay's per-step
 // figure against the records' own loads, one stage and pipelined.
 
+#include "sim/expert_activations.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,6 +76,23 @@ TEST(ExpertActivations, AHotGpuThatMovesBetweenMicrobatchesHoldsLessThanTheSumOf
     return m == 0 ? std::vector<TokenCount>{4, 2} : std::vector<TokenCount>{3, 9};
   });
   EXPECT_EQ(peaks, (std::vector<TokenCount>{6, 9}));
+}
+
+TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRoundedDown) {
+  // Two microbatches of two layers on two GPUs; planner 0 with loads, planner 1 without (the
+  // ideal), from planner 0's.
+  const std::vector<std::vector<TokenCount>> loads = {{5, 1}, {1, 4}, {2, 2}, {6, 1}};
+  std::vector<RecordResult> records(4);
+  for (std::size_t r = 0; r < 4; ++r) {
+    records[r].planners.resize(2);
+    records[r].planners[0].loads = loads[r];
+  }
+  const PipelineTimes one_stage;  // no operations: each microbatch forward then backward
+  // Microbatch 0 holds {6, 5}, microbatch 1 {8, 3}.
+  EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), 8);
+  // The mean, rounded down, a layer: 3 + 2, then 2 + 3.
+  EXPECT_EQ(peak_expert_tokens(records, 1, 0, 2, {0, 2}, one_stage), 5);
+  EXPECT_EQ(peak_expert_tokens(records, 1, -1, 2, {0, 2}, one_stage), 0);
 }
 
 // 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.
