@@ -67,7 +67,7 @@ struct StepTotals {
   // and schedule: one stage runs each microbatch's forward and backward before the next; with
   // pipeline stages, peak_gpu_tokens() (sim/expert_activations.h). The ideal's GPUs hold the mean
   // (rounded down): a bound. Its bytes: times ModelSpec::expert_activation_bytes_per_token()
-  // (SimOptions:: recompute_moe_activation).
+  // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;
   Bytes peak_expert_activation_bytes = 0;
 };

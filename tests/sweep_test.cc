@@ -613,12 +613,32 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
       dir, fresh,
       {"dispatcher", "eplb_groups", "a2a_overlap_fraction", "a2a_hidden_us_per_step",
        "pipeline_stages", "virtual_stages", "pipeline_schedule", "pipeline_layers",
-       "pipeline_idle_us_per_step"});
+       "pipeline_idle_us_per_step", "recompute_moe_act"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("old.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
   EXPECT_EQ(read_file(report.jsonl_path), fresh);
   EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
+}
+
+// Results written before the activations were recorded resume with them empty: they are not
+// known without the trace.
+TEST(Sweep, ResumeLeavesTheActivationsOfRowsWrittenBeforeThemEmpty) {
+  const char* grid = R"({"planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2]})";
+  const std::string dir = temp_path("sweep_rows_before_activations");
+  run(load_sweep_grid(write_grid("act.json", grid)), dir, 1);
+  const std::string fresh = read_file(dir + "/results.jsonl");
+  write_rows_as_an_earlier_version_did(
+      dir, fresh, {"pipeline_peak_activations", "peak_expert_activation_bytes"});
+  const SweepReport report =
+      run_sweep(load_sweep_grid(write_grid("act.json", grid)), resume_options(dir));
+  EXPECT_EQ(report.points_run, 0);
+  const nlohmann::json row = nlohmann::json::parse(read_file(report.jsonl_path));
+  EXPECT_TRUE(row["pipeline_peak_activations"].is_null());
+  EXPECT_TRUE(row["peak_expert_activation_bytes"].is_null());
+  EXPECT_GT(nlohmann::json::parse(fresh)["peak_expert_activation_bytes"].get<double>(), 0);
 }
 
 // Results written before the dense gradients' all-reduce joined the step were priced without
