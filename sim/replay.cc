@@ -126,6 +126,12 @@ class Replay {
         stage_layer_counts(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers),
         sim.pipeline_stages);
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
+    // One stage runs its records one after the other, but with the all-to-alls behind compute
+    // its microbatches' forwards and backwards pair up, and a pair holds both microbatches'
+    // activations: their order is the one-stage combined schedule's.
+    if (chunk_first_.size() == 2 && sim.a2a_overlap_fraction > 0) {
+      one_stage_order_ = schedule_order(sim, 1, metadata.microbatches);
+    }
   }
 
   const CostModel& cost() const { return cost_; }
@@ -235,9 +241,9 @@ class Replay {
       totals.moe_forward += span.unhidden_forward;
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
-      totals.peak_expert_tokens =
-          peak_expert_tokens(result.records, static_cast<int>(p),
-                             planned_.empty() ? -1 : planned_.front(), gpus(), chunk_first_, span);
+      totals.peak_expert_tokens = peak_expert_tokens(
+          result.records, static_cast<int>(p), planned_.empty() ? -1 : planned_.front(), gpus(),
+          chunk_first_, span.ops.empty() ? one_stage_order_ : span);
       totals.peak_expert_activation_bytes =
           totals.peak_expert_tokens *
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
@@ -563,6 +569,9 @@ class Replay {
   // SimOptions::chunk_stage(c).
   std::vector<std::vector<int>> stage_layers_;
   Picoseconds handover_ps_ = 0;  // one microbatch's activations from one stage to the next
+  // On one stage with the all-to-alls behind compute, the order its operations run in (for the
+  // activations held); empty otherwise.
+  PipelineTimes one_stage_order_;
 };
 
 }  // namespace
@@ -597,13 +606,18 @@ PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                      /*combined=*/options.a2a_overlap_fraction > 0);
 }
 
-std::vector<int> pipeline_peak_activations(const SimOptions& options,
-                                           const std::vector<int>& chunk_layers, int microbatches) {
+PipelineTimes schedule_order(const SimOptions& options, int chunks, int microbatches) {
   // Any work will do: the orders do not depend on it.
   StageWork unit{1, 2, 1};
-  const std::vector<std::vector<StageWork>> work(chunk_layers.size(),
+  const std::vector<std::vector<StageWork>> work(chunks,
                                                  std::vector<StageWork>(microbatches, unit));
-  return peak_activations(run_pipeline_schedule(options, work, 0), chunk_layers);
+  return run_pipeline_schedule(options, work, 0);
+}
+
+std::vector<int> pipeline_peak_activations(const SimOptions& options,
+                                           const std::vector<int>& chunk_layers, int microbatches) {
+  return peak_activations(
+      schedule_order(options, static_cast<int>(chunk_layers.size()), microbatches), chunk_layers);
 }
 
 std::int64_t replay_trace(TraceReader& reader, const SimConfig& config, ReplayObserver& observer) {

@@ -64,8 +64,9 @@ struct StepTotals {
   PipelineTimes schedule;
   // The most token assignments one GPU holds expert activations for at once (from a forward
   // through a layer until the microbatch's backward through it ends), over the step's records
-  // and schedule: one stage runs each microbatch's forward and backward before the next; with
-  // pipeline stages, peak_gpu_tokens() (sim/expert_activations.h). The ideal's GPUs hold the mean
+  // and schedule: one stage runs each microbatch's forward and backward before the next (with
+  // the all-to-alls behind compute, in the pairs of its combined schedule); with pipeline
+  // stages, peak_gpu_tokens() (sim/expert_activations.h). The ideal's GPUs hold the mean
   // (rounded down): a bound. Its bytes: times ModelSpec::expert_activation_bytes_per_token()
   // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;
@@ -104,6 +105,10 @@ class ReplayObserver {
 PipelineTimes run_pipeline_schedule(const SimOptions& options,
                                     const std::vector<std::vector<StageWork>>& work,
                                     Picoseconds handover, const std::vector<StageEnds>& ends = {});
+
+// The order `options`' schedule runs `chunks` chunks of `microbatches` microbatches in (its
+// operations on unit work: the order does not depend on the work).
+PipelineTimes schedule_order(const SimOptions& options, int chunks, int microbatches);
 
 // Each stage's most activations held at once (peak_activations()), in layer-microbatches,
 // under the schedule `options` names with `chunk_layers[c]` layers in chunk c and

@@ -170,17 +170,25 @@ TEST(ExpertActivations, PipelineStagesHoldTheirPeakLayerMicrobatchesOfEvenRoutin
   const std::string trace =
       write_uniform_trace(temp_path("expert_activations_uniform"), 8, /*layers=*/4, 4);
   const TokenCount per_layer = 16 * 4 * 8;
-  for (const int stages : {2, 4}) {
-    SCOPED_TRACE(std::to_string(stages) + " stages");
-    const SimConfig config = config_with(stages);
-    const std::vector<StepResult> steps = replayed(trace, config);
-    ASSERT_EQ(steps.size(), 1u);
-    const std::vector<int> layers = pipeline_peak_activations(
-        config.options, std::vector<int>(stages, 4 / stages), /*microbatches=*/4);
-    const TokenCount want = *std::max_element(layers.begin(), layers.end()) * per_layer;
-    // Even routing: no planner moves a token, and every GPU holds the same.
-    for (std::size_t p = 0; p < kPlanners.size(); ++p) {
-      EXPECT_EQ(steps[0].planners[p].peak_expert_tokens, want) << kPlanners[p];
+  // One stage, whose microbatches pair up with the all-to-alls behind compute (two held at
+  // once), and 2 and 4 stages by 1F1B, then combined.
+  for (const double overlap : {0.0, 1.0}) {
+    for (const int stages : {1, 2, 4}) {
+      SCOPED_TRACE(std::to_string(stages) + " stages, overlap " + std::to_string(overlap));
+      SimConfig config = config_with(stages);
+      config.options.a2a_overlap_fraction = overlap;
+      const std::vector<StepResult> steps = replayed(trace, config);
+      ASSERT_EQ(steps.size(), 1u);
+      const std::vector<int> layers = pipeline_peak_activations(
+          config.options, std::vector<int>(stages, 4 / stages), /*microbatches=*/4);
+      const TokenCount want = *std::max_element(layers.begin(), layers.end()) * per_layer;
+      if (stages == 1) {
+        EXPECT_EQ(want, (overlap > 0 ? 2 : 1) * 4 * per_layer);
+      }
+      // Even routing: no planner moves a token, and every GPU holds the same.
+      for (std::size_t p = 0; p < kPlanners.size(); ++p) {
+        EXPECT_EQ(steps[0].planners[p].peak_expert_tokens, want) << kPlanners[p];
+      }
     }
   }
 }
