@@ -6,9 +6,10 @@
 
 namespace topoep {
 
-TokenCount peak_expert_tokens(const std::vector<RecordResult>& records, int planner, int reference,
-                              int ranks, const std::vector<int>& chunk_first,
-                              const PipelineTimes& span) {
+std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& records, int planner,
+                                           int reference, int ranks,
+                                           const std::vector<int>& chunk_first,
+                                           const PipelineTimes& span) {
   const int layers = chunk_first.back();
   const std::size_t gpus = static_cast<std::size_t>(ranks);
   // Adds microbatch `m`'s tokens of layers [first, end) to each GPU's `held`.
@@ -36,14 +37,13 @@ TokenCount peak_expert_tokens(const std::vector<RecordResult>& records, int plan
       add_layers(m, 0, layers, held);
       peak = std::max(peak, *std::max_element(held.begin(), held.end()));
     }
-    return peak;
+    return {peak};
   }
-  const std::vector<TokenCount> peaks = peak_gpu_tokens(span, [&](int chunk, int m) {
+  return peak_gpu_tokens(span, [&](int chunk, int m) {
     std::vector<TokenCount> held(gpus, 0);
     add_layers(m, chunk_first[chunk], chunk_first[chunk + 1], held);
     return held;
   });
-  return *std::max_element(peaks.begin(), peaks.end());
 }
 
 }  // namespace topoep

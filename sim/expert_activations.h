@@ -11,7 +11,8 @@
 
 namespace topoep {
 
-// The most token assignments one GPU holds at once under planner `planner` over `records`
+// Each pipeline stage's most token assignments one of its GPUs holds at once under planner
+// `planner` over `records`
 // (one step's, in (microbatch, layer) order, `chunk_first.back()` layers a microbatch, each
 // LayerCost with its `ranks` loads). `chunk_first`: the first layer of each pipeline chunk and
 // the layer count last; `span`: the order the step's schedule ran those chunks in
@@ -20,8 +21,9 @@ namespace topoep {
 // (its every layer held at once). A planner without loads (the ideal) holds
 // the mean of `reference`'s loads on every GPU, rounded down: a bound on every planner's;
 // nothing where `reference` is -1.
-TokenCount peak_expert_tokens(const std::vector<RecordResult>& records, int planner, int reference,
-                              int ranks, const std::vector<int>& chunk_first,
-                              const PipelineTimes& span);
+std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& records, int planner,
+                                           int reference, int ranks,
+                                           const std::vector<int>& chunk_first,
+                                           const PipelineTimes& span);
 
 }  // namespace topoep

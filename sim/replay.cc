@@ -241,12 +241,16 @@ class Replay {
       totals.moe_forward += span.unhidden_forward;
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
-      totals.peak_expert_tokens = peak_expert_tokens(
+      const std::vector<TokenCount> stages = peak_expert_tokens(
           result.records, static_cast<int>(p), planned_.empty() ? -1 : planned_.front(), gpus(),
           chunk_first_, span.ops.empty() ? one_stage_order_ : span);
-      totals.peak_expert_activation_bytes =
-          totals.peak_expert_tokens *
+      const Bytes per_token =
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
+      totals.peak_expert_tokens = *std::max_element(stages.begin(), stages.end());
+      totals.peak_expert_activation_bytes = totals.peak_expert_tokens * per_token;
+      for (const TokenCount tokens : stages) {
+        totals.stage_peak_expert_activation_bytes.push_back(tokens * per_token);
+      }
       if (result.step == config_.detail_step && !span.ops.empty()) {
         totals.schedule = std::move(span);
       }

@@ -71,6 +71,8 @@ struct StepTotals {
   // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;
   Bytes peak_expert_activation_bytes = 0;
+  // The same bytes stage by stage (one entry on one stage).
+  std::vector<Bytes> stage_peak_expert_activation_bytes;
 };
 
 // What the TopoEP planner did on SimConfig::explain's record: the moves its plan keeps, as it

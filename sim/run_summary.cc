@@ -49,6 +49,11 @@ void RunSummary::add(const StepResult& step) {
     s.peak_expert_tokens = std::max(s.peak_expert_tokens, totals.peak_expert_tokens);
     s.peak_expert_activation_bytes =
         std::max(s.peak_expert_activation_bytes, totals.peak_expert_activation_bytes);
+    std::vector<Bytes>& stages = s.stage_peak_expert_activation_bytes;
+    stages.resize(totals.stage_peak_expert_activation_bytes.size(), 0);
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      stages[i] = std::max(stages[i], totals.stage_peak_expert_activation_bytes[i]);
+    }
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
       ++s.records;
@@ -153,7 +158,9 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"ib_dense_sync", per_step_bytes(s.dense_sync_ib_bytes)},
           {"ib_expert_sync", per_step_bytes(s.expert_sync_ib_bytes)}}},
         {"peak_expert_activations",
-         {{"token_assignments", s.peak_expert_tokens}, {"bytes", s.peak_expert_activation_bytes}}},
+         {{"token_assignments", s.peak_expert_tokens},
+          {"bytes", s.peak_expert_activation_bytes},
+          {"stage_bytes", s.stage_peak_expert_activation_bytes}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},
           {"max", s.max_mean_loads.empty()

@@ -34,6 +34,7 @@ struct PlannerRunSummary {
   // The most of any step (StepTotals::peak_expert_tokens, peak_expert_activation_bytes).
   TokenCount peak_expert_tokens = 0;
   Bytes peak_expert_activation_bytes = 0;
+  std::vector<Bytes> stage_peak_expert_activation_bytes;  // each stage's most of any step
 
   double step_time_us() const;  // mean over steps
   double tokens_per_s() const;  // all tokens over all step time

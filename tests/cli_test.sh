@@ -734,6 +734,7 @@ for a, b in zip(kept["planners"], recomputed["planners"]):
     assert k["token_assignments"] == r["token_assignments"] > 0, (k, r)
     assert k["bytes"] == k["token_assignments"] * (1024 + 3 * 512) * 2, k
     assert r["bytes"] == r["token_assignments"] * (1024 + 2 * 512) * 2, r
+    assert len(r["stage_bytes"]) == 2 and max(r["stage_bytes"]) == r["bytes"], r
 rows = list(csv.DictReader(open(sys.argv[2] + "/per_step.csv")))
 assert rows and all(int(row["peak_expert_activation_bytes"]) > 0 for row in rows), rows
 PY

@@ -89,10 +89,11 @@ TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRound
   }
   const PipelineTimes one_stage;  // no operations: each microbatch forward then backward
   // Microbatch 0 holds {6, 5}, microbatch 1 {8, 3}.
-  EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), 8);
+  using Peaks = std::vector<TokenCount>;
+  EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), Peaks{8});
   // The mean, rounded down, a layer: 3 + 2, then 2 + 3.
-  EXPECT_EQ(peak_expert_tokens(records, 1, 0, 2, {0, 2}, one_stage), 5);
-  EXPECT_EQ(peak_expert_tokens(records, 1, -1, 2, {0, 2}, one_stage), 0);
+  EXPECT_EQ(peak_expert_tokens(records, 1, 0, 2, {0, 2}, one_stage), Peaks{5});
+  EXPECT_EQ(peak_expert_tokens(records, 1, -1, 2, {0, 2}, one_stage), Peaks{0});
 }
 
 // 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.
@@ -185,9 +186,17 @@ TEST(ExpertActivations, PipelineStagesHoldTheirPeakLayerMicrobatchesOfEvenRoutin
       if (stages == 1) {
         EXPECT_EQ(want, (overlap > 0 ? 2 : 1) * 4 * per_layer);
       }
-      // Even routing: no planner moves a token, and every GPU holds the same.
+      // Even routing: no planner moves a token, and every GPU holds the same; stage by stage,
+      // its layer-microbatches' tokens.
+      const Bytes per_token = config.model.expert_activation_bytes_per_token();
       for (std::size_t p = 0; p < kPlanners.size(); ++p) {
-        EXPECT_EQ(steps[0].planners[p].peak_expert_tokens, want) << kPlanners[p];
+        const StepTotals& totals = steps[0].planners[p];
+        EXPECT_EQ(totals.peak_expert_tokens, want) << kPlanners[p];
+        ASSERT_EQ(totals.stage_peak_expert_activation_bytes.size(), layers.size());
+        for (std::size_t s = 0; s < layers.size(); ++s) {
+          EXPECT_EQ(totals.stage_peak_expert_activation_bytes[s], layers[s] * per_layer * per_token)
+              << kPlanners[p] << " stage " << s;
+        }
       }
     }
   }
