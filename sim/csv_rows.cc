@@ -118,7 +118,7 @@ std::string per_step_csv_rows(const StepResult& step, const std::vector<std::str
                   std::to_string(t.nvlink_weight_bytes),
                   std::to_string(t.ib_weight_bytes),
                   format_us(t.pipeline_idle),
-                  std::to_string(t.peak_expert_activation_bytes)});
+                  std::to_string(t.peak_expert_activation_bytes())});
   }
   return rows;
 }

@@ -409,15 +409,11 @@ PipelineTimes run_dualpipe_v(const std::vector<std::vector<StageWork>>& work, Pi
 
 std::vector<int> peak_activations(const PipelineTimes& times,
                                   const std::vector<int>& chunk_layers) {
-  std::vector<int> held(times.busy.size(), 0), peak(times.busy.size(), 0);
-  // times.ops lists each stage's operations in the order it ran them.
-  for (const PipelineOp& op : times.ops) {
-    if (op.weight_grad) continue;
-    const int layers = chunk_layers.at(static_cast<std::size_t>(op.chunk));
-    held[op.stage] += op.forward ? layers : -layers;
-    peak[op.stage] = std::max(peak[op.stage], held[op.stage]);
-  }
-  return peak;
+  // The count is the tokens' walk with one "GPU" holding each chunk's layers.
+  const std::vector<TokenCount> peaks = peak_gpu_tokens(times, [&](int chunk, int) {
+    return std::vector<TokenCount>{chunk_layers.at(static_cast<std::size_t>(chunk))};
+  });
+  return std::vector<int>(peaks.begin(), peaks.end());
 }
 
 std::vector<TokenCount> peak_gpu_tokens(

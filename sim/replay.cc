@@ -247,7 +247,6 @@ class Replay {
       const Bytes per_token =
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
       totals.peak_expert_tokens = *std::max_element(stages.begin(), stages.end());
-      totals.peak_expert_activation_bytes = totals.peak_expert_tokens * per_token;
       for (const TokenCount tokens : stages) {
         totals.stage_peak_expert_activation_bytes.push_back(tokens * per_token);
       }

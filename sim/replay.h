@@ -10,6 +10,7 @@
 // step's results of every group (per record and planner, per-rank loads: no counts). Results
 // are identical for any thread count.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,9 +71,15 @@ struct StepTotals {
   // (rounded down): a bound. Its bytes: times ModelSpec::expert_activation_bytes_per_token()
   // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;
-  Bytes peak_expert_activation_bytes = 0;
-  // The same bytes stage by stage (one entry on one stage).
+  // Each stage's (one entry on one stage), in bytes.
   std::vector<Bytes> stage_peak_expert_activation_bytes;
+  // The most of any stage, in bytes.
+  Bytes peak_expert_activation_bytes() const {
+    return stage_peak_expert_activation_bytes.empty()
+               ? 0
+               : *std::max_element(stage_peak_expert_activation_bytes.begin(),
+                                   stage_peak_expert_activation_bytes.end());
+  }
 };
 
 // What the TopoEP planner did on SimConfig::explain's record: the moves its plan keeps, as it

@@ -19,6 +19,11 @@ double PlannerRunSummary::median_max_mean_load() const {
   return max_mean_loads.empty() ? 1.0 : median(max_mean_loads);
 }
 
+Bytes PlannerRunSummary::peak_expert_activation_bytes() const {
+  const std::vector<Bytes>& stages = stage_peak_expert_activation_bytes;
+  return stages.empty() ? 0 : *std::max_element(stages.begin(), stages.end());
+}
+
 RunSummary::RunSummary(std::vector<std::string> planners) {
   for (std::string& name : planners) {
     planners_.emplace_back();
@@ -47,8 +52,6 @@ void RunSummary::add(const StepResult& step) {
     s.pipeline_idle += totals.pipeline_idle;
     s.a2a_hidden -= totals.a2a_unhidden;  // the records' sum below counts it
     s.peak_expert_tokens = std::max(s.peak_expert_tokens, totals.peak_expert_tokens);
-    s.peak_expert_activation_bytes =
-        std::max(s.peak_expert_activation_bytes, totals.peak_expert_activation_bytes);
     std::vector<Bytes>& stages = s.stage_peak_expert_activation_bytes;
     stages.resize(totals.stage_peak_expert_activation_bytes.size(), 0);
     for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -159,7 +162,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
           {"ib_expert_sync", per_step_bytes(s.expert_sync_ib_bytes)}}},
         {"peak_expert_activations",
          {{"token_assignments", s.peak_expert_tokens},
-          {"bytes", s.peak_expert_activation_bytes},
+          {"bytes", s.peak_expert_activation_bytes()},
           {"stage_bytes", s.stage_peak_expert_activation_bytes}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},

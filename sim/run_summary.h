@@ -31,14 +31,14 @@ struct PlannerRunSummary {
         ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0,
         dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0, expert_sync_ib_bytes = 0;
   std::vector<double> max_mean_loads;  // one per record
-  // The most of any step (StepTotals::peak_expert_tokens, peak_expert_activation_bytes).
+  // The most of any step (StepTotals::peak_expert_tokens), and each stage's in bytes.
   TokenCount peak_expert_tokens = 0;
-  Bytes peak_expert_activation_bytes = 0;
-  std::vector<Bytes> stage_peak_expert_activation_bytes;  // each stage's most of any step
+  std::vector<Bytes> stage_peak_expert_activation_bytes;
 
   double step_time_us() const;  // mean over steps
   double tokens_per_s() const;  // all tokens over all step time
   double median_max_mean_load() const;
+  Bytes peak_expert_activation_bytes() const;  // the most of any stage
 };
 
 class RunSummary {

@@ -132,7 +132,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["a2a_hidden_us_per_step"] = static_cast<double>(s.a2a_hidden) / 1e6 / steps;
     row["pipeline_idle_us_per_step"] = static_cast<double>(s.pipeline_idle) / 1e6 / steps;
     row["pipeline_peak_activations"] = observer.activations();
-    row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes;
+    row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes();
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /

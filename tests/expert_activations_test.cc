@@ -158,7 +158,7 @@ TEST(ExpertActivations, OneStageHoldsOneMicrobatchsLayersAndTheIdealTheMean) {
       }
       const StepTotals& totals = step.planners[p];
       EXPECT_EQ(totals.peak_expert_tokens, kPlanners[p] == "ideal" ? ideal : want);
-      EXPECT_EQ(totals.peak_expert_activation_bytes, totals.peak_expert_tokens * per_token);
+      EXPECT_EQ(totals.peak_expert_activation_bytes(), totals.peak_expert_tokens * per_token);
       EXPECT_LE(step.planners[3].peak_expert_tokens, totals.peak_expert_tokens);  // the ideal
     }
     // TopoEP levels the skewed loads: its busiest GPU holds less than static's.

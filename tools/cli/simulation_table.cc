@@ -58,7 +58,7 @@ void print_expert_activations(const RunSummary& summary, const SimConfig& config
   const char* separator = "  ";
   for (const PlannerRunSummary& s : summary.planners()) {
     out << separator << s.planner << " "
-        << format_fixed(static_cast<double>(s.peak_expert_activation_bytes) / 1e9, 2);
+        << format_fixed(static_cast<double>(s.peak_expert_activation_bytes()) / 1e9, 2);
     separator = ", ";
   }
   out << "\n";
@@ -68,7 +68,7 @@ void print_expert_activations(const RunSummary& summary, const SimConfig& config
   std::vector<std::string> over;
   for (const PlannerRunSummary& s : summary.planners()) {
     if (s.planner != "ideal" && gpu.hbm_capacity_gb > 0 &&
-        static_cast<double>(s.peak_expert_activation_bytes) / 1e9 > gpu.hbm_capacity_gb) {
+        static_cast<double>(s.peak_expert_activation_bytes()) / 1e9 > gpu.hbm_capacity_gb) {
       over.push_back(s.planner);
     }
   }

@@ -16,7 +16,7 @@ namespace topoep {
 void print_simulation_table(const RunSummary& summary, std::ostream& out);
 
 // The most bytes of expert activations one GPU holds at once under each planner
-// (StepTotals::peak_expert_activation_bytes), in GB, one line, as `config` (the replay's)
+// (PlannerRunSummary::peak_expert_activation_bytes()), in GB, one line, as `config` (the replay's)
 // counts them (SimOptions::recompute_moe_activation); and a note naming the planners under
 // which they alone exceed the GPU's memory (GpuSpec::hbm_capacity_gb, decimal GB).
 void print_expert_activations(const RunSummary& summary, const SimConfig& config,
