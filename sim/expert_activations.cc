@@ -1,6 +1,5 @@
 #include "sim/expert_activations.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <numeric>
 
@@ -29,16 +28,6 @@ std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& reco
       for (TokenCount& tokens : held) tokens += mean;
     }
   };
-  if (span.ops.empty()) {
-    TokenCount peak = 0;
-    const int microbatches = static_cast<int>(records.size()) / layers;
-    for (int m = 0; m < microbatches; ++m) {
-      std::vector<TokenCount> held(gpus, 0);
-      add_layers(m, 0, layers, held);
-      peak = std::max(peak, *std::max_element(held.begin(), held.end()));
-    }
-    return {peak};
-  }
   return peak_gpu_tokens(span, [&](int chunk, int m) {
     std::vector<TokenCount> held(gpus, 0);
     add_layers(m, chunk_first[chunk], chunk_first[chunk + 1], held);

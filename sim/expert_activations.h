@@ -12,15 +12,12 @@
 namespace topoep {
 
 // Each pipeline stage's most token assignments one of its GPUs holds at once under planner
-// `planner` over `records`
-// (one step's, in (microbatch, layer) order, `chunk_first.back()` layers a microbatch, each
-// LayerCost with its `ranks` loads). `chunk_first`: the first layer of each pipeline chunk and
-// the layer count last; `span`: the order the step's schedule ran those chunks in
-// (pipeline_schedule.h: a pipeline's, or one stage's combined schedule), or one with no
-// operations for one stage that runs each microbatch's forward and backward before the next
-// (its every layer held at once). A planner without loads (the ideal) holds
-// the mean of `reference`'s loads on every GPU, rounded down: a bound on every planner's;
-// nothing where `reference` is -1.
+// `planner` over `records` (one step's, in (microbatch, layer) order, `chunk_first.back()`
+// layers a microbatch, each LayerCost with its `ranks` loads). `chunk_first`: the first layer
+// of each pipeline chunk and the layer count last; `span`: the order the step's schedule ran
+// those chunks in (pipeline_schedule.h; one stage's too: schedule_order()). A planner without
+// loads (the ideal) holds the mean of `reference`'s loads on every GPU, rounded down: a bound
+// on every planner's; nothing where `reference` is -1.
 std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& records, int planner,
                                            int reference, int ranks,
                                            const std::vector<int>& chunk_first,

@@ -126,12 +126,10 @@ class Replay {
         stage_layer_counts(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers),
         sim.pipeline_stages);
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
-    // One stage runs its records one after the other, but with the all-to-alls behind compute
-    // its microbatches' forwards and backwards pair up, and a pair holds both microbatches'
-    // activations: their order is the one-stage combined schedule's.
-    if (chunk_first_.size() == 2 && sim.a2a_overlap_fraction > 0) {
-      one_stage_order_ = schedule_order(sim, 1, metadata.microbatches);
-    }
+    // One stage's step is its records one after the other, with no operations to walk for the
+    // activations held: its schedule's order stands for it (each microbatch's forward, then its
+    // backward; with the all-to-alls behind compute, paired, a pair holding both).
+    if (chunk_first_.size() == 2) one_stage_order_ = schedule_order(sim, 1, metadata.microbatches);
   }
 
   const CostModel& cost() const { return cost_; }
@@ -572,8 +570,8 @@ class Replay {
   // SimOptions::chunk_stage(c).
   std::vector<std::vector<int>> stage_layers_;
   Picoseconds handover_ps_ = 0;  // one microbatch's activations from one stage to the next
-  // On one stage with the all-to-alls behind compute, the order its operations run in (for the
-  // activations held); empty otherwise.
+  // On one stage, the order its operations run in (for the activations held); empty with
+  // pipeline stages, whose step spans give theirs.
   PipelineTimes one_stage_order_;
 };
 

@@ -65,9 +65,9 @@ struct StepTotals {
   PipelineTimes schedule;
   // The most token assignments one GPU holds expert activations for at once (from a forward
   // through a layer until the microbatch's backward through it ends), over the step's records
-  // and schedule: one stage runs each microbatch's forward and backward before the next (with
-  // the all-to-alls behind compute, in the pairs of its combined schedule); with pipeline
-  // stages, peak_gpu_tokens() (sim/expert_activations.h). The ideal's GPUs hold the mean
+  // and the order its schedule ran them in (one stage: each microbatch's forward, then its
+  // backward; with the all-to-alls behind compute, in the pairs of its combined schedule):
+  // sim/expert_activations.h. The ideal's GPUs hold the mean
   // (rounded down): a bound. Its bytes: times ModelSpec::expert_activation_bytes_per_token()
   // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;

@@ -87,7 +87,8 @@ TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRound
     records[r].planners.resize(2);
     records[r].planners[0].loads = loads[r];
   }
-  const PipelineTimes one_stage;  // no operations: each microbatch forward then backward
+  // Each microbatch forward, then backward.
+  const PipelineTimes one_stage = schedule_order(SimOptions{}, 1, 2);
   // Microbatch 0 holds {6, 5}, microbatch 1 {8, 3}.
   using Peaks = std::vector<TokenCount>;
   EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), Peaks{8});
