@@ -143,6 +143,39 @@ def plot_expert_activations(replay, ax=None):
     return ax
 
 
+def has_gpu_memory(replay):
+    """Whether the run's summary.json records what its planners' busiest GPUs hold in all
+    (simulations since 2026-12-05)."""
+    return all("gpu_memory" in p for p in replay["summary"]["planners"])
+
+
+def plot_gpu_memory(replay, ax=None):
+    """What each planner's busiest GPU holds at its peak, by part (sim/README.md, "Memory a GPU
+    holds"), GB, stacked, with the GPU's memory as a line where the run knows it."""
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    parts = {"model_state": "model state", "spare_slots": "spare slots",
+             "expert_activations": "expert activations"}
+    rows = {}
+    for p in replay["summary"]["planners"]:
+        memory = p["gpu_memory"]
+        stage = memory["stages"][memory["stage"]]
+        rows[p["planner"]] = {label: stage[key] / 1e9 for key, label in parts.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index")[list(parts.values())]
+    frame.plot.bar(ax=ax, stacked=True, color=["tab:gray", "tab:orange", "tab:purple"])
+    run = replay["summary"].get("run", {})
+    capacity = run.get("gpu_hbm_capacity_gb", 0)
+    if capacity:
+        ax.axhline(capacity, color="black", linewidth=0.8, linestyle="--",
+                   label=f"the GPU's {capacity:g} GB")
+    ax.legend()
+    ax.set_ylabel("GB on the busiest GPU")
+    stages = run.get("sim_options", {}).get("pipeline_stages", 1)
+    ax.set_title("What the busiest GPU holds" +
+                 (f" (its stage, of {stages})" if stages > 1 else "") +
+                 "; attention activations not counted")
+    return ax
+
+
 def plot_gain_over_baselines(replay, planner="topoep", ax=None):
     """Step-time speedup of `planner` over every other planner."""
     ax = ax or plt.subplots(figsize=(7, 4))[1]
@@ -407,6 +440,8 @@ def write_all(results_dir, out_dir):
         save(plot_bytes_by_link(replay).figure, "bytes_by_link.png")
         if has_expert_activations(replay):
             save(plot_expert_activations(replay).figure, "expert_activations.png")
+        if has_gpu_memory(replay):
+            save(plot_gpu_memory(replay).figure, "gpu_memory.png")
         if any(p["planner"] == "topoep" for p in replay["summary"]["planners"]):
             save(plot_gain_over_baselines(replay).figure, "gain_over_baselines.png")
         if replay["rank_loads"] is not None:

@@ -169,6 +169,10 @@ void check_sim_options(const SimOptions& options) {
   if (!(options.optimizer_bytes_per_param >= 0 && options.optimizer_bytes_per_param < 1e3)) {
     throw InputError("optimizer_bytes_per_param", "must be in [0, 1000)");
   }
+  if (!(options.optimizer_state_bytes_per_param >= 0 &&
+        options.optimizer_state_bytes_per_param < 1e3)) {
+    throw InputError("optimizer_state_bytes_per_param", "must be in [0, 1000)");
+  }
   if (options.tokens_per_rank < 0) throw InputError("tokens_per_rank", "must not be negative");
 }
 
@@ -286,31 +290,63 @@ Picoseconds CostModel::pipeline_handover_ps() const {
 }
 
 Picoseconds CostModel::optimizer_ps(int layers) const {
-  return optimizer_ps_for(model_.dense_and_shared_params(), layers, 0.0);
+  return stage_optimizer_ps(layers, layers, true, true);
 }
 
 Picoseconds CostModel::stage_optimizer_ps(int layers, int all_layers, bool first_stage,
                                           bool last_stage) const {
-  if (first_stage && last_stage && layers == all_layers) return optimizer_ps(layers);
-  // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
-  // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
-  // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
-  const double shares =
-      model_.moe_layers > 0 ? static_cast<double>(all_layers) / model_.moe_layers : 0.0;
+  return optimizer_ps_for(stage_parameters(layers, all_layers, first_stage, last_stage).owned);
+}
+
+StageParameters CostModel::stage_parameters(int layers, int all_layers, bool first_stage,
+                                            bool last_stage) const {
+  // One stage holding every layer carries each layer's whole share of the parameters outside
+  // the MoE layers (ModelSpec::dense_and_shared_params()).
+  double dense_per_layer = model_.dense_and_shared_params();
   double besides = 0.0;
-  if (first_stage) {
-    besides +=
-        (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *
-        shares;
+  if (!(first_stage && last_stage && layers == all_layers)) {
+    // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
+    // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
+    // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
+    dense_per_layer = model_.moe_layer_dense_params();
+    const double shares =
+        model_.moe_layers > 0 ? static_cast<double>(all_layers) / model_.moe_layers : 0.0;
+    if (first_stage) {
+      besides +=
+          (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *
+          shares;
+    }
+    if (last_stage && !(first_stage && model_.tied_embeddings)) {
+      besides += model_.embedding_params() * shares;
+    }
   }
-  if (last_stage && !(first_stage && model_.tied_embeddings)) {
-    besides += model_.embedding_params() * shares;
-  }
-  return optimizer_ps_for(model_.moe_layer_dense_params(), layers, besides);
+  // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
+  // of its home experts' (D = parameter_copies(): the data-parallel groups, twice as many
+  // under DualPipe). The GPU that homes the most experts waits longest and holds the most.
+  const double homes = model_.expert_params() * most_homed_;
+  const bool distributed = options_.dense_sync == DenseSync::kDistributedOptimizer;
+  const double groups = options_.parameter_copies();
+  const double dense_share = distributed ? 1.0 / (groups * topology_.num_gpus()) : 1.0;
+  const double expert_share = distributed ? 1.0 / groups : 1.0;
+  StageParameters parameters;
+  parameters.layers = layers;
+  parameters.held = layers * (dense_per_layer + homes) + besides;
+  parameters.owned =
+      layers * (dense_per_layer * dense_share + homes * expert_share) + besides * dense_share;
+  return parameters;
 }
 
 Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk,
                                              int stages) const {
+  Picoseconds slowest = 0;
+  for (const StageParameters& stage : pipeline_parameters(layers_per_chunk, stages)) {
+    slowest = std::max(slowest, optimizer_ps_for(stage.owned));
+  }
+  return slowest;
+}
+
+std::vector<StageParameters> CostModel::pipeline_parameters(
+    const std::vector<int>& layers_per_chunk, int stages) const {
   const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
   const PipelineSchedule schedule = options_.pipeline_schedule;
   const int chunks = static_cast<int>(layers_per_chunk.size());
@@ -325,31 +361,18 @@ Picoseconds CostModel::pipeline_optimizer_ps(const std::vector<int>& layers_per_
   // Under DualPipe stage s's GPUs also hold chunk P - 1 - s's layers (chunks == stages), so
   // stages 0 and P - 1 each hold both ends: one matrix where the embeddings are tied.
   const bool dual = schedule == PipelineSchedule::kDualPipe;
-  Picoseconds slowest = 0;
+  std::vector<StageParameters> parameters;
   for (int s = 0; s < stages; ++s) {
     const int mirror = dual ? stages - 1 - s : s;
     const int layers = stage_layers[s] + (dual ? stage_layers[mirror] : 0);
-    slowest = std::max(slowest, stage_optimizer_ps(layers, all, s == first || mirror == first,
-                                                   s == last || mirror == last));
+    parameters.push_back(
+        stage_parameters(layers, all, s == first || mirror == first, s == last || mirror == last));
   }
-  return slowest;
+  return parameters;
 }
 
-Picoseconds CostModel::optimizer_ps_for(double dense_params_per_layer, int layers,
-                                        double dense_params_besides) const {
-  const double expert_params = model_.expert_params();
-  const int gpus = topology_.num_gpus();
-  // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D
-  // of its home experts' (D = parameter_copies(): the data-parallel groups, twice as many
-  // under DualPipe).
-  const bool distributed = options_.dense_sync == DenseSync::kDistributedOptimizer;
-  const double groups = options_.parameter_copies();
-  const double dense_share = distributed ? 1.0 / (groups * gpus) : 1.0;
-  const double expert_share = distributed ? 1.0 / groups : 1.0;
-  const double params_per_gpu =
-      dense_params_per_layer * dense_share + expert_params * most_homed_ * expert_share;
-  const double bytes = (layers * params_per_gpu + dense_params_besides * dense_share) *
-                       options_.optimizer_bytes_per_param;
+Picoseconds CostModel::optimizer_ps_for(double owned_params) const {
+  const double bytes = owned_params * options_.optimizer_bytes_per_param;
   // GB/s x 1e9 bytes/s = bytes per 1e12 ps x 1e3: ps = bytes / (GB/s) x 1000.
   return round_ps(bytes / topology_.gpu.hbm_bandwidth_gb_per_s * 1000.0);
 }

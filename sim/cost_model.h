@@ -24,6 +24,16 @@ struct RankPhaseTimes {
   std::vector<Picoseconds> dispatch, compute, combine, weight_exposed, combine_grad, dispatch_grad;
 };
 
+// The parameters one GPU of a pipeline stage keeps (counts, not bytes): what the optimizer
+// updates and what sim/gpu_memory.h counts. Deterministic doubles.
+struct StageParameters {
+  int layers = 0;    // the trace's MoE layers on its GPUs (under DualPipe, both its chunks')
+  double held = 0;   // every parameter it computes with: its layers' dense parameters and home
+                     // experts, and the stage's share of the dense-only layers and embeddings
+  double owned = 0;  // of them, those it keeps optimizer state for (all of them, or its share
+                     // under the distributed optimizer)
+};
+
 struct LayerCost {
   // Forward phases, each the maximum over ranks (every phase waits for its slowest rank).
   Picoseconds dispatch = 0;
@@ -171,6 +181,14 @@ class CostModel {
   // `layers_per_chunk`, chunk c on stage c mod `stages`; under DualPipe each stage s also
   // updates its copy of stage P - 1 - s's layers.
   Picoseconds pipeline_optimizer_ps(const std::vector<int>& layers_per_chunk, int stages) const;
+  // The parameters stage_optimizer_ps() updates, for one GPU of that stage: `owned` what it
+  // updates, `held` every parameter it holds (the distributed optimizer shares the updates, not
+  // the parameters or their gradients).
+  StageParameters stage_parameters(int layers, int all_layers, bool first_stage,
+                                   bool last_stage) const;
+  // Each stage's, laid out as pipeline_optimizer_ps() lays them out.
+  std::vector<StageParameters> pipeline_parameters(const std::vector<int>& layers_per_chunk,
+                                                   int stages) const;
   // One microbatch's hand-over between pipeline stages: each GPU sends its tokens (the
   // tokens_per_rank the model was built with) as hidden states (forward; their gradients
   // backward) at activation_grad_bytes to the GPU of its rank in the next stage, which is on
@@ -236,10 +254,8 @@ class CostModel {
   LayerCost price_all_home(const PlannerDecision& layout, const RoutingCounts& counts) const;
 
  private:
-  // The optimizer over `layers` MoE layers of `dense_params_per_layer` dense parameters each
-  // and `dense_params_besides` more dense parameters, with the home experts' of each layer.
-  Picoseconds optimizer_ps_for(double dense_params_per_layer, int layers,
-                               double dense_params_besides) const;
+  // The optimizer's time over `owned_params` parameters (StageParameters::owned).
+  Picoseconds optimizer_ps_for(double owned_params) const;
   // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
   // DeepEP's (sim/deepep_dispatch.h), from `routed`'s routes, or, for null, from the counts at
   // their experts' home ranks in `placement` (the all-home layout price_all_home() prices).

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/gpu_memory.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/sim_config.h"
 #include "solver/topoep_solver.h"
@@ -71,15 +72,11 @@ struct StepTotals {
   // (rounded down): a bound. Its bytes: times ModelSpec::expert_activation_bytes_per_token()
   // (SimOptions::recompute_moe_activation).
   TokenCount peak_expert_tokens = 0;
-  // Each stage's (one entry on one stage), in bytes.
-  std::vector<Bytes> stage_peak_expert_activation_bytes;
-  // The most of any stage, in bytes.
-  Bytes peak_expert_activation_bytes() const {
-    return stage_peak_expert_activation_bytes.empty()
-               ? 0
-               : *std::max_element(stage_peak_expert_activation_bytes.begin(),
-                                   stage_peak_expert_activation_bytes.end());
-  }
+  // What one GPU of each stage holds (one entry on one stage; sim/gpu_memory.h): its model
+  // state and spare slots, the same every step, and those expert activations in bytes.
+  std::vector<StageMemory> stage_memory;
+  // The most expert activations of any stage, in bytes.
+  Bytes peak_expert_activation_bytes() const;
 };
 
 // What the TopoEP planner did on SimConfig::explain's record: the moves its plan keeps, as it

@@ -20,8 +20,19 @@ double PlannerRunSummary::median_max_mean_load() const {
 }
 
 Bytes PlannerRunSummary::peak_expert_activation_bytes() const {
-  const std::vector<Bytes>& stages = stage_peak_expert_activation_bytes;
-  return stages.empty() ? 0 : *std::max_element(stages.begin(), stages.end());
+  return most_expert_activations(stage_memory);
+}
+
+int PlannerRunSummary::busiest_memory_stage() const {
+  int busiest = 0;
+  for (std::size_t s = 1; s < stage_memory.size(); ++s) {
+    if (stage_memory[s].total() > stage_memory[busiest].total()) busiest = static_cast<int>(s);
+  }
+  return busiest;
+}
+
+StageMemory PlannerRunSummary::busiest_memory() const {
+  return stage_memory.empty() ? StageMemory{} : stage_memory[busiest_memory_stage()];
 }
 
 RunSummary::RunSummary(std::vector<std::string> planners) {
@@ -52,10 +63,11 @@ void RunSummary::add(const StepResult& step) {
     s.pipeline_idle += totals.pipeline_idle;
     s.a2a_hidden -= totals.a2a_unhidden;  // the records' sum below counts it
     s.peak_expert_tokens = std::max(s.peak_expert_tokens, totals.peak_expert_tokens);
-    std::vector<Bytes>& stages = s.stage_peak_expert_activation_bytes;
-    stages.resize(totals.stage_peak_expert_activation_bytes.size(), 0);
+    std::vector<StageMemory>& stages = s.stage_memory;
+    if (stages.empty()) stages = totals.stage_memory;
     for (std::size_t i = 0; i < stages.size(); ++i) {
-      stages[i] = std::max(stages[i], totals.stage_peak_expert_activation_bytes[i]);
+      stages[i].expert_activations =
+          std::max(stages[i].expert_activations, totals.stage_memory[i].expert_activations);
     }
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
@@ -122,6 +134,15 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
       if (q != p)
         speedups[planners_[q].planner] = speedup(static_cast<int>(p), static_cast<int>(q));
     }
+    std::vector<Bytes> stage_activation_bytes;
+    nlohmann::json stages = nlohmann::json::array();
+    for (const StageMemory& stage : s.stage_memory) {
+      stage_activation_bytes.push_back(stage.expert_activations);
+      stages.push_back({{"model_state", stage.model_state},
+                        {"spare_slots", stage.spare_slots},
+                        {"expert_activations", stage.expert_activations},
+                        {"total", stage.total()}});
+    }
     nlohmann::json entry = {
         {"planner", s.planner},
         {"steps", s.steps},
@@ -163,7 +184,11 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
         {"peak_expert_activations",
          {{"token_assignments", s.peak_expert_tokens},
           {"bytes", s.peak_expert_activation_bytes()},
-          {"stage_bytes", s.stage_peak_expert_activation_bytes}}},
+          {"stage_bytes", stage_activation_bytes}}},
+        {"gpu_memory",
+         {{"bytes", s.busiest_memory().total()},
+          {"stage", s.busiest_memory_stage()},
+          {"stages", stages}}},
         {"max_mean_load",
          {{"median", s.median_max_mean_load()},
           {"max", s.max_mean_loads.empty()

@@ -31,14 +31,19 @@ struct PlannerRunSummary {
         ib_weight_bytes = 0, grad_reduce_nvlink_bytes = 0, grad_reduce_ib_bytes = 0,
         dense_sync_nvlink_bytes = 0, dense_sync_ib_bytes = 0, expert_sync_ib_bytes = 0;
   std::vector<double> max_mean_loads;  // one per record
-  // The most of any step (StepTotals::peak_expert_tokens), and each stage's in bytes.
+  // The most of any step (StepTotals::peak_expert_tokens).
   TokenCount peak_expert_tokens = 0;
-  std::vector<Bytes> stage_peak_expert_activation_bytes;
+  // What one GPU of each stage holds (StepTotals::stage_memory), its expert activations the
+  // most of any step.
+  std::vector<StageMemory> stage_memory;
 
   double step_time_us() const;  // mean over steps
   double tokens_per_s() const;  // all tokens over all step time
   double median_max_mean_load() const;
   Bytes peak_expert_activation_bytes() const;  // the most of any stage
+  // The stage whose GPU holds the most in all (the first of equals), and that GPU's memory.
+  int busiest_memory_stage() const;
+  StageMemory busiest_memory() const;
 };
 
 class RunSummary {

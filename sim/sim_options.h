@@ -72,8 +72,10 @@ struct SimOptions {
   double gradient_overlap_fraction = 1.0;
   // Bytes per parameter of the dense gradients the data-parallel sync carries at the end of the
   // step's last microbatch, in the same window as the replica gradients: 2, bf16 (Megatron-LM's
-  // default gradient reduce), 4 for fp32 (--accumulate-allreduce-grads-in-fp32); 0 leaves the
-  // data-parallel traffic out of the step (the optimizer still follows `dense_sync`).
+  // --grad-reduce-in-bf16), 4 for fp32 (Megatron-LM's default for bf16 training: it accumulates
+  // and reduces gradients in fp32); 0 leaves the data-parallel traffic out of the step (the
+  // optimizer still follows `dense_sync`). The gradient buffers a GPU holds are this wide (the
+  // model's weight_bytes where 0: sim/gpu_memory.h).
   // With data_parallel > 1 the expert gradients' sync across the groups carries the same.
   int dense_grad_bytes = 2;
   DenseSync dense_sync = DenseSync::kAllReduce;
@@ -128,6 +130,11 @@ struct SimOptions {
   // a GPU holds shrink by f a token assignment (ModelSpec::expert_activation_bytes_per_token()).
   // The recomputation's time, an elementwise pass, is not charged.
   bool recompute_moe_activation = false;
+  // Bytes of optimizer state a GPU keeps per parameter it updates (sim/gpu_memory.h): AdamW's
+  // fp32 master weight and two fp32 moments, 12 (Megatron-LM's distributed-optimizer table:
+  // 18 bytes a parameter with the bf16 weight and fp32 gradient); 8 with bf16 moments, as
+  // DeepSeek-V3 trained. Memory only: the optimizer's time follows optimizer_bytes_per_param.
+  double optimizer_state_bytes_per_param = 12;
 
   // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
   int chunks_per_stage() const {

@@ -33,6 +33,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"trace", request.trace},
       {"trace_metadata", trace_metadata_to_json(metadata)},
       {"topology", c.topology.name},
+      // What the memory a GPU holds is compared with (decimal GB; 0: not known).
+      {"gpu_hbm_capacity_gb", c.topology.gpu.hbm_capacity_gb},
       {"model", c.model.name},
       {"planners", c.planners},
       {"slots_per_rank", c.slots_per_rank},
@@ -45,6 +47,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"data_parallel_routing", routing_groups(c, metadata) > 1 ? "per group" : "alike"},
         {"activation_grad_bytes", c.options.activation_grad_bytes},
         {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
+        {"optimizer_state_bytes_per_param", c.options.optimizer_state_bytes_per_param},
         {"dispatcher", dispatcher_name(c.options.dispatcher)},
         {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
         {"pipeline_stages", c.options.pipeline_stages},

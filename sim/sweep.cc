@@ -45,6 +45,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "pipeline_idle_us_per_step",
                                                    "pipeline_peak_activations",
                                                    "peak_expert_activation_bytes",
+                                                   "gpu_memory_bytes",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -133,6 +134,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["pipeline_idle_us_per_step"] = static_cast<double>(s.pipeline_idle) / 1e6 / steps;
     row["pipeline_peak_activations"] = observer.activations();
     row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes();
+    row["gpu_memory_bytes"] = s.busiest_memory().total();
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -230,6 +232,11 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("peak_expert_activation_bytes"))
       row["peak_expert_activation_bytes"] = nullptr;
     if (!row.contains("recompute_moe_act")) row["recompute_moe_act"] = false;
+    // Nor the memory a GPU holds before 2026-12-05, nor the optimizer state it was counted with.
+    if (!row.contains("gpu_memory_bytes")) row["gpu_memory_bytes"] = nullptr;
+    if (!row.contains("optimizer_state_bytes_per_param")) {
+      row["optimizer_state_bytes_per_param"] = nullptr;
+    }
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;
@@ -265,7 +272,10 @@ std::map<std::string, std::vector<nlohmann::json>> complete_points(
 void check_row_matches_point(const nlohmann::json& row, const SweepPoint& point,
                              const std::string& path, const std::string& advice) {
   for (const std::string& column : sweep_parameter_columns()) {
-    if (!row.contains(column) || !point.columns.contains(column)) continue;
+    // Null: not recorded when the row was written (a column added since), so nothing to match.
+    if (!row.contains(column) || row[column].is_null() || !point.columns.contains(column)) {
+      continue;
+    }
     if (row[column] != point.columns[column]) {
       throw FileInputError(path, column,
                            "holds point " + point.key + " priced with " + row[column].dump() +

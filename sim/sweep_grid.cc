@@ -375,6 +375,8 @@ class GridReader {
           get("activation_grad_bytes", c.options.activation_grad_bytes);
       c.options.optimizer_bytes_per_param =
           get("optimizer_bytes_per_param", c.options.optimizer_bytes_per_param);
+      c.options.optimizer_state_bytes_per_param =
+          get("optimizer_state_bytes_per_param", c.options.optimizer_state_bytes_per_param);
       // check_value() has read the name.
       parse_dispatcher(get("dispatcher", std::string(dispatcher_name(c.options.dispatcher))),
                        &c.options.dispatcher);
@@ -406,41 +408,43 @@ class GridReader {
         metadata.steps = point.synthetic.steps;
       }
       check_sim_config(c, metadata);
-      point.columns = {{"trace", trace.is_string() ? trace.get<std::string>()
-                                                   : "synthetic:" + trace["synthetic"].dump()},
-                       {"topology", get("topology", std::string("h800-4x8"))},
-                       {"model", model_name},
-                       {"nodes", c.topology.nodes},
-                       {"gpus_per_node", c.topology.gpus_per_node},
-                       {"nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s},
-                       {"ib_gb_per_s", c.topology.scale_out.bandwidth_gb_per_s},
-                       {"nvlink_latency_us", c.topology.scale_up.latency_us},
-                       {"ib_latency_us", c.topology.scale_out.latency_us},
-                       {"slots", c.slots_per_rank},
-                       {"uneven_homes", c.homes == HomeLayout::kUneven},
-                       {"weight_overlap_fraction", c.options.weight_overlap_fraction},
-                       {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
-                       {"dense_grad_bytes", c.options.dense_grad_bytes},
-                       {"dense_sync", dense_sync_name(c.options.dense_sync)},
-                       {"data_parallel", c.options.data_parallel},
-                       {"activation_grad_bytes", c.options.activation_grad_bytes},
-                       {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
-                       {"dispatcher", dispatcher_name(c.options.dispatcher)},
-                       {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
-                       {"pipeline_stages", c.options.pipeline_stages},
-                       {"virtual_stages", c.options.virtual_stages},
-                       {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
-                       {"pipeline_layers", join_numbers(c.options.pipeline_layers, ",")},
-                       {"recompute_moe_act", c.options.recompute_moe_activation},
-                       {"topoep_solve_us", o.topoep_solve_us},
-                       {"host_roundtrip_us", o.host_roundtrip_us},
-                       {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
-                       {"eplb_period_steps", o.eplb_period_steps},
-                       {"eplb_window_steps", o.eplb_window_steps},
-                       {"eplb_groups", eplb_groups_name(o.eplb_groups)},
-                       {"topoep_replica_uses", o.topoep_replica_uses},
-                       {"topoep_ib_load_slack", o.topoep_ib_load_slack},
-                       {"topoep_max_moves", o.topoep_max_moves}};
+      point.columns = {
+          {"trace",
+           trace.is_string() ? trace.get<std::string>() : "synthetic:" + trace["synthetic"].dump()},
+          {"topology", get("topology", std::string("h800-4x8"))},
+          {"model", model_name},
+          {"nodes", c.topology.nodes},
+          {"gpus_per_node", c.topology.gpus_per_node},
+          {"nvlink_gb_per_s", c.topology.scale_up.bandwidth_gb_per_s},
+          {"ib_gb_per_s", c.topology.scale_out.bandwidth_gb_per_s},
+          {"nvlink_latency_us", c.topology.scale_up.latency_us},
+          {"ib_latency_us", c.topology.scale_out.latency_us},
+          {"slots", c.slots_per_rank},
+          {"uneven_homes", c.homes == HomeLayout::kUneven},
+          {"weight_overlap_fraction", c.options.weight_overlap_fraction},
+          {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
+          {"dense_grad_bytes", c.options.dense_grad_bytes},
+          {"dense_sync", dense_sync_name(c.options.dense_sync)},
+          {"data_parallel", c.options.data_parallel},
+          {"activation_grad_bytes", c.options.activation_grad_bytes},
+          {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
+          {"optimizer_state_bytes_per_param", c.options.optimizer_state_bytes_per_param},
+          {"dispatcher", dispatcher_name(c.options.dispatcher)},
+          {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
+          {"pipeline_stages", c.options.pipeline_stages},
+          {"virtual_stages", c.options.virtual_stages},
+          {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
+          {"pipeline_layers", join_numbers(c.options.pipeline_layers, ",")},
+          {"recompute_moe_act", c.options.recompute_moe_activation},
+          {"topoep_solve_us", o.topoep_solve_us},
+          {"host_roundtrip_us", o.host_roundtrip_us},
+          {"eplb_cpu_us_per_layer", o.eplb_cpu_us_per_layer},
+          {"eplb_period_steps", o.eplb_period_steps},
+          {"eplb_window_steps", o.eplb_window_steps},
+          {"eplb_groups", eplb_groups_name(o.eplb_groups)},
+          {"topoep_replica_uses", o.topoep_replica_uses},
+          {"topoep_ib_load_slack", o.topoep_ib_load_slack},
+          {"topoep_max_moves", o.topoep_max_moves}};
     } catch (const InputError& error) {
       fail(key_for(error.field(), values),
            "point " + std::to_string(index) + " " + point.key + ": " + error.what());
@@ -479,6 +483,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "data_parallel",
                                                    "activation_grad_bytes",
                                                    "optimizer_bytes_per_param",
+                                                   "optimizer_state_bytes_per_param",
                                                    "dispatcher",
                                                    "a2a_overlap_fraction",
                                                    "pipeline_stages",

@@ -17,7 +17,8 @@
 //   slots                               spare slots per GPU (default 1)
 //   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8), dense_sync
 //   ("allreduce" or "distributed"), data_parallel (expert-parallel groups, 1 to 65,536),
-//   activation_grad_bytes, optimizer_bytes_per_param, dispatcher ("alltoall" or "deepep"),
+//   activation_grad_bytes, optimizer_bytes_per_param, optimizer_state_bytes_per_param (the
+//   memory a GPU holds: 12, fp32 master and moments), dispatcher ("alltoall" or "deepep"),
 //   a2a_overlap_fraction (0 to 1), pipeline_stages (1 to the trace's layers), virtual_stages
 //   (chunks a stage, interleaved 1F1B; the microbatches a multiple of pipeline_stages),
 //   pipeline_schedule ("1f1b"; "dualpipe": even pipeline_stages, virtual_stages 1, at least

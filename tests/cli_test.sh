@@ -29,7 +29,9 @@ expect_text "demo shows the paper's cluster" "$work/out" "h800-4x8"
 expect_text "demo compares TopoEP with the baselines" "$work/out" "TopoEP step-time speedup over"
 expect_text "and with itself blind to the link hierarchy" "$work/out" "topoep-flat is TopoEP's solver blind to the link hierarchy"
 expect_text "demo says what its byte columns add up" "$work/out" "token dispatch plus replica weights"
-expect_text "demo gives the expert activations each planner's busiest GPU holds" "$work/out" "Expert activations the busiest GPU holds for its backward at its peak"
+expect_text "demo gives what each planner's busiest GPU holds" "$work/out" "Memory the busiest GPU holds at its peak, in GB"
+expect_text "and says the whole model on 32 H800s does not fit" "$work/out" "Note: the busiest GPU holds more than its 80 GB of memory (H800 SXM5 80GB) under"
+expect_text "under any planner" "$work/out" "every planner, before what is not counted: this layout does not fit as run."
 for file in summary.json per_layer.csv per_step.csv timeline.json; do
   [[ -s "$work/demo/$file" ]]
   expect "demo writes $file" 0 $?
@@ -720,8 +722,8 @@ expect_text "naming the flag and the range" "$work/out" \
   --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
   --recompute-moe-act --out "$work/pp-recompute" >"$work/out" 2>&1
 expect "simulate counts the expert activations with the gated activation recomputed" 0 $?
-expect_text "the expert activations each planner's busiest GPU holds are printed" "$work/out" \
-  "Expert activations the busiest GPU holds for its backward at its peak"
+expect_text "what each planner's busiest GPU holds is printed, with its stage" "$work/out" \
+  "Memory the busiest GPU holds at its peak, in GB, and its pipeline stage"
 expect_text "with the gated activation recomputed, as it says" "$work/out" \
   "the gated activation recomputed"
 python3 - "$work/pp" "$work/pp-recompute" <<'PY'
@@ -737,18 +739,56 @@ for a, b in zip(kept["planners"], recomputed["planners"]):
     assert len(r["stage_bytes"]) == 2 and max(r["stage_bytes"]) == r["bytes"], r
 rows = list(csv.DictReader(open(sys.argv[2] + "/per_step.csv")))
 assert rows and all(int(row["peak_expert_activation_bytes"]) > 0 for row in rows), rows
+# What a GPU holds, worked by hand: one layer a stage of 1M dense parameters and 4 home experts
+# of 3 x 1024 x 512, each a bf16 weight, a bf16 gradient and 12 bytes of optimizer state; one
+# spare slot a layer, a bf16 weight and gradient, under topoep only.
+expert = 3 * 1024 * 512
+for planner in recomputed["planners"]:
+    memory = planner["gpu_memory"]
+    assert len(memory["stages"]) == 2, memory
+    for stage, activations in zip(memory["stages"], planner["peak_expert_activations"]["stage_bytes"]):
+        assert stage["model_state"] == (1000000 + 4 * expert) * (2 + 2 + 12), stage
+        assert stage["spare_slots"] == (expert * 2 * 2 if planner["planner"] == "topoep" else 0), stage
+        assert stage["expert_activations"] == activations, stage
+        assert stage["total"] == stage["model_state"] + stage["spare_slots"] + activations, stage
+    assert memory["bytes"] == memory["stages"][memory["stage"]]["total"], memory
+    assert memory["bytes"] == max(s["total"] for s in memory["stages"]), memory
 PY
-expect "summary.json and per_step.csv record them" 0 $?
+expect "summary.json and per_step.csv record them, and what a GPU holds" 0 $?
 not_text() { ! grep -qF "$2" "$1"; }
-not_text "$work/out" "exceed its"
-expect "no note where the expert activations fit in the GPU's memory" 0 $?
+not_text "$work/out" "does not fit as run"
+expect "no note where what a GPU holds fits in its memory" 0 $?
+# The distributed optimizer over two copies updates 1/32 of the dense parameters and half the
+# home experts; bf16 moments keep 8 bytes of state for each; the gradients at fp32.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --dense-sync distributed \
+  --data-parallel 2 --optimizer-state-bytes 8 --dense-grad-bytes 4 --out "$work/zero1" \
+  >"$work/out" 2>&1
+expect "simulate counts the optimizer state a GPU keeps" 0 $?
+python3 - "$work/zero1/summary.json" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+assert summary["run"]["sim_options"]["optimizer_state_bytes_per_param"] == 8, summary["run"]
+held = 2 * (1000000 + 4 * 3 * 1024 * 512)
+owned = 2 * (1000000 / 32 + 4 * 3 * 1024 * 512 / 2)
+for planner in summary["planners"]:
+    stage = planner["gpu_memory"]["stages"][0]
+    assert stage["model_state"] == round(held * (2 + 4) + owned * 8), (stage, held, owned)
+PY
+expect "summary.json's model state shares the optimizer state, not the weights" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --optimizer-state-bytes 1000 >"$work/out" 2>&1
+expect "simulate refuses an optimizer state of 1000 bytes a parameter" 2 $?
+expect_text "naming the flag" "$work/out" "--optimizer-state-bytes: must be in [0, 1000)"
 # A GPU too small for them: the note names the planners, the GPU and its memory.
 edit_json "$work/topo.json" "$work/tiny-hbm.json" 'd["gpu"]["hbm_capacity_gb"] = 0.001'
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/tiny-hbm.json" \
   --model "$work/model16.json" --planners topoep,static,ideal >"$work/out" 2>&1
-expect "simulate runs on a GPU too small for its expert activations" 0 $?
-expect_text "and says they do not fit" "$work/out" \
-  "Note: under topoep and static the busiest GPU's expert activations alone exceed its 0.001 GB of memory"
+expect "simulate runs on a GPU too small for what it holds" 0 $?
+expect_text "and names the planners under which it does not fit" "$work/out" \
+  "Note: the busiest GPU holds more than its 0.001 GB of memory (H800 SXM5 80GB) under"
+expect_text "under every planner (the ideal is a bound, not a plan)" "$work/out" \
+  "every planner, before what is not counted: this layout does not fit as run."
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

@@ -15,7 +15,6 @@
 #include "sim/replay.h"
 #include "tests/collected_steps.h"
 #include "tests/sim_fixtures.h"
-#include "traces/synthetic_trace.h"
 
 namespace topoep {
 namespace {
@@ -99,20 +98,7 @@ TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRound
 
 // 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.
 std::string skewed_trace() {
-  static const std::string path = [] {
-    const std::string out = temp_path("expert_activations_trace");
-    fs::remove_all(out);
-    SyntheticTraceSpec spec;
-    spec.num_ranks = 16;
-    spec.num_experts = 64;
-    spec.num_layers = 4;
-    spec.steps = 2;
-    spec.microbatches = 4;
-    spec.tokens_per_rank = 512;
-    spec.seed = 11;
-    write_synthetic_trace(spec, out);
-    return out;
-  }();
+  static const std::string path = write_skewed_trace(temp_path("expert_activations_trace"), 11);
   return path;
 }
 
@@ -193,9 +179,9 @@ TEST(ExpertActivations, PipelineStagesHoldTheirPeakLayerMicrobatchesOfEvenRoutin
       for (std::size_t p = 0; p < kPlanners.size(); ++p) {
         const StepTotals& totals = steps[0].planners[p];
         EXPECT_EQ(totals.peak_expert_tokens, want) << kPlanners[p];
-        ASSERT_EQ(totals.stage_peak_expert_activation_bytes.size(), layers.size());
+        ASSERT_EQ(totals.stage_memory.size(), layers.size());
         for (std::size_t s = 0; s < layers.size(); ++s) {
-          EXPECT_EQ(totals.stage_peak_expert_activation_bytes[s], layers[s] * per_layer * per_token)
+          EXPECT_EQ(totals.stage_memory[s].expert_activations, layers[s] * per_layer * per_token)
               << kPlanners[p] << " stage " << s;
         }
       }

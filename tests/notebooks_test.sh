@@ -67,7 +67,8 @@ plots() {
 drawn() { [[ -s "$work/png-$1/$2.png" ]]; expect "$3" 0 $?; }
 not_drawn() { [[ ! -e "$work/png-$1/$2.png" ]]; expect "$3" 0 $?; }
 for results in replay sweep solver; do plots "$results"; done
-for png in straggler_by_layer load_heatmaps bytes_by_link expert_activations gain_over_baselines; do
+for png in straggler_by_layer load_heatmaps bytes_by_link expert_activations gpu_memory \
+  gain_over_baselines; do
   [[ -s "$work/png-replay/$png.png" ]]
   expect "replay plot $png.png" 0 $?
 done

@@ -2,12 +2,14 @@
 // Small clusters, models and traces with round numbers, so the simulator's outputs can be
 // checked against formulas worked by hand.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
 #include "models/model.h"
 #include "solver/routing_counts.h"
 #include "topologies/topology.h"
+#include "traces/synthetic_trace.h"
 #include "traces/trace_writer.h"
 
 namespace topoep {
@@ -73,6 +75,22 @@ inline std::string write_uniform_trace(const std::string& path, TokenCount per_c
   }
   for (int record = 0; record < layers * microbatches; ++record) writer.add(counts);
   writer.finish();
+  return path;
+}
+
+// Writes to `path` (replacing it) a seeded synthetic trace with skewed routing on 16 GPUs,
+// 8 a node: 64 experts, top-8, 4 layers, 2 steps of 4 microbatches, 512 tokens a GPU.
+inline std::string write_skewed_trace(const std::string& path, std::uint64_t seed) {
+  std::filesystem::remove_all(path);
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 16;
+  spec.num_experts = 64;
+  spec.num_layers = 4;
+  spec.steps = 2;
+  spec.microbatches = 4;
+  spec.tokens_per_rank = 512;
+  spec.seed = seed;
+  write_synthetic_trace(spec, path);
   return path;
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -350,6 +351,42 @@ TEST(Sweep, ReportsTheExpertActivationsTheBusiestGpuHoldsWithAndWithoutRecomputa
             "recompute_moe_act[0]");
 }
 
+// What the busiest GPU holds: static reserves no spare slots, so what TopoEP holds beyond its
+// activations is static's plus the slots' weights and gradients; the optimizer state a
+// parameter moves the model state by that much a parameter the GPU updates.
+TEST(Sweep, ReportsWhatTheBusiestGpuHoldsWithItsSpareSlotsAndOptimizerState) {
+  const SweepGrid grid = load_sweep_grid(write_grid("memory.json", R"({
+    "planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "slots": [2], "optimizer_state_bytes_per_param": [12, 8]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[1].config.options.optimizer_state_bytes_per_param, 8);
+  std::istringstream lines(read_file(run(grid, temp_path("sweep_memory_rows"), 1)));
+  std::map<std::pair<int, std::string>, double> beyond_activations;
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    EXPECT_GT(row["peak_expert_activation_bytes"].get<double>(), 0);
+    beyond_activations[{row["point"].get<int>(), row["planner"].get<std::string>()}] =
+        row["gpu_memory_bytes"].get<double>() - row["peak_expert_activation_bytes"].get<double>();
+  }
+  ASSERT_EQ(beyond_activations.size(), 4u);
+  const auto beyond = [&](int point, const char* planner) {
+    return beyond_activations[std::make_pair(point, std::string(planner))];
+  };
+  const ModelSpec& model = grid.points[0].config.model;
+  const int layers = 2;
+  const double slots = 2.0 * layers * model.expert_params() * model.weight_bytes * 2;
+  for (const int point : {0, 1}) {
+    EXPECT_DOUBLE_EQ(beyond(point, "topoep") - beyond(point, "static"), slots);
+  }
+  // One stage, every GPU updating all it holds: its layers' dense parameters and home experts.
+  const int gpus = grid.points[0].config.topology.num_gpus();
+  const double homes = (model.num_experts + gpus - 1) / gpus * model.expert_params();
+  const double held = layers * (model.dense_and_shared_params() + homes);
+  EXPECT_NEAR(beyond(0, "static") - beyond(1, "static"), 4 * held, 1);
+}
+
 // Each stage's layers: a list that sets the stages where the point does not, written as the
 // command line takes it (empty for the even split); a list that does not fit is refused.
 TEST(Sweep, SweepsEachStagesLayersWhichSetTheStages) {
@@ -621,8 +658,8 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
 }
 
-// Results written before the activations were recorded resume with them empty: they are not
-// known without the trace.
+// Results written before the activations (and what a GPU holds) were recorded resume with them
+// empty: they are not known without the trace.
 TEST(Sweep, ResumeLeavesTheActivationsOfRowsWrittenBeforeThemEmpty) {
   const char* grid = R"({"planners": ["static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
@@ -630,14 +667,17 @@ TEST(Sweep, ResumeLeavesTheActivationsOfRowsWrittenBeforeThemEmpty) {
   const std::string dir = temp_path("sweep_rows_before_activations");
   run(load_sweep_grid(write_grid("act.json", grid)), dir, 1);
   const std::string fresh = read_file(dir + "/results.jsonl");
-  write_rows_as_an_earlier_version_did(
-      dir, fresh, {"pipeline_peak_activations", "peak_expert_activation_bytes"});
+  write_rows_as_an_earlier_version_did(dir, fresh,
+                                       {"pipeline_peak_activations", "peak_expert_activation_bytes",
+                                        "gpu_memory_bytes", "optimizer_state_bytes_per_param"});
   const SweepReport report =
       run_sweep(load_sweep_grid(write_grid("act.json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
   const nlohmann::json row = nlohmann::json::parse(read_file(report.jsonl_path));
   EXPECT_TRUE(row["pipeline_peak_activations"].is_null());
   EXPECT_TRUE(row["peak_expert_activation_bytes"].is_null());
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_TRUE(row["optimizer_state_bytes_per_param"].is_null());
   EXPECT_GT(nlohmann::json::parse(fresh)["peak_expert_activation_bytes"].get<double>(), 0);
 }
 

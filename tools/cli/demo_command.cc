@@ -72,7 +72,10 @@ void run_demo(const DemoOptions& options) {
          "with one spare expert slot per GPU.\nEPLB replans every 4 steps from the last 4.\n\n";
   const SimulationResult result = run_simulation(request);
   print_simulation_table(result.summary, std::cout);
-  print_expert_activations(result.summary, request.config, std::cout);
+  print_gpu_memory(result.summary, request.config, std::cout);
+  std::cout << "(The demo puts every MoE layer on one group of 32 GPUs, as the paper compares\n"
+               "planners; DeepSeek-V3 trained on 2048 H800s in 16 pipeline stages. The step\n"
+               "times compare the planners on those layers; a layout that fits: sim/README.md.)\n";
   print_planner_notes(result.summary, result.metadata.steps, request.config, std::cout);
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"

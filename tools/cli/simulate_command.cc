@@ -232,7 +232,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   std::cout << "\n";
   print_simulation_table(result.summary, std::cout);
-  print_expert_activations(result.summary, request.config, std::cout);
+  print_gpu_memory(result.summary, request.config, std::cout);
   print_planner_notes(result.summary, m.steps, request.config, std::cout);
   const double overlap = request.config.options.a2a_overlap_fraction;
   if (overlap > 0) {
@@ -391,7 +391,15 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--dense-grad-bytes", o->sim.dense_grad_bytes,
                    "Bytes per parameter of the gradients' data-parallel sync "
-                   "(2: bf16; 4: fp32; 0: leave the sync out of the step)")
+                   "(2: bf16, Megatron-LM's --grad-reduce-in-bf16; 4: fp32, its default for bf16 "
+                   "training; 0: leave the sync out of the step). The gradient buffers a GPU "
+                   "holds are counted this wide")
+      ->capture_default_str();
+  simulate
+      ->add_option("--optimizer-state-bytes", o->sim.optimizer_state_bytes_per_param,
+                   "Bytes of optimizer state a GPU keeps per parameter it updates, for the memory "
+                   "it holds (12: AdamW's fp32 master weight and moments; 8: bf16 moments, as "
+                   "DeepSeek-V3 trained)")
       ->capture_default_str();
   simulate
       ->add_option("--data-parallel", o->sim.data_parallel,
@@ -490,6 +498,7 @@ void add_simulate_command(CLI::App& app) {
                   {"pipeline_schedule", "--pipeline-schedule"},
                   {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
+                  {"optimizer_state_bytes_per_param", "--optimizer-state-bytes"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},

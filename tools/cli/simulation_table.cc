@@ -48,38 +48,57 @@ void print_simulation_table(const RunSummary& summary, std::ostream& out) {
   out << "\n";
 }
 
-void print_expert_activations(const RunSummary& summary, const SimConfig& config,
-                              std::ostream& out) {
-  const bool activation_recomputed = config.options.recompute_moe_activation;
-  out << "\nExpert activations the busiest GPU holds for its backward at its peak (GB; its\n"
-      << "tokens' expert inputs and intermediates, "
-      << (activation_recomputed ? "the gated activation recomputed" : "no recomputation")
-      << ": sim/README.md):\n";
-  const char* separator = "  ";
+namespace {
+
+std::string gigabytes(Bytes bytes) { return format_fixed(static_cast<double>(bytes) / 1e9, 2); }
+
+}  // namespace
+
+void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::ostream& out) {
+  const SimOptions& options = config.options;
+  const bool stages = options.pipeline_stages > 1;
+  out << "\nMemory the busiest GPU holds at its peak, in GB"
+      << (stages ? ", and its pipeline stage" : "")
+      << ":\nits model state (weights, gradients, optimizer state), the spare slots' replicas\n"
+         "and the expert activations held for the backward ("
+      << (options.recompute_moe_activation ? "the gated activation recomputed" : "no recomputation")
+      << ");\nattention activations and buffers are not counted (sim/README.md, \"Memory a GPU "
+         "holds\"):\n";
+  std::vector<std::string> header = {"planner", "model state", "spare slots", "expert activations",
+                                     "total"};
+  if (stages) header.push_back("stage");
+  TextTable table(header);
   for (const PlannerRunSummary& s : summary.planners()) {
-    out << separator << s.planner << " "
-        << format_fixed(static_cast<double>(s.peak_expert_activation_bytes()) / 1e9, 2);
-    separator = ", ";
+    const StageMemory memory = s.busiest_memory();
+    std::vector<std::string> row = {
+        s.planner, gigabytes(memory.model_state), gigabytes(memory.spare_slots),
+        gigabytes(memory.expert_activations), gigabytes(memory.total())};
+    if (stages) row.push_back(std::to_string(s.busiest_memory_stage()));
+    table.add_row(row);
   }
-  out << "\n";
-  // Expert activations alone beyond the GPU's memory: the run cannot fit as laid out, whatever
-  // else (weights, optimizer state, attention activations) the GPU holds.
+  table.print(out);
+  // Beyond the GPU's memory before what is not counted: the run cannot fit as laid out.
   const GpuSpec& gpu = config.topology.gpu;
+  if (gpu.hbm_capacity_gb <= 0) return;
   std::vector<std::string> over;
   for (const PlannerRunSummary& s : summary.planners()) {
-    if (s.planner != "ideal" && gpu.hbm_capacity_gb > 0 &&
-        static_cast<double>(s.peak_expert_activation_bytes()) / 1e9 > gpu.hbm_capacity_gb) {
+    if (s.planner != "ideal" &&
+        static_cast<double>(s.busiest_memory().total()) / 1e9 > gpu.hbm_capacity_gb) {
       over.push_back(s.planner);
     }
   }
   if (over.empty()) return;
-  out << "Note: under " << spoken_list(over)
-      << " the busiest GPU's expert activations alone exceed its "
-      << format_fixed(gpu.hbm_capacity_gb, gpu.hbm_capacity_gb >= 1 ? 0 : 3) << " GB of memory\n("
-      << gpu.name
-      << "): this layout does not fit as run (recompute the activation:\n--recompute-moe-act; "
-         "or fewer layers a stage, fewer microbatches in flight or fewer\ntokens a "
-         "microbatch).\n";
+  const int planned =
+      static_cast<int>(summary.planners().size()) - (summary.index_of("ideal") >= 0 ? 1 : 0);
+  out << "Note: the busiest GPU holds more than its "
+      << format_fixed(gpu.hbm_capacity_gb, gpu.hbm_capacity_gb >= 1 ? 0 : 3) << " GB of memory ("
+      << gpu.name << ") under\n"
+      << (static_cast<int>(over.size()) == planned && planned > 1 ? "every planner"
+                                                                  : spoken_list(over))
+      << ", before what is not counted: this layout does not fit as run. More\n"
+         "pipeline stages, the distributed optimizer over data-parallel copies (--dense-sync\n"
+         "distributed --data-parallel D), fewer spare slots, recomputing the expert activation\n"
+         "(--recompute-moe-act) or fewer tokens a microbatch hold less.\n";
 }
 
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,

@@ -1,6 +1,6 @@
 #pragma once
 // The human summary of a simulation: one row per planner, then TopoEP's speedup over each,
-// the expert activations each planner's busiest GPU holds at its peak, and notes on planners
+// the memory each planner's busiest GPU holds at its peak, and notes on planners
 // whose rows need one.
 
 #include <ostream>
@@ -15,12 +15,11 @@ namespace topoep {
 
 void print_simulation_table(const RunSummary& summary, std::ostream& out);
 
-// The most bytes of expert activations one GPU holds at once under each planner
-// (PlannerRunSummary::peak_expert_activation_bytes()), in GB, one line, as `config` (the replay's)
-// counts them (SimOptions::recompute_moe_activation); and a note naming the planners under
-// which they alone exceed the GPU's memory (GpuSpec::hbm_capacity_gb, decimal GB).
-void print_expert_activations(const RunSummary& summary, const SimConfig& config,
-                              std::ostream& out);
+// What the busiest GPU of each planner holds at its peak (PlannerRunSummary::busiest_memory()),
+// by part, in GB, as `config` (the replay's) counts it (sim/gpu_memory.h); and a note naming
+// the planners under which it exceeds the GPU's memory (GpuSpec::hbm_capacity_gb, decimal GB)
+// before what is not counted.
+void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::ostream& out);
 
 // What a reader of the table could not tell from it: TopoEP's GPU solve time is a parameter,
 // not a measurement (with spare slots, `slots` > 0, where a solve runs); EPLB as deployed on a
