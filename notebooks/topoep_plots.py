@@ -320,6 +320,38 @@ def plot_step_vs_activations(results, planners=("topoep", "static")):
     return ax
 
 
+def has_memory_tradeoff(results):
+    """Whether the sweep's points hold different memory on their busiest GPU (gpu_memory_bytes:
+    sweeps since 2026-12-05; empty in rows resumed from before)."""
+    column = results.get("gpu_memory_bytes")
+    return column is not None and column.dropna().nunique() > 1
+
+
+def plot_step_vs_memory(results, planners=("topoep", "eplb-microbatch", "static")):
+    """Each point's step time against what its busiest GPU holds (GB: model state, spare slots,
+    expert activations; sim/README.md, "Memory a GPU holds"), one series per planner, the
+    first planner's points labelled with the parameters the sweep varies: what spare slots,
+    pipeline layouts or recomputation buy in time for their memory."""
+    ax = plt.subplots(figsize=(7, 4.5))[1]
+    varied = [c for c in sweep_parameters(results) if results[c].nunique() > 1]
+    rows = results.dropna(subset=["gpu_memory_bytes"])
+    shown = [p for p in planners if p in set(rows["planner"])]
+    for planner in shown:
+        mine = rows[rows["planner"] == planner]
+        ax.plot(mine["gpu_memory_bytes"] / 1e9, mine["step_time_us"] / 1e6, "o", label=planner)
+        if planner != shown[0]:
+            continue
+        for _, row in mine.iterrows():
+            label = ", ".join(f"{c}={row[c]}" for c in varied)
+            ax.annotate(label, (row["gpu_memory_bytes"] / 1e9, row["step_time_us"] / 1e6),
+                        fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("GB the busiest GPU holds (attention activations not counted)")
+    ax.set_ylabel("step time (s)")
+    ax.legend()
+    ax.set_title("step time against GPU memory")
+    return ax
+
+
 # --- paper reproduction (tools/reproduce_paper DIR) -----------------------------------------
 
 PAPER_BAND = (1.062, 1.114)  # the paper's end-to-end gain: 6.2% to 11.4%
@@ -465,6 +497,8 @@ def write_all(results_dir, out_dir):
                 save(plot_gain_vs(results, x).figure, f"gain_vs_{x}.png")
         if has_activation_tradeoff(results):
             save(plot_step_vs_activations(results).figure, "step_vs_activations.png")
+        if has_memory_tradeoff(results):
+            save(plot_step_vs_memory(results).figure, "step_vs_memory.png")
     if os.path.exists(os.path.join(results_dir, "skew", "results.csv")):
         save(plot_gain_vs_skew(load_reproduction(results_dir)), "gain_vs_skew.png")
     if os.path.exists(os.path.join(results_dir, "solver_bench.json")):

@@ -74,7 +74,7 @@ for png in straggler_by_layer load_heatmaps bytes_by_link expert_activations gpu
 done
 # The featured axes, and any other the sweep varied (pipeline_stages).
 for png in gain_vs_slots gain_vs_ib_nvlink_ratio gain_vs_nodes gain_vs_dispatcher \
-  gain_vs_pipeline_stages; do
+  gain_vs_pipeline_stages step_vs_memory; do
   [[ -s "$work/png-sweep/$png.png" ]]
   expect "sweep plot $png.png" 0 $?
 done
