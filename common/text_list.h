@@ -32,11 +32,32 @@ inline bool is_listed(const std::vector<std::string>& names, const std::string& 
   return false;
 }
 
-// `names` as a sentence lists them: "a", "a and b", "a, b and c"; empty for no names.
-inline std::string spoken_list(const std::vector<std::string>& names) {
+// `names` as a sentence lists them: "a", "a and b", "a, b and c" (or `conjunction`'s); empty
+// for no names.
+inline std::string spoken_list(const std::vector<std::string>& names,
+                               const std::string& conjunction = "and") {
   if (names.size() < 2) return join_names(names);
   const std::vector<std::string> head(names.begin(), names.end() - 1);
-  return join_names(head) + " and " + names.back();
+  return join_names(head) + " " + conjunction + " " + names.back();
+}
+
+// `text` (one paragraph) broken into lines of at most `width` characters at spaces, each line
+// ended by a newline; a word longer than `width` stands on a line of its own.
+inline std::string wrapped(const std::string& text, std::size_t width = 88) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return line.empty() ? out : out + line + "\n";
 }
 
 // What to pass instead of a preset that does not fit: "; presets with WHAT: a, b", or, where

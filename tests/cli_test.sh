@@ -30,8 +30,9 @@ expect_text "demo compares TopoEP with the baselines" "$work/out" "TopoEP step-t
 expect_text "and with itself blind to the link hierarchy" "$work/out" "topoep-flat is TopoEP's solver blind to the link hierarchy"
 expect_text "demo says what its byte columns add up" "$work/out" "token dispatch plus replica weights"
 expect_text "demo gives what each planner's busiest GPU holds" "$work/out" "Memory the busiest GPU holds at its peak, in GB"
-expect_text "and says the whole model on 32 H800s does not fit" "$work/out" "Note: the busiest GPU holds more than its 80 GB of memory (H800 SXM5 80GB) under"
-expect_text "under any planner" "$work/out" "every planner, before what is not counted: this layout does not fit as run."
+tr '\n' ' ' <"$work/out" >"$work/out.flat"  # the note is wrapped to the terminal's width
+expect_text "and says the whole model on 32 H800s does not fit under any planner" "$work/out.flat" \
+  "Note: the busiest GPU holds more than its 80 GB of memory (H800 SXM5 80GB) under every planner, before what is not counted: this layout does not fit as run."
 for file in summary.json per_layer.csv per_step.csv timeline.json; do
   [[ -s "$work/demo/$file" ]]
   expect "demo writes $file" 0 $?
@@ -785,10 +786,12 @@ edit_json "$work/topo.json" "$work/tiny-hbm.json" 'd["gpu"]["hbm_capacity_gb"] =
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/tiny-hbm.json" \
   --model "$work/model16.json" --planners topoep,static,ideal >"$work/out" 2>&1
 expect "simulate runs on a GPU too small for what it holds" 0 $?
-expect_text "and names the planners under which it does not fit" "$work/out" \
+tr '\n' ' ' <"$work/out" >"$work/out.flat"  # the note is wrapped to the terminal's width
+expect_text "and names the GPU and its memory" "$work/out.flat" \
   "Note: the busiest GPU holds more than its 0.001 GB of memory (H800 SXM5 80GB) under"
-expect_text "under every planner (the ideal is a bound, not a plan)" "$work/out" \
-  "every planner, before what is not counted: this layout does not fit as run."
+expect_text "under every planner (the ideal is a bound, not a plan), and what would hold less" \
+  "$work/out.flat" \
+  "under every planner, before what is not counted: this layout does not fit as run. Less is held with more pipeline stages (--pipeline-stages), the distributed optimizer (--dense-sync distributed, over --data-parallel copies), fewer spare slots (--slots), recomputing the expert activation (--recompute-moe-act) or fewer tokens a microbatch."
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

@@ -90,15 +90,26 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
   if (over.empty()) return;
   const int planned =
       static_cast<int>(summary.planners().size()) - (summary.index_of("ideal") >= 0 ? 1 : 0);
-  out << "Note: the busiest GPU holds more than its "
-      << format_fixed(gpu.hbm_capacity_gb, gpu.hbm_capacity_gb >= 1 ? 0 : 3) << " GB of memory ("
-      << gpu.name << ") under\n"
-      << (static_cast<int>(over.size()) == planned && planned > 1 ? "every planner"
-                                                                  : spoken_list(over))
-      << ", before what is not counted: this layout does not fit as run. More\n"
-         "pipeline stages, the distributed optimizer over data-parallel copies (--dense-sync\n"
-         "distributed --data-parallel D), fewer spare slots, recomputing the expert activation\n"
-         "(--recompute-moe-act) or fewer tokens a microbatch hold less.\n";
+  // What would hold less, of what this run did not already do.
+  std::vector<std::string> levers = {"more pipeline stages (--pipeline-stages)"};
+  if (options.dense_sync != DenseSync::kDistributedOptimizer) {
+    levers.push_back(
+        "the distributed optimizer (--dense-sync distributed, over --data-parallel "
+        "copies)");
+  }
+  if (config.slots_per_rank > 0) levers.push_back("fewer spare slots (--slots)");
+  if (!options.recompute_moe_activation) {
+    levers.push_back("recomputing the expert activation (--recompute-moe-act)");
+  }
+  levers.push_back("fewer tokens a microbatch");
+  out << wrapped("Note: the busiest GPU holds more than its " +
+                 format_fixed(gpu.hbm_capacity_gb, gpu.hbm_capacity_gb >= 1 ? 0 : 3) +
+                 " GB of memory (" + gpu.name + ") under " +
+                 (static_cast<int>(over.size()) == planned && planned > 1 ? "every planner"
+                                                                          : spoken_list(over)) +
+                 ", before what is not counted: this layout does not fit as run. Less is held "
+                 "with " +
+                 spoken_list(levers, "or") + ".");
 }
 
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
