@@ -88,6 +88,33 @@ int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int st
   return *std::max_element(peaks.begin(), peaks.end());
 }
 
+std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,
+                                          const CostModel& cost, int microbatches, int slots,
+                                          Bytes bytes_per_layer_microbatch) {
+  const std::vector<int> peaks = pipeline_peak_activations(
+      layout_options(layers_per_chunk, stages, cost), layers_per_chunk, microbatches);
+  const std::vector<StageParameters> parameters =
+      cost.pipeline_parameters(layers_per_chunk, stages);
+  std::vector<Bytes> memory;
+  for (int s = 0; s < stages; ++s) {
+    memory.push_back(StageMemory{model_state_bytes(parameters[s], cost.model(), cost.options()),
+                                 spare_slot_bytes(cost.model(), slots, parameters[s].layers),
+                                 peaks[s] * bytes_per_layer_microbatch}
+                         .total());
+  }
+  return memory;
+}
+
+Bytes activation_bytes_per_layer_microbatch(const std::vector<StageMemory>& stages,
+                                            const std::vector<int>& peaks) {
+  Bytes most = 0;
+  for (std::size_t s = 0; s < stages.size() && s < peaks.size(); ++s) {
+    if (peaks[s] <= 0) continue;
+    most = std::max(most, (stages[s].expert_activations + peaks[s] - 1) / peaks[s]);
+  }
+  return most;
+}
+
 Picoseconds predicted_pipeline_step(const LayerWorkProfile& profile,
                                     const std::vector<int>& layers_per_chunk, int stages,
                                     const CostModel& cost) {
@@ -235,21 +262,29 @@ std::vector<int> best_of_every_layout(int layers, int stages, const Predict& pre
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
                                       const std::vector<int>& start, int stages,
                                       const CostModel& cost, long long exhaustive_limit,
-                                      int max_activations) {
+                                      int max_activations, const LayoutExcess& excess) {
   const int chunks = static_cast<int>(start.size());
   const int layers = std::accumulate(start.begin(), start.end(), 0);
   const int microbatches = static_cast<int>(profile.layers.size());
-  const auto too_much = [&](const std::vector<int>& layout) {
+  const auto too_many_activations = [&](const std::vector<int>& layout) {
     return max_activations > 0 &&
            pipeline_layout_activations(layout, stages, cost, microbatches) > max_activations;
   };
-  // A layout over the cap is never shorter than one within it, nor than the start.
+  // A layout over a cap is never shorter than one within them, nor than the start; over the
+  // activations cap, never shorter than one only over `excess`'s, which rank by how far over.
   constexpr Picoseconds kOverCap = std::numeric_limits<Picoseconds>::max();
+  constexpr Picoseconds kOverExcess = Picoseconds{1} << 62;
+  const auto over = [&](const std::vector<int>& layout) -> Picoseconds {
+    if (too_many_activations(layout)) return kOverCap;
+    const Bytes by = excess ? excess(layout) : 0;
+    return by > 0 ? kOverExcess + std::min<Bytes>(by, kOverExcess - 1) : 0;
+  };
   const Predict predict = [&](const std::vector<int>& layout) {
-    return too_much(layout) ? kOverCap : predicted_pipeline_step(profile, layout, stages, cost);
+    const Picoseconds beyond = over(layout);
+    return beyond > 0 ? beyond : predicted_pipeline_step(profile, layout, stages, cost);
   };
   const auto within_cap = [&](std::vector<int> layout) {
-    return too_much(layout) ? std::vector<int>{} : layout;
+    return over(layout) > 0 ? std::vector<int>{} : layout;
   };
   if (layouts_up_to(layers - 1, chunks - 1, exhaustive_limit) <= exhaustive_limit) {
     return within_cap(best_of_every_layout(layers, chunks, predict));

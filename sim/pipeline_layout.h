@@ -3,9 +3,11 @@
 // shortest, predicted from a run's own records: the advice `simulate` gives for
 // --pipeline-layers (sim/README.md, "Pipeline stages"). Deterministic integers.
 
+#include <functional>
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/gpu_memory.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/replay.h"
 
@@ -58,17 +60,36 @@ constexpr long long kExhaustiveStageLayouts = 100000;
 // moved by 3 or 4 layers and a descent from there, kept where it ends shorter, until no kick
 // helps. A local search: not always the optimum. `max_activations` above 0: only layouts whose
 // busiest stage holds at most that many layer-microbatches of activations
-// (pipeline_layout_activations()); empty where none is found.
+// (pipeline_layout_activations()); `excess`, where given: only layouts it puts at 0, the
+// others ranked by it, less first, so that a search started over the cap (a memory cap, in
+// bytes over it: pipeline_layout_memory()) descends toward it. Empty where none is found.
+using LayoutExcess = std::function<Bytes(const std::vector<int>& layers_per_chunk)>;
 std::vector<int> advised_stage_layers(const LayerWorkProfile& profile,
                                       const std::vector<int>& start, int stages,
                                       const CostModel& cost,
                                       long long exhaustive_limit = kExhaustiveStageLayouts,
-                                      int max_activations = 0);
+                                      int max_activations = 0,
+                                      const LayoutExcess& excess = nullptr);
 
 // The most layer-microbatches of activations a stage holds at once under `layers_per_chunk`
 // over `stages` stages, by the schedule cost.options() names, `microbatches` a step
 // (pipeline_peak_activations()).
 int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int stages,
                                 const CostModel& cost, int microbatches);
+
+// What a GPU of each stage would hold under `layers_per_chunk` over `stages` stages, in bytes
+// (sim/gpu_memory.h): its model state and `slots` spare slots exactly, and its expert
+// activations estimated as its peak layer-microbatches (pipeline_peak_activations()) times
+// `bytes_per_layer_microbatch`.
+std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,
+                                          const CostModel& cost, int microbatches, int slots,
+                                          Bytes bytes_per_layer_microbatch);
+
+// The estimate's rate from a run: the most expert activation bytes one GPU of a stage held per
+// layer-microbatch the stage held (`stages`: PlannerRunSummary::stage_memory; `peaks`: the
+// run's layout's pipeline_peak_activations()), rounded up. So the estimate gives the run's own
+// layout at least what it held.
+Bytes activation_bytes_per_layer_microbatch(const std::vector<StageMemory>& stages,
+                                            const std::vector<int>& peaks);
 
 }  // namespace topoep

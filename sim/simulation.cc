@@ -1,6 +1,7 @@
 #include "sim/simulation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -174,13 +175,41 @@ class OutputObserver : public ReplayObserver {
       advice.activations_now = pipeline_layout_activations(now, stages, *cost_, microbatches);
       advice.max_activations = request_.advice_max_activations > 0 ? request_.advice_max_activations
                                                                    : advice.activations_now;
+      // What a layout's busiest GPU would hold: its expert activations at the rate this run's
+      // layout held them per layer-microbatch.
+      const Bytes rate =
+          activation_bytes_per_layer_microbatch(result_.summary.planners()[p].stage_memory,
+                                                pipeline_peak_activations(sim, now, microbatches));
+      const int slots =
+          planner_reserves_slots(request_.config.planners[p]) ? request_.config.slots_per_rank : 0;
+      const auto stage_memory = [&](const std::vector<int>& layout) {
+        return pipeline_layout_memory(layout, stages, *cost_, microbatches, slots, rate);
+      };
+      const auto memory = [&](const std::vector<int>& layout) {
+        const std::vector<Bytes> stages_held = stage_memory(layout);
+        return *std::max_element(stages_held.begin(), stages_held.end());
+      };
+      advice.memory_now = memory(now);
+      advice.max_gb = request_.advice_max_gb;
+      LayoutExcess excess;
+      if (advice.max_gb > 0) {
+        const Bytes cap = static_cast<Bytes>(std::floor(advice.max_gb * 1e9));
+        // Summed over the stages, so that relieving any stage over the cap ranks a layout
+        // closer to fitting.
+        excess = [&, cap](const std::vector<int>& layout) {
+          Bytes over = 0;
+          for (const Bytes held : stage_memory(layout)) over += std::max<Bytes>(0, held - cap);
+          return over;
+        };
+      }
       advice.layers = advised_stage_layers(profile, now, stages, *cost_, kExhaustiveStageLayouts,
-                                           advice.max_activations);
+                                           advice.max_activations, excess);
       advice.predicted_now = predicted_pipeline_step(profile, now, stages, *cost_);
       if (!advice.layers.empty()) {
         advice.predicted_advised = predicted_pipeline_step(profile, advice.layers, stages, *cost_);
         advice.activations_advised =
             pipeline_layout_activations(advice.layers, stages, *cost_, microbatches);
+        advice.memory_advised = memory(advice.layers);
       }
       result_.pipeline_advice[p] = advice;
     }
@@ -206,6 +235,11 @@ class OutputObserver : public ReplayObserver {
           {"now", advice.activations_now},
           {"advised",
            advice.layers.empty() ? nlohmann::json() : nlohmann::json(advice.activations_advised)}};
+      entry["pipeline_gpu_memory"] = {
+          {"cap_gb", advice.max_gb > 0 ? nlohmann::json(advice.max_gb) : nlohmann::json()},
+          {"now", advice.memory_now},
+          {"advised",
+           advice.layers.empty() ? nlohmann::json() : nlohmann::json(advice.memory_advised)}};
     }
   }
 

@@ -24,6 +24,9 @@ struct SimulationRequest {
   // With pipeline stages, the layout advice's cap on the activations its layout's busiest
   // stage holds, in layer-microbatches (pipeline_layout.h); 0: what the run's layout holds.
   int advice_max_activations = 0;
+  // And a cap on what its layout's busiest GPU would hold, in decimal GB
+  // (pipeline_layout_memory()); 0: none.
+  double advice_max_gb = 0;
 };
 
 // With pipeline stages: a planner's --pipeline-layers (each chunk's) whose predicted step is
@@ -38,6 +41,12 @@ struct PipelineLayoutAdvice {
   int max_activations = 0;
   int activations_now = 0;
   int activations_advised = 0;
+  // What the busiest GPU would hold, in bytes (pipeline_layout_memory(), its expert
+  // activations at the rate the run's layout held them), under the run's layout and the
+  // advised one (0 where `layers` is empty); the cap in GB (0: none).
+  Bytes memory_now = 0;
+  Bytes memory_advised = 0;
+  double max_gb = 0;
 };
 
 struct SimulationResult {

@@ -712,6 +712,28 @@ expect_text "and says no layout fits it" "$work/out" \
 expect "simulate refuses an activations cap without pipeline stages" 2 $?
 expect_text "naming the flag" "$work/out" \
   "error: --advice-max-activations: caps the layout advice of pipeline stages"
+# A cap on what the advised layout's busiest GPU would hold, in GB: too small for any layout.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --pipeline-stages 2 \
+  --advice-max-gb 0.05 --out "$work/pp-gb" >"$work/out" 2>&1
+expect "simulate takes a cap on the advised layout's memory" 0 $?
+tr '\n' ' ' <"$work/out" >"$work/out.flat"
+expect_text "and says no layout fits it, against what this run's layout would hold" \
+  "$work/out.flat" "and whose busiest GPU would hold at most 0.05 GB (this run's layout: "
+python3 - "$work/pp-gb/summary.json" <<'PY'
+import json, sys
+for planner in json.load(open(sys.argv[1]))["planners"]:
+    memory = planner["pipeline_gpu_memory"]
+    assert memory["cap_gb"] == 0.05 and memory["advised"] is None, memory
+    # The run's own layout, its activations at the rate it held them: at least what it held.
+    assert memory["now"] >= planner["gpu_memory"]["bytes"] > 0.05e9, (memory, planner["gpu_memory"])
+PY
+expect "summary.json records the cap and what the run's layout would hold" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --advice-max-gb 80 >"$work/out" 2>&1
+expect "simulate refuses a memory cap without pipeline stages" 2 $?
+expect_text "naming the flag" "$work/out" \
+  "error: --advice-max-gb: caps the layout advice of pipeline stages"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --pipeline-stages 2 --advice-max-activations -1 >"$work/out" 2>&1
 expect "simulate refuses a negative activations cap" 2 $?

@@ -217,5 +217,81 @@ TEST(PipelineLayout, AdviceKeepsWithinTheActivationsCap) {
   EXPECT_EQ(pipeline_layout_activations({2, 2, 2}, 3, cost, 4), 3 * 2);
 }
 
+// A layout's memory: each stage's model state and slots as sim/gpu_memory.h counts them, and its
+// expert activations at the run's rate per layer-microbatch it holds.
+TEST(PipelineLayout, LayoutMemoryIsEachStagesModelStateSlotsAndActivationsAtTheRunsRate) {
+  const CostModel cost = test_cost();
+  const std::vector<int> layout = {3, 1, 2};
+  const std::vector<Bytes> memory = pipeline_layout_memory(layout, 3, cost, 4, 2, 1000);
+  const std::vector<StageParameters> parameters = cost.pipeline_parameters(layout, 3);
+  ASSERT_EQ(memory.size(), 3u);
+  // 1F1B on 3 stages, 4 microbatches: stage s holds 3 - s microbatches of its layers.
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(memory[s], model_state_bytes(parameters[s], cost.model(), cost.options()) +
+                             spare_slot_bytes(cost.model(), 2, layout[s]) +
+                             (3 - s) * layout[s] * 1000)
+        << "stage " << s;
+  }
+}
+
+TEST(PipelineLayout, TheActivationRateIsTheMostAStageHeldPerLayerMicrobatchRoundedUp) {
+  std::vector<StageMemory> stages(3);
+  stages[0].expert_activations = 600;  // 100 a layer-microbatch
+  stages[1].expert_activations = 701;  // 175.25: 176
+  stages[2].expert_activations = 90;
+  EXPECT_EQ(activation_bytes_per_layer_microbatch(stages, {6, 4, 2}), 176);
+}
+
+// With a memory cap, the advice keeps to layouts the excess puts at 0; from a start over the
+// cap, the local search follows the excess down to them.
+TEST(PipelineLayout, AdviceKeepsWithinTheMemoryCapAndSearchesDownToItFromAbove) {
+  std::mt19937_64 random(17);
+  const CostModel cost = test_cost();
+  int fitted = 0;  // rounds where some layout fits
+  for (int round = 0; round < 50; ++round) {
+    const int layers = 6 + static_cast<int>(random() % 5);
+    const int stages = 2 + static_cast<int>(random() % 2);
+    const int microbatches = 2 + static_cast<int>(random() % 5);
+    const LayerWorkProfile profile = random_profile(random, layers, microbatches, 1);
+    const std::vector<int> start = stage_layer_counts(layers, stages, {});
+    const Bytes rate = 1 + static_cast<Bytes>(random() % 1000000000);
+    const auto held = [&](const std::vector<int>& layout) {
+      return pipeline_layout_memory(layout, stages, cost, microbatches, 1, rate);
+    };
+    // A cap between the lightest and the heaviest stage of the even split.
+    const std::vector<Bytes> now = held(start);
+    const Bytes cap =
+        (*std::min_element(now.begin(), now.end()) + *std::max_element(now.begin(), now.end())) / 2;
+    const LayoutExcess excess = [&](const std::vector<int>& layout) {
+      Bytes over = 0;
+      for (const Bytes stage : held(layout)) over += std::max<Bytes>(0, stage - cap);
+      return over;
+    };
+    const std::string where = "round " + std::to_string(round);
+    Picoseconds optimum = -1;
+    every_layout(layers, stages, [&](const std::vector<int>& layout) {
+      if (excess(layout) > 0) return;
+      const Picoseconds candidate = predicted_pipeline_step(profile, layout, stages, cost);
+      if (optimum < 0 || candidate < optimum) optimum = candidate;
+    });
+    const std::vector<int> advised =
+        advised_stage_layers(profile, start, stages, cost, kExhaustiveStageLayouts, 0, excess);
+    const std::vector<int> searched =
+        advised_stage_layers(profile, start, stages, cost, 0, 0, excess);
+    if (optimum < 0) {
+      EXPECT_TRUE(advised.empty()) << where;
+      EXPECT_TRUE(searched.empty()) << where;
+      continue;
+    }
+    ASSERT_FALSE(advised.empty()) << where;
+    EXPECT_EQ(excess(advised), 0) << where;
+    EXPECT_EQ(predicted_pipeline_step(profile, advised, stages, cost), optimum) << where;
+    ASSERT_FALSE(searched.empty()) << where;
+    EXPECT_EQ(excess(searched), 0) << where;
+    ++fitted;
+  }
+  EXPECT_GE(fitted, 25);  // the cap leaves room in most rounds: the checks above ran
+}
+
 }  // namespace
 }  // namespace topoep

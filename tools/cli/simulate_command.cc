@@ -20,6 +20,7 @@
 #include "solver/topoep_layer_io.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
+#include "tools/cli/table.h"
 #include "tools/cli/topology_flags.h"
 #include "topologies/topology_presets.h"
 #include "traces/trace_reader.h"
@@ -42,6 +43,7 @@ struct SimulateOptions {
   bool check = false;
   std::string explain;             // STEP:MICROBATCH:LAYER[:GROUP], or empty
   int advice_max_activations = 0;  // 0: what the run's layout holds
+  double advice_max_gb = 0;        // 0: no cap on what the busiest GPU holds
   std::string dispatcher = dispatcher_name(Dispatcher::kPerAssignment);
   std::string dense_sync = dense_sync_name(DenseSync::kAllReduce);
   std::string pipeline_schedule = pipeline_schedule_name(PipelineSchedule::kOneFOneB);
@@ -91,19 +93,32 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
           << advice.max_activations << "\nlayer-microbatches of activations ("
           << (advice.max_activations == advice.activations_now ? "as this run's layout does"
                                                                : "--advice-max-activations")
-          << "):\n";
+          << ")"
+          << (advice.max_gb > 0 ? ",\nand whose busiest GPU would hold at most " +
+                                      format_fixed(advice.max_gb, 2) + " GB (--advice-max-gb)"
+                                : std::string())
+          << ":\n";
       header = true;
     }
+    const std::string memory_cap =
+        advice.max_gb > 0
+            ? " and whose busiest GPU would hold at most " + format_fixed(advice.max_gb, 2) +
+                  " GB (this run's layout: " +
+                  format_fixed(static_cast<double>(advice.memory_now) / 1e9, 2) + " GB)"
+            : "";
     if (advice.layers.empty()) {
       out << "  " << config.planners[p] << ": none found whose busiest stage holds at most "
           << advice.max_activations
-          << " layer-microbatches of activations (this run's: " << advice.activations_now << ")\n";
+          << " layer-microbatches of activations (this run's: " << advice.activations_now << ")"
+          << memory_cap << "\n";
       continue;
     }
     // Below a thousandth the run's layout is as good: the prediction is not that exact. A run
     // over the cap takes whatever fits, slower or not.
     const Picoseconds saved = advice.predicted_now - advice.predicted_advised;
-    const bool over_cap = advice.activations_now > advice.max_activations;
+    const bool over_cap =
+        advice.activations_now > advice.max_activations ||
+        (advice.max_gb > 0 && static_cast<double>(advice.memory_now) > advice.max_gb * 1e9);
     if (saved * 1000 >= advice.predicted_now || over_cap) {
       const Picoseconds change = saved < 0 ? -saved : saved;
       char cut[64];
@@ -114,7 +129,11 @@ void print_pipeline_advice(const SimulationResult& result, const SimConfig& conf
           << join_numbers(advice.layers, ",") << ", a step predicted " << cut
           << (saved < 0 ? " longer" : " shorter")
           << " than this run's layout;\n    its busiest stage holds " << advice.activations_advised
-          << " layer-microbatches of activations (this run's: " << advice.activations_now << ")\n";
+          << " layer-microbatches of activations (this run's: " << advice.activations_now
+          << "),\n    its busiest GPU would hold about "
+          << format_fixed(static_cast<double>(advice.memory_advised) / 1e9, 2)
+          << " GB (this run's layout: "
+          << format_fixed(static_cast<double>(advice.memory_now) / 1e9, 2) << ")\n";
     } else {
       out << "  " << config.planners[p] << ": this run's layout (none found 0.1% shorter)\n";
     }
@@ -159,6 +178,12 @@ void run_simulate(const SimulateOptions& options) {
                      "--pipeline-layers");
   }
   request.advice_max_activations = options.advice_max_activations;
+  if (options.advice_max_gb != 0 && request.config.options.pipeline_stages == 1) {
+    throw InputError("--advice-max-gb",
+                     "caps the layout advice of pipeline stages: give --pipeline-stages or "
+                     "--pipeline-layers");
+  }
+  request.advice_max_gb = options.advice_max_gb;
   request.config.planner_options = options.planner;
   if (!parse_eplb_groups(options.eplb_groups, &request.config.planner_options.eplb_groups)) {
     throw InputError("--eplb-groups", "must be 'nodes', 'model' or a count of groups, got '" +
@@ -372,6 +397,13 @@ void add_simulate_command(CLI::App& app) {
                    "at most this many layer-microbatches of activations; 0: what this run's "
                    "layout holds")
       ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  simulate
+      ->add_option("--advice-max-gb", o->advice_max_gb,
+                   "The stage-layout advice considers only layouts whose busiest GPU would hold "
+                   "at most this many GB (model state, spare slots, expert activations at this "
+                   "run's rate a layer-microbatch); 0: no such cap")
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   simulate
       ->add_option("--virtual-stages", o->sim.virtual_stages,
