@@ -54,6 +54,8 @@ expect_text "model show gives the weights' time on the cluster's links" "$work/o
 expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"
 expect_text "model show gives the dense gradients' all-reduce and its overlap" "$work/out" "6463.0 us a layer and step, as NCCL's ring over the 32 GPUs, with the replica gradients' in the backward's link-idle compute (the attention backward after it: 8025.8 us)"
 expect_text "and the distributed optimizer's halves" "$work/out" "3231.5 us reduce-scatter overlapped alike, 3231.5 us all-gather on the step's first microbatch, in the link-idle forward of the layer before"
+expect_text "model show gives a GPU's model state with every layer on the cluster" "$work/out" "599.12 GB with every MoE layer on 32 GPUs"
+expect_text "and a spare slot's, 58 layers of 2 x 88 MB" "$work/out" "10.22 GB a GPU over every MoE layer"
 "$topoep" model show mixtral-8x7b --json >"$work/mixtral.json" 2>"$work/err"
 expect "model show --json exits 0" 0 $?
 "$topoep" model validate "$work/mixtral.json" >"$work/out" 2>&1

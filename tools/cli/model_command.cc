@@ -13,6 +13,7 @@
 #include "models/hf_config.h"
 #include "models/model_json.h"
 #include "sim/cost_model.h"
+#include "sim/gpu_memory.h"
 #include "sim/sim_options.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -31,6 +32,10 @@ std::string bytes_text(double bytes) {
 }
 
 std::string megabytes(double bytes) { return format_fixed(bytes / 1e6, 1) + " MB"; }
+
+std::string gigabytes(Bytes bytes) {
+  return format_fixed(static_cast<double>(bytes) / 1e9, 2) + " GB";
+}
 
 // A GPU's copy of a MoE layer's dense gradients, at the simulator's default width.
 double dense_gradient_bytes(const ModelSpec& model) {
@@ -195,6 +200,17 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                        " gradients) with the other group over " + topology->scale_out.name +
                        ", after the replica gradients, overlapped alike; the dense all-reduce " +
                        microseconds(experts.dense_gradient_sync().time_ps)});
+    // What a GPU holds before any activations, every MoE layer on one stage (sim/gpu_memory.h).
+    const StageParameters whole = all_reduce.pipeline_parameters({model.moe_layers}, 1).front();
+    table.add_row(
+        {"  model state a GPU",
+         gigabytes(model_state_bytes(whole, model, SimOptions{})) + " with every MoE layer on " +
+             std::to_string(topology->num_gpus()) +
+             " GPUs (weights, gradients, optimizer state; simulate prints it per stage and "
+             "planner, with the spare slots' and the expert activations)"});
+    table.add_row(
+        {"  a spare slot", gigabytes(spare_slot_bytes(model, 1, model.moe_layers)) +
+                               " a GPU over every MoE layer (a replica's weights and gradients)"});
   }
   table.print(out);
   out << "\nsource: " << model.source << "\n";
