@@ -73,9 +73,9 @@ void run_demo(const DemoOptions& options) {
   const SimulationResult result = run_simulation(request);
   print_simulation_table(result.summary, std::cout);
   print_gpu_memory(result.summary, request.config, std::cout);
-  std::cout << "(The demo puts every MoE layer on one group of 32 GPUs, as the paper compares\n"
-               "planners; DeepSeek-V3 trained on 2048 H800s in 16 pipeline stages. The step\n"
-               "times compare the planners on those layers; a layout that fits: sim/README.md.)\n";
+  std::cout << "(The demo puts every MoE layer on one group of 32 GPUs, the paper's cluster;\n"
+               "DeepSeek-V3 trained on 2048 H800s in 16 pipeline stages. The step times compare\n"
+               "the planners on those layers; a layout that fits: sim/README.md.)\n";
   print_planner_notes(result.summary, result.metadata.steps, request.config, std::cout);
   std::cout
       << "\nstep ms: one training step's critical path (forward and backward of every MoE\n"
