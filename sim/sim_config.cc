@@ -198,4 +198,21 @@ int routing_groups(const SimConfig& config, const TraceMetadata& metadata) {
   return apart ? groups : 1;
 }
 
+nlohmann::json sim_options_json(const SimOptions& options) {
+  return {{"weight_overlap_fraction", options.weight_overlap_fraction},
+          {"gradient_overlap_fraction", options.gradient_overlap_fraction},
+          {"dense_grad_bytes", options.dense_grad_bytes},
+          {"dense_sync", dense_sync_name(options.dense_sync)},
+          {"data_parallel", options.data_parallel},
+          {"activation_grad_bytes", options.activation_grad_bytes},
+          {"optimizer_bytes_per_param", options.optimizer_bytes_per_param},
+          {"optimizer_state_bytes_per_param", options.optimizer_state_bytes_per_param},
+          {"dispatcher", dispatcher_name(options.dispatcher)},
+          {"a2a_overlap_fraction", options.a2a_overlap_fraction},
+          {"pipeline_stages", options.pipeline_stages},
+          {"virtual_stages", options.virtual_stages},
+          {"pipeline_schedule", pipeline_schedule_name(options.pipeline_schedule)},
+          {"recompute_moe_act", options.recompute_moe_activation}};
+}
+
 }  // namespace topoep

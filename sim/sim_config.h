@@ -2,6 +2,7 @@
 // What a replay is asked to run (SimConfig: cluster, model, options, planners, outputs), and the
 // checks of it against a trace's metadata, made before any record is read.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,5 +70,9 @@ int routing_groups(const SimConfig& config, const TraceMetadata& metadata);
 // "model.top_k" naming the model (and its file) and both values. Part of check_sim_config();
 // the harness checks its model with it too.
 void check_model_fits_trace(const ModelSpec& model, const TraceMetadata& metadata);
+
+// `options` under the names summary.json's run.sim_options and a sweep's columns both give
+// them: one list for both (pipeline_layers apart, which each writes its own way).
+nlohmann::json sim_options_json(const SimOptions& options);
 
 }  // namespace topoep

@@ -30,6 +30,10 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
                                const CostModel& cost) {
   const SimConfig& c = request.config;
   const CostParams& p = cost.solver_params();
+  nlohmann::json sim_options = sim_options_json(c.options);
+  sim_options["data_parallel_routing"] = routing_groups(c, metadata) > 1 ? "per group" : "alike";
+  sim_options["pipeline_layers"] = stage_layer_counts(
+      metadata.num_layers, c.options.pipeline_chunks(), c.options.pipeline_layers);
   return {
       {"trace", request.trace},
       {"trace_metadata", trace_metadata_to_json(metadata)},
@@ -39,24 +43,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"model", c.model.name},
       {"planners", c.planners},
       {"slots_per_rank", c.slots_per_rank},
-      {"sim_options",
-       {{"weight_overlap_fraction", c.options.weight_overlap_fraction},
-        {"gradient_overlap_fraction", c.options.gradient_overlap_fraction},
-        {"dense_grad_bytes", c.options.dense_grad_bytes},
-        {"dense_sync", dense_sync_name(c.options.dense_sync)},
-        {"data_parallel", c.options.data_parallel},
-        {"data_parallel_routing", routing_groups(c, metadata) > 1 ? "per group" : "alike"},
-        {"activation_grad_bytes", c.options.activation_grad_bytes},
-        {"optimizer_bytes_per_param", c.options.optimizer_bytes_per_param},
-        {"optimizer_state_bytes_per_param", c.options.optimizer_state_bytes_per_param},
-        {"dispatcher", dispatcher_name(c.options.dispatcher)},
-        {"a2a_overlap_fraction", c.options.a2a_overlap_fraction},
-        {"pipeline_stages", c.options.pipeline_stages},
-        {"pipeline_layers", stage_layer_counts(metadata.num_layers, c.options.pipeline_chunks(),
-                                               c.options.pipeline_layers)},
-        {"virtual_stages", c.options.virtual_stages},
-        {"pipeline_schedule", pipeline_schedule_name(c.options.pipeline_schedule)},
-        {"recompute_moe_act", c.options.recompute_moe_activation}}},
+      {"sim_options", sim_options},
       // Each stage's most activations held at once, in layer-microbatches (the same for every
       // planner: the schedule's order decides it).
       {"pipeline_peak_activations",
