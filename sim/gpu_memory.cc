@@ -23,6 +23,17 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers) {
   return std::llround(model.expert_params() * model.weight_bytes * 2.0) * slots * layers;
 }
 
+std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
+                                               const std::vector<int>& layers_per_chunk, int stages,
+                                               int slots) {
+  std::vector<StageMemory> memory;
+  for (const StageParameters& stage : cost.pipeline_parameters(layers_per_chunk, stages)) {
+    memory.push_back({model_state_bytes(stage, cost.model(), cost.options()),
+                      spare_slot_bytes(cost.model(), slots, stage.layers), 0});
+  }
+  return memory;
+}
+
 bool planner_reserves_slots(const std::string& name) { return name != "static" && name != "ideal"; }
 
 }  // namespace topoep

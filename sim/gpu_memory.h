@@ -39,6 +39,13 @@ Bytes model_state_bytes(const StageParameters& parameters, const ModelSpec& mode
 // writes into fixed slots, and EPLB's layouts place a fixed count of physical experts.
 Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 
+// What one GPU of each stage holds whatever the routing, under `layers_per_chunk` over `stages`
+// stages (CostModel::pipeline_parameters()): its model state and `slots` spare slots, no expert
+// activations.
+std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
+                                               const std::vector<int>& layers_per_chunk, int stages,
+                                               int slots);
+
 // Whether planner `name` places replicas in the spare slots: every planner but "static" (which
 // makes none) and "ideal" (not a plan).
 bool planner_reserves_slots(const std::string& name);

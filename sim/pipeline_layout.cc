@@ -93,14 +93,11 @@ std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chu
                                           Bytes bytes_per_layer_microbatch) {
   const std::vector<int> peaks = pipeline_peak_activations(
       layout_options(layers_per_chunk, stages, cost), layers_per_chunk, microbatches);
-  const std::vector<StageParameters> parameters =
-      cost.pipeline_parameters(layers_per_chunk, stages);
   std::vector<Bytes> memory;
+  std::vector<StageMemory> stage = resident_stage_memory(cost, layers_per_chunk, stages, slots);
   for (int s = 0; s < stages; ++s) {
-    memory.push_back(StageMemory{model_state_bytes(parameters[s], cost.model(), cost.options()),
-                                 spare_slot_bytes(cost.model(), slots, parameters[s].layers),
-                                 peaks[s] * bytes_per_layer_microbatch}
-                         .total());
+    stage[s].expert_activations = peaks[s] * bytes_per_layer_microbatch;
+    memory.push_back(stage[s].total());
   }
   return memory;
 }

@@ -125,13 +125,12 @@ class Replay {
     const std::vector<int> chunk_layers =
         stage_layer_counts(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers);
     optimizer_ps_ = cost_.pipeline_optimizer_ps(chunk_layers, sim.pipeline_stages);
-    // What each stage's GPUs hold whatever the routing: the model state, and under the planners
-    // that place replicas, the spare slots.
-    for (const StageParameters& stage :
-         cost_.pipeline_parameters(chunk_layers, sim.pipeline_stages)) {
+    // What each stage's GPUs hold whatever the routing, planner by planner: the model state,
+    // and under the planners that place replicas, the spare slots.
+    for (const std::string& planner : config.planners) {
       resident_memory_.push_back(
-          {model_state_bytes(stage, config.model, sim),
-           spare_slot_bytes(config.model, config.slots_per_rank, stage.layers), 0});
+          resident_stage_memory(cost_, chunk_layers, sim.pipeline_stages,
+                                planner_reserves_slots(planner) ? config.slots_per_rank : 0));
     }
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
     // One stage's step is its records one after the other, with no operations to walk for the
@@ -253,12 +252,9 @@ class Replay {
       const Bytes per_token =
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
       totals.peak_expert_tokens = *std::max_element(stages.begin(), stages.end());
-      const bool slots = planner_reserves_slots(config_.planners[p]);
-      totals.stage_memory = resident_memory_;
+      totals.stage_memory = resident_memory_[p];
       for (std::size_t s = 0; s < stages.size(); ++s) {
-        StageMemory& memory = totals.stage_memory[s];
-        if (!slots) memory.spare_slots = 0;
-        memory.expert_activations = stages[s] * per_token;
+        totals.stage_memory[s].expert_activations = stages[s] * per_token;
       }
       if (result.step == config_.detail_step && !span.ops.empty()) {
         totals.schedule = std::move(span);
@@ -575,8 +571,8 @@ class Replay {
   std::vector<std::vector<TraceRecord>> split_;
   std::int64_t step_tokens_ = 0;  // every group's tokens so far in the step
   Picoseconds optimizer_ps_ = 0;
-  // Each stage's model state and spare slots (no expert activations), for one GPU.
-  std::vector<StageMemory> resident_memory_;
+  // Each planner's (SimConfig order) resident_stage_memory(): one GPU of each stage.
+  std::vector<std::vector<StageMemory>> resident_memory_;
   // The first layer of each chunk of the pipeline stages, and the layer count last
   // (stage_first_layers() over SimOptions::pipeline_chunks()).
   std::vector<int> chunk_first_;
