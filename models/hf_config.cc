@@ -245,9 +245,12 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     const long long v = f.count("v_head_dim"), kv_rank = f.count("kv_lora_rank");
     m.attention_qk_head_dim = static_cast<int>(nope + rope);
     m.attention_v_head_dim = static_cast<int>(v);
+    m.attention_kv_lora_rank = static_cast<int>(kv_rank);
+    m.attention_rope_head_dim = static_cast<int>(rope);
     // MLA projections: q (through q_lora_rank where the config has one), the compressed kv with
     // its RoPE key, its expansion to per-head keys and values, and the output.
     const long long q_rank = f.has("q_lora_rank") ? f.count("q_lora_rank") : 0;
+    m.attention_q_lora_rank = static_cast<int>(q_rank);
     const long long q =
         q_rank > 0 ? h * q_rank + q_rank * heads * (nope + rope) : h * heads * (nope + rope);
     m.dense_params_per_layer =
@@ -262,6 +265,7 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
     const long long kv_heads = f.count_or("num_key_value_heads", heads);
     const long long head_dim = f.count_or("head_dim", h / heads);
     m.attention_qk_head_dim = m.attention_v_head_dim = static_cast<int>(head_dim);
+    m.attention_kv_heads = static_cast<int>(kv_heads);
     // Biases: Qwen2-MoE's q, k and v always; GLM-4.5's q, k and v, and Llama 4's, OLMoE's and
     // gpt-oss's q, k, v and o, where attention_bias says so (gpt-oss's default: true), ERNIE
     // 4.5's where use_bias does; Mixtral's, MiniMax-M2's and Qwen3-MoE's none. (q and k norms and

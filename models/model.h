@@ -60,6 +60,14 @@ struct ModelSpec {
   // num_groups. 0: none (one group).
   int expert_groups = 0;
   int expert_groups_per_token = 0;
+  // What the attention keeps for its backward (ModelSpec::attention_activation_bytes_per_token()).
+  // Grouped-query attention: the key and value heads (0: as many as attention_heads). Multi-head
+  // latent attention (DeepSeek-V2/V3): the compressed query's and key-value's ranks and the RoPE
+  // part of attention_qk_head_dim (0 kv rank: not MLA; 0 q rank: the query is not compressed).
+  int attention_kv_heads = 0;
+  int attention_q_lora_rank = 0;
+  int attention_kv_lora_rank = 0;
+  int attention_rope_head_dim = 0;
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
   // 2 FLOP per multiply-add.
@@ -88,6 +96,68 @@ struct ModelSpec {
   std::int64_t expert_activation_bytes_per_token(bool activation_recomputed = false) const {
     const std::int64_t f = expert_ffn_size;
     return (hidden_size + (activation_recomputed ? 2 : 3) * f) * combine_bytes;
+  }
+
+  bool multi_latent_attention() const { return attention_kv_lora_rank > 0; }
+  int key_value_heads() const {
+    return multi_latent_attention() || attention_kv_heads == 0 ? attention_heads
+                                                               : attention_kv_heads;
+  }
+  // Bytes one layer's attention keeps per token from its forward for its backward, at
+  // combine_bytes an element (bf16 in every preset) as expert_activation_bytes_per_token():
+  // the layer's input (its norm's backward reads it) and, unless the backward recomputes the
+  // norm (`norms_recomputed`), the normed input the projections read; under MLA the compressed
+  // query (q_lora_rank) and key-value (kv_lora_rank + RoPE key) and, unless recomputed, their
+  // normed forms; the query, keys and values FlashAttention reads, unless the backward
+  // recomputes MLA's up-projections from the latents (`up_projections_recomputed`); the
+  // attention's output (the output projection's input) and its softmax statistics (fp32 a
+  // head). FlashAttention keeps no scores. Dropout is none and RoPE keeps nothing.
+  std::int64_t attention_activation_bytes_per_token(bool norms_recomputed,
+                                                    bool up_projections_recomputed) const {
+    const std::int64_t h = hidden_size, heads = attention_heads, kv = key_value_heads();
+    const bool mla = multi_latent_attention();
+    const bool q_recomputed = up_projections_recomputed && mla && attention_q_lora_rank > 0;
+    const bool kv_recomputed = up_projections_recomputed && mla;
+    std::int64_t elements = h + (norms_recomputed ? 0 : h);
+    if (mla) {
+      const std::int64_t q = attention_q_lora_rank, c = attention_kv_lora_rank;
+      elements +=
+          q + (norms_recomputed ? 0 : q) + c + attention_rope_head_dim + (norms_recomputed ? 0 : c);
+    }
+    if (!q_recomputed) elements += heads * attention_qk_head_dim;
+    if (!kv_recomputed) elements += kv * (attention_qk_head_dim + attention_v_head_dim);
+    elements += heads * attention_v_head_dim;
+    return elements * combine_bytes + heads * 4;
+  }
+  // Bytes a MoE layer keeps per token outside its routed experts: its attention's, the input of
+  // the norm before the experts and (unless recomputed) its output, which the router and the
+  // shared experts read (the routed experts keep their own copy: expert_activation_bytes_per_
+  // token()), the router's probabilities (fp32 an expert) and each shared expert's gated
+  // activation's input (2 f_s) and output (f_s).
+  std::int64_t moe_layer_dense_activation_bytes_per_token(bool norms_recomputed,
+                                                          bool up_projections_recomputed) const {
+    const std::int64_t h = hidden_size;
+    const std::int64_t shared = 3LL * shared_expert_ffn_size * shared_experts;
+    return attention_activation_bytes_per_token(norms_recomputed, up_projections_recomputed) +
+           (h + (norms_recomputed ? 0 : h) + shared) * combine_bytes + 4LL * num_experts;
+  }
+  // Bytes one dense-only layer keeps per token: its attention's, its FFN's norm input and
+  // (unless recomputed) output, and the FFN's gated activation's input (2 f_d) and output.
+  std::int64_t dense_layer_activation_bytes_per_token(bool norms_recomputed,
+                                                      bool up_projections_recomputed) const {
+    const std::int64_t h = hidden_size;
+    return attention_activation_bytes_per_token(norms_recomputed, up_projections_recomputed) +
+           (h + (norms_recomputed ? 0 : h) + 3LL * dense_ffn_size) * combine_bytes;
+  }
+  // Forward FLOPs per token of MLA's up-projections, which the backward runs again when it
+  // recomputes them: the compressed query's to every head's query (where it is compressed) and
+  // the compressed key-value's to every head's no-RoPE key and value. 0 without MLA.
+  double up_projection_flops_per_token() const {
+    if (!multi_latent_attention()) return 0.0;
+    const double heads = attention_heads;
+    return 2.0 * (static_cast<double>(attention_q_lora_rank) * heads * attention_qk_head_dim +
+                  static_cast<double>(attention_kv_lora_rank) * heads *
+                      (attention_qk_head_dim - attention_rope_head_dim + attention_v_head_dim));
   }
 
   // Forward FLOPs per token of a layer's attention: 2 per dense parameter, and causal attention

@@ -44,6 +44,41 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
         static_cast<int>(root.int_field("attention_v_head_dim", 0, 1 << 14));
     model.sequence_length = static_cast<int>(root.int_field("sequence_length", 0, 1 << 24));
   }
+  if (root.has("attention_kv_heads")) {
+    model.attention_kv_heads =
+        static_cast<int>(root.int_field("attention_kv_heads", 0, model.attention_heads));
+    if (model.attention_kv_heads > 0 && model.attention_heads % model.attention_kv_heads != 0) {
+      root.fail("attention_kv_heads", "is " + std::to_string(model.attention_kv_heads) +
+                                          ", which does not divide attention_heads (" +
+                                          std::to_string(model.attention_heads) + ")");
+    }
+  }
+  if (root.has("attention_kv_lora_rank") || root.has("attention_q_lora_rank") ||
+      root.has("attention_rope_head_dim")) {
+    if (model.attention_heads == 0) {
+      root.fail(root.has("attention_kv_lora_rank")  ? "attention_kv_lora_rank"
+                : root.has("attention_q_lora_rank") ? "attention_q_lora_rank"
+                                                    : "attention_rope_head_dim",
+                "describes multi-head latent attention, but attention_heads and its head "
+                "dimensions are not given");
+    }
+    model.attention_kv_lora_rank =
+        static_cast<int>(root.int_field("attention_kv_lora_rank", 1, 1 << 20));
+    model.attention_q_lora_rank =
+        root.has("attention_q_lora_rank")
+            ? static_cast<int>(root.int_field("attention_q_lora_rank", 0, 1 << 20))
+            : 0;
+    model.attention_rope_head_dim =
+        static_cast<int>(root.int_field("attention_rope_head_dim", 0, model.attention_qk_head_dim));
+    // MLA expands the latent to every head's keys and values.
+    if (model.attention_kv_heads > 0 && model.attention_kv_heads != model.attention_heads) {
+      root.fail("attention_kv_heads", "is " + std::to_string(model.attention_kv_heads) +
+                                          ", but multi-head latent attention (attention_kv_lora_"
+                                          "rank) gives every one of the " +
+                                          std::to_string(model.attention_heads) +
+                                          " heads its keys and values");
+    }
+  }
   if (root.has("attention_window")) {
     model.attention_window = static_cast<int>(root.int_field("attention_window", 0, 1 << 24));
     model.attention_window_layers =
@@ -120,6 +155,12 @@ nlohmann::json model_to_json(const ModelSpec& model) {
   if (model.expert_groups > 0) {
     json["expert_groups"] = model.expert_groups;
     json["expert_groups_per_token"] = model.expert_groups_per_token;
+  }
+  if (model.attention_kv_heads > 0) json["attention_kv_heads"] = model.attention_kv_heads;
+  if (model.multi_latent_attention()) {
+    json["attention_q_lora_rank"] = model.attention_q_lora_rank;
+    json["attention_kv_lora_rank"] = model.attention_kv_lora_rank;
+    json["attention_rope_head_dim"] = model.attention_rope_head_dim;
   }
   if (model.vocab_size > 0) json["vocab_size"] = model.vocab_size;
   if (model.tied_embeddings) json["tied_embeddings"] = true;

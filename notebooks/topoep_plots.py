@@ -154,14 +154,17 @@ def plot_gpu_memory(replay, ax=None):
     holds"), GB, stacked, with the GPU's memory as a line where the run knows it."""
     ax = ax or plt.subplots(figsize=(7, 4))[1]
     parts = {"model_state": "model state", "spare_slots": "spare slots",
-             "expert_activations": "expert activations"}
+             "expert_activations": "expert activations",
+             "dense_activations": "dense activations"}
     rows = {}
     for p in replay["summary"]["planners"]:
         memory = p["gpu_memory"]
         stage = memory["stages"][memory["stage"]]
-        rows[p["planner"]] = {label: stage[key] / 1e9 for key, label in parts.items()}
+        # Simulations before the dense activations were counted (2026-12-05) have none.
+        rows[p["planner"]] = {label: stage.get(key, 0) / 1e9 for key, label in parts.items()}
     frame = pd.DataFrame.from_dict(rows, orient="index")[list(parts.values())]
-    frame.plot.bar(ax=ax, stacked=True, color=["tab:gray", "tab:orange", "tab:purple"])
+    frame.plot.bar(ax=ax, stacked=True,
+                   color=["tab:gray", "tab:orange", "tab:purple", "tab:cyan"])
     run = replay["summary"].get("run", {})
     capacity = run.get("gpu_hbm_capacity_gb", 0)
     if capacity:
@@ -172,7 +175,7 @@ def plot_gpu_memory(replay, ax=None):
     stages = run.get("sim_options", {}).get("pipeline_stages", 1)
     ax.set_title("What the busiest GPU holds" +
                  (f" (its stage, of {stages})" if stages > 1 else "") +
-                 "; attention activations not counted")
+                 "; buffers not counted")
     return ax
 
 

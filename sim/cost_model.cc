@@ -200,6 +200,15 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   flop_per_token_ = model.expert_flops_per_token();
   dense_flop_per_token_ = model.dense_flops_per_token();
   outside_flop_per_token_ = model.outside_flops_per_token();
+  if (options.recompute_mla_up_proj) {
+    if (!model.multi_latent_attention()) {
+      throw InputError("recompute_mla_up_proj",
+                       "applies to multi-head latent attention, and model '" + model.name +
+                           "' has none (its attention_kv_lora_rank is 0)");
+    }
+    recompute_flop_per_token_ =
+        model.up_projection_flops_per_token() * (1.0 + model.dense_layers_per_moe_layer());
+  }
   dense_gemm_flop_per_ps_ = dense_gemm_flop_per_ps(topology);
   // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
   // interpolates between equal values (or returns the last), so gives that value bit for bit.
@@ -259,6 +268,12 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
 // priced on every record, and the curve's best efficiency is a scan of all its points.
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
   return round_ps(dense_flop_per_token_ * static_cast<double>(tokens_on_rank) /
+                  dense_gemm_flop_per_ps_);
+}
+
+Picoseconds CostModel::dense_recompute_ps(TokenCount tokens_on_rank) const {
+  if (recompute_flop_per_token_ == 0) return 0;
+  return round_ps(recompute_flop_per_token_ * static_cast<double>(tokens_on_rank) /
                   dense_gemm_flop_per_ps_);
 }
 
@@ -412,6 +427,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
   cost.outside_forward = outside_forward_ps(busiest_tokens);
+  cost.dense_recompute = dense_recompute_ps(busiest_tokens);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
   return cost;
@@ -435,6 +451,7 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
   }
   LayerCost cost = layer_cost(layout, plan_cost, compute, dense, params);
   cost.outside_forward = outside_forward_ps(busiest_tokens);
+  cost.dense_recompute = dense_recompute_ps(busiest_tokens);
   return cost;
 }
 
@@ -501,7 +518,7 @@ LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   work.combine_grad = cost.combine_grad;
   work.compute_grad = cost.compute_grad;
   work.dispatch_grad = cost.dispatch_grad;
-  work.attention = 2 * cost.dense_forward;
+  work.attention = cost.dense_backward();
   work.outside = 2 * cost.outside_forward;
   return work;
 }
@@ -546,7 +563,7 @@ void CostModel::overlap_all_to_alls(int microbatch, int microbatches, LayerCost&
     // The paired forward's dispatch and combine run while this backward computes: before the
     // step's last microbatch a backward carries no gradient syncs.
     cost.a2a_hidden_backward =
-        hidden(cost.dispatch + cost.combine, 2 * cost.dense_forward + cost.compute_grad);
+        hidden(cost.dispatch + cost.combine, cost.dense_backward() + cost.compute_grad);
   }
 }
 

@@ -63,6 +63,9 @@ struct LayerCost {
   Picoseconds replica_reduction = 0;  // the replica gradients' own reduction time, whole
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
   Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
+  // What the dense backward recomputes before it runs, on the busiest rank
+  // (CostModel::dense_recompute_ps()): 0 unless MLA's up-projections are recomputed.
+  Picoseconds dense_recompute = 0;
   // This MoE layer's share of the model's work outside its MoE layers, forward on the busiest
   // rank: dense_layers / moe_layers of a dense-only layer and 1 / moe_layers of the output head;
   // backward 2x. On the critical path, but no overlap window.
@@ -110,11 +113,13 @@ struct LayerCost {
     return dense_forward + outside_forward + overhead + dense_param_gather + expert_param_gather +
            moe_forward();
   }
+  // The layer's own dense backward: twice its forward, and what it recomputes first.
+  Picoseconds dense_backward() const { return 2 * dense_forward + dense_recompute; }
   // What of this record's step-end syncs the backward leaves exposed.
   Picoseconds step_end_syncs() const { return dense_grad_reduce + grad_reduce + expert_grad_sync; }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return forward_path() + 2 * (dense_forward + outside_forward) + moe_backward() +
+    return forward_path() + dense_backward() + 2 * outside_forward + moe_backward() +
            step_end_syncs();
   }
 };
@@ -136,6 +141,8 @@ class CostModel {
   // window scaled (and, with the all-to-alls behind compute, what they leave of it:
   // planner_weight_window_ps()); no gradient window.
   const CostParams& solver_params() const { return solver_params_; }
+  // Tokens a GPU holds per microbatch, as the model was built with.
+  std::int64_t tokens_per_rank() const { return tokens_per_rank_; }
 
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
   // 6 x hidden x ffn x tokens FLOP / (bf16 peak x efficiency(tokens)); 0 for no tokens.
@@ -144,6 +151,11 @@ class CostModel {
   // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
   // efficiency.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
+  // What the backward recomputes of a MoE layer's dense forward on the busiest rank, and of its
+  // share of the dense-only layers (charged with the layer: a twentieth of it for DeepSeek-V3):
+  // with SimOptions::recompute_mla_up_proj, MLA's up-projections
+  // (ModelSpec::up_projection_flops_per_token()) at the dense GEMMs' rate; else 0.
+  Picoseconds dense_recompute_ps(TokenCount tokens_on_rank) const;
   // A MoE layer's share of the dense-only layers' and the output head's forward on the busiest
   // rank: outside_forward_time_ps() (sim/solver_cost.h).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
@@ -293,6 +305,7 @@ class CostModel {
   // Forward FLOP a token of the layer's dense part and of its share outside the MoE layers,
   // and the rate both run at (sim/solver_cost.h).
   double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;
+  double recompute_flop_per_token_ = 0;  // of dense_recompute_ps()
   // From `saturated_tokens_` tokens on, the curve's efficiency is its last value exactly, and
   // peak x efficiency is `saturated_flop_per_ps_` (the replay prices every instance: most of
   // them past the knee need no search of the curve).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace topoep {
 
@@ -23,13 +24,35 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers) {
   return std::llround(model.expert_params() * model.weight_bytes * 2.0) * slots * layers;
 }
 
+std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
+                                          const std::vector<int>& layers_per_chunk,
+                                          const PipelineTimes& order) {
+  const ModelSpec& model = cost.model();
+  const SimOptions& options = cost.options();
+  const bool norms = options.recompute_layernorm, up = options.recompute_mla_up_proj;
+  const double tokens = static_cast<double>(cost.tokens_per_rank());
+  const Bytes per_layer = std::llround(
+      tokens * static_cast<double>(model.moe_layer_dense_activation_bytes_per_token(norms, up)));
+  const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
+  const double dense_only_layers = model.dense_layers_per_moe_layer() * all;
+  const Bytes dense_only =
+      std::llround(dense_only_layers * tokens *
+                   static_cast<double>(model.dense_layer_activation_bytes_per_token(norms, up)));
+  return peak_gpu_tokens(order, [&](int chunk, int) {
+    const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;
+    return std::vector<TokenCount>{layers + (chunk == 0 ? dense_only : 0)};
+  });
+}
+
 std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
                                                const std::vector<int>& layers_per_chunk, int stages,
-                                               int slots) {
+                                               int slots, const PipelineTimes& order) {
+  const std::vector<Bytes> dense = dense_activation_bytes(cost, layers_per_chunk, order);
   std::vector<StageMemory> memory;
   for (const StageParameters& stage : cost.pipeline_parameters(layers_per_chunk, stages)) {
+    const Bytes activations = dense.at(memory.size());
     memory.push_back({model_state_bytes(stage, cost.model(), cost.options()),
-                      spare_slot_bytes(cost.model(), slots, stage.layers), 0});
+                      spare_slot_bytes(cost.model(), slots, stage.layers), 0, activations});
   }
   return memory;
 }

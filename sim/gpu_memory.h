@@ -1,16 +1,17 @@
 #pragma once
 // What one GPU of a pipeline stage holds in memory at its peak (sim/README.md, "Memory a GPU
-// holds"): its model state, the spare slots a planner reserves, and the expert activations the
-// replay counts (sim/expert_activations.h). Decimal bytes; deterministic. A floor of what a
-// real run allocates: attention and other dense activations, the all-to-alls' and the token
-// permutation's buffers, the framework's workspaces and the allocator's fragmentation are not
-// counted (they are alike under every planner).
+// holds"): its model state, the spare slots a planner reserves, the expert activations the
+// replay counts (sim/expert_activations.h) and the attention's and other dense activations.
+// Decimal bytes; deterministic. A floor of what a real run allocates: the all-to-alls' and the
+// token permutation's buffers, the output head's logits, the framework's workspaces and the
+// allocator's fragmentation are not counted (they are alike under every planner).
 
 #include <string>
 #include <vector>
 
 #include "models/model.h"
 #include "sim/cost_model.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/sim_options.h"
 #include "solver/types.h"
 
@@ -20,7 +21,8 @@ struct StageMemory {
   Bytes model_state = 0;         // weights, gradients and optimizer state (model_state_bytes())
   Bytes spare_slots = 0;         // the replicas' weights and gradients (spare_slot_bytes())
   Bytes expert_activations = 0;  // the most one GPU holds at once over the run
-  Bytes total() const { return model_state + spare_slots + expert_activations; }
+  Bytes dense_activations = 0;   // dense_activation_bytes(), the same under every planner
+  Bytes total() const { return model_state + spare_slots + expert_activations + dense_activations; }
 };
 
 // The most expert activations of any of `stages`.
@@ -39,12 +41,25 @@ Bytes model_state_bytes(const StageParameters& parameters, const ModelSpec& mode
 // writes into fixed slots, and EPLB's layouts place a fixed count of physical experts.
 Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 
+// The dense activations one GPU of each of `order`'s stages holds at its peak, with
+// `layers_per_chunk` MoE layers in each chunk of `order` (schedule_order() of the run's
+// schedule): each microbatch's CostModel::tokens_per_rank() tokens keep, in each of a chunk's
+// layers, ModelSpec::moe_layer_dense_activation_bytes_per_token(), and in the first chunk also
+// its share of the dense-only layers (dense_layers x the chunks' layers / moe_layers of them,
+// as the stage's parameters count them) at dense_layer_activation_bytes_per_token(); held from
+// the microbatch's forward through the chunk until its backward through it ends, as the expert
+// activations are (peak_gpu_tokens()). The norms' and MLA's up-projections' outputs are left
+// out where SimOptions recomputes them.
+std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
+                                          const std::vector<int>& layers_per_chunk,
+                                          const PipelineTimes& order);
+
 // What one GPU of each stage holds whatever the routing, under `layers_per_chunk` over `stages`
-// stages (CostModel::pipeline_parameters()): its model state and `slots` spare slots, no expert
-// activations.
+// stages (CostModel::pipeline_parameters()) run in `order` (as dense_activation_bytes()): its
+// model state, `slots` spare slots and its dense activations; no expert activations.
 std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
                                                const std::vector<int>& layers_per_chunk, int stages,
-                                               int slots);
+                                               int slots, const PipelineTimes& order);
 
 // Whether planner `name` places replicas in the spare slots: every planner but "static" (which
 // makes none) and "ideal" (not a plan).

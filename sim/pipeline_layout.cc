@@ -91,10 +91,13 @@ int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int st
 std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,
                                           const CostModel& cost, int microbatches, int slots,
                                           Bytes bytes_per_layer_microbatch) {
-  const std::vector<int> peaks = pipeline_peak_activations(
-      layout_options(layers_per_chunk, stages, cost), layers_per_chunk, microbatches);
+  const SimOptions options = layout_options(layers_per_chunk, stages, cost);
+  const int chunks = static_cast<int>(layers_per_chunk.size());
+  const PipelineTimes order = schedule_order(options, chunks, microbatches);
+  const std::vector<int> peaks = peak_activations(order, layers_per_chunk);
   std::vector<Bytes> memory;
-  std::vector<StageMemory> stage = resident_stage_memory(cost, layers_per_chunk, stages, slots);
+  std::vector<StageMemory> stage =
+      resident_stage_memory(cost, layers_per_chunk, stages, slots, order);
   for (int s = 0; s < stages; ++s) {
     stage[s].expert_activations = peaks[s] * bytes_per_layer_microbatch;
     memory.push_back(stage[s].total());

@@ -78,7 +78,8 @@ int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int st
                                 const CostModel& cost, int microbatches);
 
 // What a GPU of each stage would hold under `layers_per_chunk` over `stages` stages, in bytes
-// (sim/gpu_memory.h): its model state and `slots` spare slots exactly, and its expert
+// (sim/gpu_memory.h): its model state, `slots` spare slots and dense activations exactly, and
+// its expert
 // activations estimated as its peak layer-microbatches (pipeline_peak_activations()) times
 // `bytes_per_layer_microbatch`.
 std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,

@@ -126,11 +126,13 @@ class Replay {
         stage_layer_counts(metadata.num_layers, sim.pipeline_chunks(), sim.pipeline_layers);
     optimizer_ps_ = cost_.pipeline_optimizer_ps(chunk_layers, sim.pipeline_stages);
     // What each stage's GPUs hold whatever the routing, planner by planner: the model state,
-    // and under the planners that place replicas, the spare slots.
+    // the dense activations, and under the planners that place replicas, the spare slots.
+    const PipelineTimes order =
+        schedule_order(sim, static_cast<int>(chunk_layers.size()), metadata.microbatches);
     for (const std::string& planner : config.planners) {
-      resident_memory_.push_back(
-          resident_stage_memory(cost_, chunk_layers, sim.pipeline_stages,
-                                planner_reserves_slots(planner) ? config.slots_per_rank : 0));
+      resident_memory_.push_back(resident_stage_memory(
+          cost_, chunk_layers, sim.pipeline_stages,
+          planner_reserves_slots(planner) ? config.slots_per_rank : 0, order));
     }
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
     // One stage's step is its records one after the other, with no operations to walk for the
@@ -225,7 +227,7 @@ class Replay {
         totals.moe += cost.moe();
         totals.moe_forward += cost.moe_forward();
         totals.overhead += cost.overhead;
-        totals.dense += 3 * (cost.dense_forward + cost.outside_forward);
+        totals.dense += 3 * (cost.dense_forward + cost.outside_forward) + cost.dense_recompute;
         totals.outside += 3 * cost.outside_forward;
         totals.grad_reduce += cost.grad_reduce;
         totals.dense_grad_reduce += cost.dense_grad_reduce;

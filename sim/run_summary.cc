@@ -141,6 +141,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
       stages.push_back({{"model_state", stage.model_state},
                         {"spare_slots", stage.spare_slots},
                         {"expert_activations", stage.expert_activations},
+                        {"dense_activations", stage.dense_activations},
                         {"total", stage.total()}});
     }
     nlohmann::json entry = {

@@ -212,7 +212,9 @@ nlohmann::json sim_options_json(const SimOptions& options) {
           {"pipeline_stages", options.pipeline_stages},
           {"virtual_stages", options.virtual_stages},
           {"pipeline_schedule", pipeline_schedule_name(options.pipeline_schedule)},
-          {"recompute_moe_act", options.recompute_moe_activation}};
+          {"recompute_moe_act", options.recompute_moe_activation},
+          {"recompute_layernorm", options.recompute_layernorm},
+          {"recompute_mla_up_proj", options.recompute_mla_up_proj}};
 }
 
 }  // namespace topoep

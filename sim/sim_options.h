@@ -135,6 +135,16 @@ struct SimOptions {
   // 18 bytes a parameter with the bf16 weight and fp32 gradient); 8 with bf16 moments, as
   // DeepSeek-V3 trained. Memory only: the optimizer's time follows optimizer_bytes_per_param.
   double optimizer_state_bytes_per_param = 12;
+  // The backward recomputes every norm's output from its input instead of keeping it
+  // (Megatron-LM's --recompute-modules layernorm; DeepSeek-V3 recomputes its RMSNorms): the
+  // dense activations a GPU holds shrink (ModelSpec::attention_activation_bytes_per_token()).
+  // Its time, an elementwise pass, is not charged.
+  bool recompute_layernorm = false;
+  // The backward recomputes MLA's up-projections (the query's and the keys' and values') from
+  // the latents instead of keeping their outputs (Megatron-LM's --recompute-modules
+  // mla_up_proj; DeepSeek-V3 does): the dense activations shrink and each dense backward first
+  // reruns those GEMMs (CostModel::dense_recompute_ps()). Only for MLA models.
+  bool recompute_mla_up_proj = false;
 
   // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
   int chunks_per_stage() const {

@@ -237,6 +237,13 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("optimizer_state_bytes_per_param")) {
       row["optimizer_state_bytes_per_param"] = nullptr;
     }
+    // Nor the dense activations in that memory (added later on 2026-12-05): a row without their
+    // recomputation's columns counted none.
+    if (!row.contains("recompute_layernorm")) {
+      row["gpu_memory_bytes"] = nullptr;
+      row["recompute_layernorm"] = false;
+      row["recompute_mla_up_proj"] = false;
+    }
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

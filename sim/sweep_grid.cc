@@ -186,7 +186,8 @@ class GridReader {
       if (!v.is_string()) fail(where, "must be a preset name or a file path");
       return;
     }
-    if (key == "uneven_homes" || key == "recompute_moe_act") {
+    if (key == "uneven_homes" || key == "recompute_moe_act" || key == "recompute_layernorm" ||
+        key == "recompute_mla_up_proj") {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
@@ -346,6 +347,8 @@ class GridReader {
       c.slots_per_rank = get("slots", 1);
       c.homes = get("uneven_homes", false) ? HomeLayout::kUneven : HomeLayout::kEven;
       c.options.recompute_moe_activation = get("recompute_moe_act", false);
+      c.options.recompute_layernorm = get("recompute_layernorm", false);
+      c.options.recompute_mla_up_proj = get("recompute_mla_up_proj", false);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
@@ -477,6 +480,8 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "pipeline_schedule",
                                                    "pipeline_layers",
                                                    "recompute_moe_act",
+                                                   "recompute_layernorm",
+                                                   "recompute_mla_up_proj",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -27,7 +27,9 @@
 //   layers, or with virtual_stages each chunk's, as a list: [14, 15, 15, 14]; sets
 //   pipeline_stages where the point does not; its column "14,15,15,14", "" for the even split),
 //   recompute_moe_act (true or false: the expert activations counted without the gated
-//   activation's output)
+//   activation's output), recompute_layernorm, recompute_mla_up_proj (true or false: the
+//   dense activations counted without the norms' outputs, without MLA's up-projections' and
+//   those rerun in the backward)
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),

@@ -50,6 +50,8 @@ expect_text "model list shows each preset with its expert's weights" "$work/out"
 expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
 expect_text "model show gives the expert activations a token assignment keeps" "$work/out" "26624 bytes kept for the backward ((hidden + 3 x expert FFN) x combine bytes), 22528 bytes with the gated activation recomputed"
+expect_text "and the dense activations a token keeps, MLA's latents instead of its heads when recomputed" "$work/out" "243328 bytes a token and MoE layer kept for the backward (attention, norms, router, shared experts), 79488 bytes with the norms and MLA's up-projections recomputed; a dense-only layer 340608 bytes, 176768 bytes"
+expect_text "model show says how MLA compresses" "$work/out" "(MLA: query latent 1536, key-value latent 512, RoPE 64)"
 expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
 expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"
 expect_text "model show gives the dense gradients' all-reduce and its overlap" "$work/out" "6463.0 us a layer and step, as NCCL's ring over the 32 GPUs, with the replica gradients' in the backward's link-idle compute (the attention backward after it: 8025.8 us)"
@@ -750,7 +752,7 @@ expect "simulate counts the expert activations with the gated activation recompu
 expect_text "what each planner's busiest GPU holds is printed, with its stage" "$work/out" \
   "Memory the busiest GPU holds at its peak, in GB, and its pipeline stage"
 expect_text "with the gated activation recomputed, as it says" "$work/out" \
-  "the gated activation recomputed"
+  "recomputed: the experts' gated activation"
 python3 - "$work/pp" "$work/pp-recompute" <<'PY'
 import csv, json, sys
 kept, recomputed = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
@@ -766,20 +768,56 @@ rows = list(csv.DictReader(open(sys.argv[2] + "/per_step.csv")))
 assert rows and all(int(row["peak_expert_activation_bytes"]) > 0 for row in rows), rows
 # What a GPU holds, worked by hand: one layer a stage of 1M dense parameters and 4 home experts
 # of 3 x 1024 x 512, each a bf16 weight, a bf16 gradient and 12 bytes of optimizer state; one
-# spare slot a layer, a bf16 weight and gradient, under topoep only.
+# spare slot a layer, a bf16 weight and gradient, under topoep only; the dense activations of
+# a model without attention heads: a token's input and normed input before the attention and
+# again before the experts (4 x 1024 bf16), and 64 fp32 router probabilities, for each
+# microbatch a stage holds (2 on the first under 1F1B, 1 on the last).
 expert = 3 * 1024 * 512
+tokens = recomputed["run"]["trace_metadata"]["tokens_per_rank"]
+assert recomputed["run"]["pipeline_peak_activations"] == [2, 1], recomputed["run"]
+dense = [held * tokens * (4 * 1024 * 2 + 64 * 4) for held in (2, 1)]
 for planner in recomputed["planners"]:
     memory = planner["gpu_memory"]
     assert len(memory["stages"]) == 2, memory
-    for stage, activations in zip(memory["stages"], planner["peak_expert_activations"]["stage_bytes"]):
+    for s, (stage, activations) in enumerate(
+            zip(memory["stages"], planner["peak_expert_activations"]["stage_bytes"])):
         assert stage["model_state"] == (1000000 + 4 * expert) * (2 + 2 + 12), stage
         assert stage["spare_slots"] == (expert * 2 * 2 if planner["planner"] == "topoep" else 0), stage
         assert stage["expert_activations"] == activations, stage
-        assert stage["total"] == stage["model_state"] + stage["spare_slots"] + activations, stage
+        assert stage["dense_activations"] == dense[s], (stage, dense)
+        assert stage["total"] == (stage["model_state"] + stage["spare_slots"] + activations +
+                                  dense[s]), stage
     assert memory["bytes"] == memory["stages"][memory["stage"]]["total"], memory
     assert memory["bytes"] == max(s["total"] for s in memory["stages"]), memory
 PY
 expect "summary.json and per_step.csv record them, and what a GPU holds" 0 $?
+# MLA's up-projections: only a model with MLA has them to recompute.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners topoep,static --recompute-mla-up-proj \
+  --out "$work/no-mla" >"$work/out" 2>&1
+expect "simulate refuses to recompute up-projections a model does not have" 2 $?
+expect_text "naming the flag and the model" "$work/out" \
+  "error: --recompute-mla-up-proj: applies to multi-head latent attention, and model 'small' has none (its attention_kv_lora_rank is 0)"
+[[ ! -e "$work/no-mla" ]]
+expect "and writes no outputs" 0 $?
+for recompute in "" "--recompute-layernorm --recompute-mla-up-proj"; do
+  # shellcheck disable=SC2086  # the flags split into words
+  "$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+    $recompute --out "$work/lite${recompute:+-recomputed}" >"$work/out" 2>&1
+  expect "simulate runs DeepSeek-V2-Lite ${recompute:-keeping every activation}" 0 $?
+done
+expect_text "and says what it recomputes" "$work/out" "recomputed: the norms and MLA's up-projections"
+python3 - "$work/lite" "$work/lite-recomputed" <<'PY'
+import json, sys
+kept, recomputed = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+options = recomputed["run"]["sim_options"]
+assert options["recompute_layernorm"] and options["recompute_mla_up_proj"], options
+for a, b in zip(kept["planners"], recomputed["planners"]):
+    k, r = (p["gpu_memory"]["stages"][0]["dense_activations"] for p in (a, b))
+    assert 0 < r < k, (k, r)
+    assert b["step_time_us"] > a["step_time_us"], (a["step_time_us"], b["step_time_us"])
+PY
+expect "it holds fewer dense activations and reruns the up-projections' GEMMs" 0 $?
 not_text() { ! grep -qF "$2" "$1"; }
 not_text "$work/out" "does not fit as run"
 expect "no note where what a GPU holds fits in its memory" 0 $?
@@ -815,7 +853,7 @@ expect_text "and names the GPU and its memory" "$work/out.flat" \
   "Note: the busiest GPU holds more than its 0.001 GB of memory (H800 SXM5 80GB) under"
 expect_text "under every planner (the ideal is a bound, not a plan), and what would hold less" \
   "$work/out.flat" \
-  "under every planner, before what is not counted: this layout does not fit as run. Less is held with more pipeline stages (--pipeline-stages), the distributed optimizer (--dense-sync distributed, over --data-parallel copies), fewer spare slots (--slots), recomputing the expert activation (--recompute-moe-act) or fewer tokens a microbatch."
+  "under every planner, before what is not counted: this layout does not fit as run. Less is held with more pipeline stages (--pipeline-stages), the distributed optimizer (--dense-sync distributed, over --data-parallel copies), fewer spare slots (--slots), recomputing the expert activation and the norms (--recompute-moe-act, --recompute-layernorm) or fewer tokens a microbatch."
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
   --model "$work/model16.json" --planners topoep,static --pipeline-layers 2,1 >"$work/out" 2>&1
 expect "simulate rejects stages' layers that do not add up to the trace's" 2 $?

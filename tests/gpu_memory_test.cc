@@ -1,5 +1,6 @@
 // The memory one GPU holds (sim/gpu_memory.h): its model state by hand, the spare slots, the
-// parameters each pipeline layout puts on a stage's GPUs, and the replay's per-stage figures.
+// parameters each pipeline layout puts on a stage's GPUs, the dense activations a layer keeps
+// and a schedule holds, and the replay's per-stage figures.
 
 #include "sim/gpu_memory.h"
 
@@ -10,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "models/model_json.h"
 #include "sim/cost_model.h"
 #include "sim/replay.h"
 #include "sim/run_summary.h"
+#include "solver/input_error.h"
 #include "tests/collected_steps.h"
 #include "tests/sim_fixtures.h"
 
@@ -117,6 +120,126 @@ std::string skewed_trace() {
   return path;
 }
 
+TEST(GpuMemory, AttentionKeepsItsInputQueryKeysValuesAndOutputForTheBackward) {
+  ModelSpec m = round_model(64, 8);  // hidden 1024
+  m.attention_heads = 8;
+  m.attention_qk_head_dim = m.attention_v_head_dim = 64;
+  m.attention_kv_heads = 2;
+  // The input and its normed form (1024 each), the query (8 x 64), keys and values (2 x 64
+  // each), the output (8 x 64), at 2 bytes; the softmax statistics, 4 bytes a head.
+  EXPECT_EQ(m.attention_activation_bytes_per_token(false, false),
+            (1024 + 1024 + 512 + 256 + 512) * 2 + 8 * 4);
+  EXPECT_EQ(m.attention_activation_bytes_per_token(true, false),
+            (1024 + 512 + 256 + 512) * 2 + 8 * 4);
+  // Up-projections are MLA's: grouped-query attention keeps its query, keys and values.
+  EXPECT_EQ(m.attention_activation_bytes_per_token(false, true),
+            m.attention_activation_bytes_per_token(false, false));
+  EXPECT_EQ(m.up_projection_flops_per_token(), 0.0);
+  // Without grouping, keys and values span every head.
+  m.attention_kv_heads = 0;
+  EXPECT_EQ(m.attention_activation_bytes_per_token(false, false),
+            (1024 + 1024 + 512 + 1024 + 512) * 2 + 8 * 4);
+}
+
+TEST(GpuMemory, DeepSeekV3KeepsItsLatentsAndCanRecomputeItsUpProjections) {
+  const ModelSpec m = load_model("deepseek-v3");
+  // The input and its normed form (2 x 7168), the query latent and its normed form (2 x 1536),
+  // the key-value latent with its RoPE key (576) and its normed form (512), the query and keys
+  // (2 x 128 x 192), the values and the output (2 x 128 x 128): 100,416 bf16 elements; the
+  // softmax statistics, 128 fp32.
+  EXPECT_EQ(m.attention_activation_bytes_per_token(false, false), 100416 * 2 + 128 * 4);
+  // Norms and up-projections recomputed: the input, both latents and the output, 25,664.
+  EXPECT_EQ(m.attention_activation_bytes_per_token(true, true), 25664 * 2 + 128 * 4);
+  // A MoE layer adds the norm before the experts (its input and output), 256 fp32 router
+  // probabilities and the shared expert's gated activation's input and output (3 x 2048).
+  EXPECT_EQ(m.moe_layer_dense_activation_bytes_per_token(false, false),
+            100416 * 2 + 512 + (2 * 7168 + 6144) * 2 + 256 * 4);
+  EXPECT_EQ(m.moe_layer_dense_activation_bytes_per_token(true, true),
+            25664 * 2 + 512 + (7168 + 6144) * 2 + 256 * 4);
+  // A dense-only layer: the same attention and an FFN of 18,432 instead.
+  EXPECT_EQ(m.dense_layer_activation_bytes_per_token(false, false),
+            100416 * 2 + 512 + (2 * 7168 + 3 * 18432) * 2);
+  // What recomputing the up-projections runs again: 1536 -> 128 x 192 and 512 -> 128 x
+  // (128 + 128), 2 FLOP a multiply-add.
+  EXPECT_EQ(m.up_projection_flops_per_token(), 2.0 * (1536.0 * 128 * 192 + 512.0 * 128 * 256));
+}
+
+TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheDenseOnlyLayersOnTheFirstChunk) {
+  SimOptions options;
+  options.pipeline_stages = 2;
+  const CostModel cost = cost_model(options);  // 64 tokens a GPU
+  const ModelSpec& m = cost.model();
+  const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
+  // model_with_ends(): 2 dense-only layers beside 4 MoE layers, all 4 in the chunks below.
+  const Bytes dense_only = 2 * 64 * m.dense_layer_activation_bytes_per_token(false, false);
+  // 1F1B on 2 stages, 4 microbatches: the first stage holds 2 microbatches at its peak, the
+  // last 1.
+  const std::vector<Bytes> held =
+      dense_activation_bytes(cost, {2, 2}, schedule_order(options, 2, 4));
+  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + dense_only), 2 * layer}));
+  // One stage: one microbatch's every layer at a time.
+  const SimOptions one;
+  EXPECT_EQ(dense_activation_bytes(cost_model(one), {4}, schedule_order(one, 1, 4)),
+            (std::vector<Bytes>{4 * layer + dense_only}));
+  // Recomputing the norms keeps neither normed input, on any layer.
+  SimOptions norms = options;
+  norms.recompute_layernorm = true;
+  const Bytes saved = 64 * 2 * m.hidden_size * m.combine_bytes;
+  EXPECT_EQ(dense_activation_bytes(cost_model(norms), {2, 2}, schedule_order(norms, 2, 4)),
+            (std::vector<Bytes>{held[0] - 2 * (2 + 2) * saved, held[1] - 2 * saved}));
+}
+
+TEST(GpuMemory, RecomputingUpProjectionsNeedsMlaAndLengthensEveryDenseBackward) {
+  SimOptions options;
+  options.recompute_mla_up_proj = true;
+  try {
+    cost_model(options);
+    FAIL() << "a model without MLA took recompute_mla_up_proj";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "recompute_mla_up_proj");
+  }
+  ModelSpec mla = model_with_ends();
+  mla.attention_heads = 8;
+  mla.attention_qk_head_dim = 48;
+  mla.attention_v_head_dim = 32;
+  mla.attention_q_lora_rank = 256;
+  mla.attention_kv_lora_rank = 128;
+  mla.attention_rope_head_dim = 16;
+  const Topology topology = round_topology(2, 8);
+  const CostModel kept(topology, mla, SimOptions{}, 64);
+  const CostModel recomputed(topology, mla, options, 64);
+  EXPECT_EQ(kept.dense_recompute_ps(64), 0);
+  // The up-projections' FLOPs, and the dense-only layers' share (2 of them over 4 MoE layers),
+  // at the dense forward's rate.
+  const double ratio = mla.up_projection_flops_per_token() * 1.5 / mla.dense_flops_per_token();
+  EXPECT_NEAR(static_cast<double>(recomputed.dense_recompute_ps(6400)),
+              ratio * static_cast<double>(recomputed.dense_forward_ps(6400)), 2.0);
+
+  // A replay charges it on every record's critical path, on no planner's choices.
+  const std::string trace = write_uniform_trace(
+      (fs::path(::testing::TempDir()) / "gpu_memory_uniform").string(), 3, 2, 2);
+  SimConfig config;
+  config.topology = topology;
+  config.model = mla;
+  config.planners = {"topoep", "static"};
+  const StepResult before = replayed_steps(trace, config, 1).at(0);
+  config.options = options;
+  const StepResult after = replayed_steps(trace, config, 1).at(0);
+  ASSERT_EQ(before.records.size(), after.records.size());
+  for (std::size_t r = 0; r < before.records.size(); ++r) {
+    for (int p = 0; p < 2; ++p) {
+      const LayerCost& a = before.records[r].planners[p];
+      const LayerCost& b = after.records[r].planners[p];
+      EXPECT_GT(b.dense_recompute, 0);
+      EXPECT_EQ(b.critical_path(), a.critical_path() + b.dense_recompute);
+      EXPECT_EQ(b.plan_hash, a.plan_hash);
+    }
+  }
+  // The recomputed outputs are not held.
+  EXPECT_LT(after.planners[0].stage_memory[0].dense_activations,
+            before.planners[0].stage_memory[0].dense_activations);
+}
+
 TEST(GpuMemory, TheReplayGivesEachStagesModelStateSlotsAndExpertActivations) {
   const std::vector<std::string> planners = {"topoep", "eplb-microbatch", "static", "ideal"};
   SimConfig config;
@@ -127,8 +250,11 @@ TEST(GpuMemory, TheReplayGivesEachStagesModelStateSlotsAndExpertActivations) {
   config.options.pipeline_stages = 2;
   const std::vector<StepResult> steps = replayed_steps(skewed_trace(), config, 1);
   ASSERT_EQ(steps.size(), 2u);
-  const std::vector<StageParameters> parameters =
-      CostModel(config.topology, config.model, config.options, 512).pipeline_parameters({2, 2}, 2);
+  const CostModel cost(config.topology, config.model, config.options, 512);
+  const std::vector<StageParameters> parameters = cost.pipeline_parameters({2, 2}, 2);
+  // The same under every planner: the schedule's, 4 microbatches a step.
+  const std::vector<Bytes> dense =
+      dense_activation_bytes(cost, {2, 2}, schedule_order(config.options, 2, 4));
   RunSummary summary(planners);
   for (const StepResult& step : steps) {
     summary.add(step);
@@ -142,6 +268,7 @@ TEST(GpuMemory, TheReplayGivesEachStagesModelStateSlotsAndExpertActivations) {
                   model_state_bytes(parameters[s], config.model, config.options));
         EXPECT_EQ(stages[s].spare_slots, slots ? spare_slot_bytes(config.model, 2, 2) : 0);
         EXPECT_GT(stages[s].expert_activations, 0);
+        EXPECT_EQ(stages[s].dense_activations, dense[s]);
       }
       EXPECT_EQ(step.planners[p].peak_expert_activation_bytes(),
                 std::max(stages[0].expert_activations, stages[1].expert_activations));

@@ -145,6 +145,8 @@ TEST(HfConfig, ReadsGlm45sDeepSeekStyleExpertsWithGroupedQueryAttention) {
   EXPECT_EQ(m.shared_expert_ffn_size, 1536);
   EXPECT_EQ(m.attention_qk_head_dim, 128);
   EXPECT_EQ(m.attention_v_head_dim, 128);
+  EXPECT_EQ(m.attention_kv_heads, 8);  // what the attention keeps for its backward
+  EXPECT_FALSE(m.multi_latent_attention());
   EXPECT_EQ(m.dense_params_per_layer,
             2LL * 5120 * 96 * 128 + 2LL * 5120 * 8 * 128 + (96 + 2 * 8) * 128);
 }

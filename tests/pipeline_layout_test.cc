@@ -225,11 +225,15 @@ TEST(PipelineLayout, LayoutMemoryIsEachStagesModelStateSlotsAndActivationsAtTheR
   const std::vector<Bytes> memory = pipeline_layout_memory(layout, 3, cost, 4, 2, 1000);
   const std::vector<StageParameters> parameters = cost.pipeline_parameters(layout, 3);
   ASSERT_EQ(memory.size(), 3u);
+  SimOptions options = cost.options();
+  options.pipeline_stages = 3;
+  const std::vector<Bytes> dense =
+      dense_activation_bytes(cost, layout, schedule_order(options, 3, 4));
   // 1F1B on 3 stages, 4 microbatches: stage s holds 3 - s microbatches of its layers.
   for (int s = 0; s < 3; ++s) {
     EXPECT_EQ(memory[s], model_state_bytes(parameters[s], cost.model(), cost.options()) +
                              spare_slot_bytes(cost.model(), 2, layout[s]) +
-                             (3 - s) * layout[s] * 1000)
+                             (3 - s) * layout[s] * 1000 + dense[s])
         << "stage " << s;
   }
 }

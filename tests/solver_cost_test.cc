@@ -64,12 +64,32 @@ TEST(ModelJson, RejectsBadFieldsByName) {
   EXPECT_EQ(rejected_field(model), "expert_groups_per_token");
   model.erase("expert_groups_per_token");
   EXPECT_EQ(rejected_field(model), "expert_groups_per_token");  // the pair goes together
+  // Grouped key-value heads divide the heads; MLA gives every head its keys and values.
+  nlohmann::json mixtral = model_to_json(load_model("mixtral-8x7b"));
+  mixtral["attention_kv_heads"] = 5;
+  EXPECT_EQ(rejected_field(mixtral), "attention_kv_heads");
+  model = model_to_json(load_model("deepseek-v3"));
+  model["attention_kv_heads"] = 8;
+  EXPECT_EQ(rejected_field(model), "attention_kv_heads");
+  model.erase("attention_kv_heads");
+  model["attention_rope_head_dim"] = 193;  // more than a head's query/key dimension
+  EXPECT_EQ(rejected_field(model), "attention_rope_head_dim");
+  model.erase("attention_kv_lora_rank");  // the latents go together
+  EXPECT_EQ(rejected_field(model), "attention_kv_lora_rank");
+  model = model_to_json(load_model("deepseek-v3"));
+  model.erase("attention_heads");
+  model.erase("attention_qk_head_dim");
+  model.erase("attention_v_head_dim");
+  model.erase("sequence_length");
+  EXPECT_EQ(rejected_field(model), "attention_kv_lora_rank");  // latents need their heads
 }
 
 TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDenseParams) {
   nlohmann::json model = model_to_json(load_model("deepseek-v3"));
-  for (const char* key : {"shared_experts", "shared_expert_ffn_size", "attention_heads",
-                          "attention_qk_head_dim", "attention_v_head_dim", "sequence_length"}) {
+  for (const char* key :
+       {"shared_experts", "shared_expert_ffn_size", "attention_heads", "attention_qk_head_dim",
+        "attention_v_head_dim", "sequence_length", "attention_q_lora_rank",
+        "attention_kv_lora_rank", "attention_rope_head_dim"}) {
     model.erase(key);
   }
   const ModelSpec old = parse_model(model.dump(), "old.json");
@@ -78,6 +98,9 @@ TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDensePa
   // A group is all or nothing: heads without their dimensions name the missing field.
   model["attention_heads"] = 128;
   EXPECT_EQ(rejected_field(model), "attention_qk_head_dim");
+  // Nor need a file say how its attention groups keys and values: every head has its own.
+  EXPECT_EQ(old.key_value_heads(), 0);
+  EXPECT_FALSE(old.multi_latent_attention());
 }
 
 // A window of W tokens on some layers: query i attends to min(i, W) keys there, a mean of

@@ -351,6 +351,35 @@ TEST(Sweep, ReportsTheExpertActivationsTheBusiestGpuHoldsWithAndWithoutRecomputa
             "recompute_moe_act[0]");
 }
 
+// Recomputing the norms holds less; recomputing MLA's up-projections holds less still and
+// lengthens the step by the GEMMs it reruns; each column says which ran.
+TEST(Sweep, RecomputingNormsAndUpProjectionsHoldsLessAndUpProjectionsTakeLonger) {
+  const SweepGrid grid = load_sweep_grid(write_grid("recompute_dense.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "recompute_layernorm": [false, true], "recompute_mla_up_proj": [false, true]
+  })"));
+  ASSERT_EQ(grid.points.size(), 4u);
+  ASSERT_TRUE(grid.points[0].config.model.multi_latent_attention());  // DeepSeek-V2-Lite's
+  // The last axis varies fastest: (kept, kept), (kept, recomputed), (recomputed, kept), both.
+  EXPECT_TRUE(grid.points[1].config.options.recompute_mla_up_proj);
+  EXPECT_TRUE(grid.points[2].config.options.recompute_layernorm);
+  EXPECT_EQ(grid.points[3].columns["recompute_layernorm"], true);
+  EXPECT_EQ(grid.points[3].columns["recompute_mla_up_proj"], true);
+  const std::string rows = run(grid, temp_path("sweep_recompute_dense_rows"), 1);
+  const std::vector<double> memory = column_of(rows, "gpu_memory_bytes");
+  const std::vector<double> step = column_of(rows, "step_time_us");
+  ASSERT_EQ(memory.size(), 4u);
+  EXPECT_LT(memory[1], memory[0]);
+  EXPECT_LT(memory[2], memory[0]);
+  EXPECT_LT(memory[3], std::min(memory[1], memory[2]));
+  EXPECT_GT(step[1], step[0]);
+  EXPECT_EQ(step[2], step[0]);  // the norms' elementwise pass is not charged
+  EXPECT_EQ(step[3], step[1]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "recompute_layernorm": [1]})"),
+            "recompute_layernorm[0]");
+}
+
 // What the busiest GPU holds: static reserves no spare slots, so what TopoEP holds beyond its
 // activations is static's plus the slots' weights and gradients; the optimizer state a
 // parameter moves the model state by that much a parameter the GPU updates.
@@ -658,27 +687,46 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
   EXPECT_NE(read_file(dir + "/results.csv").find(",alltoall,"), std::string::npos);
 }
 
-// Results written before the activations (and what a GPU holds) were recorded resume with them
-// empty: they are not known without the trace.
-TEST(Sweep, ResumeLeavesTheActivationsOfRowsWrittenBeforeThemEmpty) {
+// One static point's row as a fresh run writes it, and as a resume leaves it after an earlier
+// version wrote it without `columns`.
+std::pair<nlohmann::json, nlohmann::json> row_fresh_and_resumed_without(
+    const std::string& name, std::initializer_list<const char*> columns) {
   const char* grid = R"({"planners": ["static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
     "nodes": [2]})";
-  const std::string dir = temp_path("sweep_rows_before_activations");
-  run(load_sweep_grid(write_grid("act.json", grid)), dir, 1);
+  const std::string dir = temp_path(name);
+  run(load_sweep_grid(write_grid(name + ".json", grid)), dir, 1);
   const std::string fresh = read_file(dir + "/results.jsonl");
-  write_rows_as_an_earlier_version_did(dir, fresh,
-                                       {"pipeline_peak_activations", "peak_expert_activation_bytes",
-                                        "gpu_memory_bytes", "optimizer_state_bytes_per_param"});
+  write_rows_as_an_earlier_version_did(dir, fresh, columns);
   const SweepReport report =
-      run_sweep(load_sweep_grid(write_grid("act.json", grid)), resume_options(dir));
+      run_sweep(load_sweep_grid(write_grid(name + ".json", grid)), resume_options(dir));
   EXPECT_EQ(report.points_run, 0);
-  const nlohmann::json row = nlohmann::json::parse(read_file(report.jsonl_path));
+  return {nlohmann::json::parse(fresh), nlohmann::json::parse(read_file(report.jsonl_path))};
+}
+
+// Results written before the activations (and what a GPU holds) were recorded resume with them
+// empty: they are not known without the trace.
+TEST(Sweep, ResumeLeavesTheActivationsOfRowsWrittenBeforeThemEmpty) {
+  const auto [fresh, row] = row_fresh_and_resumed_without(
+      "sweep_rows_before_activations", {"pipeline_peak_activations", "peak_expert_activation_bytes",
+                                        "gpu_memory_bytes", "optimizer_state_bytes_per_param"});
   EXPECT_TRUE(row["pipeline_peak_activations"].is_null());
   EXPECT_TRUE(row["peak_expert_activation_bytes"].is_null());
   EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
   EXPECT_TRUE(row["optimizer_state_bytes_per_param"].is_null());
-  EXPECT_GT(nlohmann::json::parse(fresh)["peak_expert_activation_bytes"].get<double>(), 0);
+  EXPECT_GT(fresh["peak_expert_activation_bytes"].get<double>(), 0);
+}
+
+// Rows written before the dense activations joined what a GPU holds (2026-12-05) counted a
+// GPU's memory without them: a resume keeps their rows with that memory empty and nothing
+// recomputed.
+TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheDenseActivations) {
+  const auto [fresh, row] = row_fresh_and_resumed_without(
+      "sweep_rows_before_dense_activations", {"recompute_layernorm", "recompute_mla_up_proj"});
+  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_EQ(row["recompute_layernorm"], false);
+  EXPECT_EQ(row["recompute_mla_up_proj"], false);
 }
 
 // Results written before the dense gradients' all-reduce joined the step were priced without

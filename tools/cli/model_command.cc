@@ -79,15 +79,25 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row({"shared experts", std::to_string(model.shared_experts) + " of FFN size " +
                                        std::to_string(model.shared_expert_ffn_size)});
   table.add_row(
-      {"attention", std::to_string(model.attention_heads) + " heads, q/k " +
-                        std::to_string(model.attention_qk_head_dim) + " and v " +
-                        std::to_string(model.attention_v_head_dim) + " a head, sequence " +
-                        std::to_string(model.sequence_length) +
-                        (model.attention_window > 0
-                             ? ", a sliding window of " + std::to_string(model.attention_window) +
-                                   " tokens on " + std::to_string(model.attention_window_layers) +
-                                   " of " + std::to_string(model.moe_layers) + " layers"
-                             : "")});
+      {"attention",
+       std::to_string(model.attention_heads) + " heads, q/k " +
+           std::to_string(model.attention_qk_head_dim) + " and v " +
+           std::to_string(model.attention_v_head_dim) + " a head" +
+           (model.multi_latent_attention()
+                ? " (MLA: query latent " +
+                      (model.attention_q_lora_rank > 0 ? std::to_string(model.attention_q_lora_rank)
+                                                       : std::string("none")) +
+                      ", key-value latent " + std::to_string(model.attention_kv_lora_rank) +
+                      ", RoPE " + std::to_string(model.attention_rope_head_dim) + ")"
+            : model.key_value_heads() != model.attention_heads
+                ? " (" + std::to_string(model.key_value_heads()) + " key-value heads)"
+                : "") +
+           ", sequence " + std::to_string(model.sequence_length) +
+           (model.attention_window > 0
+                ? ", a sliding window of " + std::to_string(model.attention_window) +
+                      " tokens on " + std::to_string(model.attention_window_layers) + " of " +
+                      std::to_string(model.moe_layers) + " layers"
+                : "")});
   table.add_row({"dense-only layers", model.dense_layers > 0
                                           ? std::to_string(model.dense_layers) + " beside the " +
                                                 std::to_string(model.moe_layers) +
@@ -121,6 +131,24 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
            " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), " +
            bytes_text(static_cast<double>(model.expert_activation_bytes_per_token(true))) +
            " with the gated activation recomputed"});
+  const bool mla = model.multi_latent_attention();
+  table.add_row(
+      {"  dense activations",
+       bytes_text(
+           static_cast<double>(model.moe_layer_dense_activation_bytes_per_token(false, false))) +
+           " a token and MoE layer kept for the backward (attention, norms, router, shared "
+           "experts), " +
+           bytes_text(
+               static_cast<double>(model.moe_layer_dense_activation_bytes_per_token(true, mla))) +
+           " with the norms" + (mla ? " and MLA's up-projections" : "") + " recomputed" +
+           (model.dense_layers > 0
+                ? "; a dense-only layer " +
+                      bytes_text(static_cast<double>(
+                          model.dense_layer_activation_bytes_per_token(false, false))) +
+                      ", " +
+                      bytes_text(static_cast<double>(
+                          model.dense_layer_activation_bytes_per_token(true, mla)))
+                : std::string())});
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "

@@ -348,6 +348,15 @@ void add_simulate_command(CLI::App& app) {
                      "The experts' gated activation is recomputed in the backward (Megatron-LM's "
                      "--recompute-modules moe_act; DeepSeek-V3 recomputes its SwiGLU): the expert "
                      "activations a GPU holds are counted without its output");
+  simulate->add_flag("--recompute-layernorm", o->sim.recompute_layernorm,
+                     "The norms' outputs are recomputed in the backward (Megatron-LM's "
+                     "--recompute-modules layernorm; DeepSeek-V3 recomputes its RMSNorms): the "
+                     "dense activations a GPU holds are counted without them");
+  simulate->add_flag("--recompute-mla-up-proj", o->sim.recompute_mla_up_proj,
+                     "MLA's up-projections are recomputed in the backward (Megatron-LM's "
+                     "--recompute-modules mla_up_proj; DeepSeek-V3 does): the dense activations "
+                     "are counted without the query, keys and values, and each dense backward "
+                     "reruns those GEMMs first. MLA models only");
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
@@ -531,6 +540,7 @@ void add_simulate_command(CLI::App& app) {
                   {"timeline", "--timeline"},
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"optimizer_state_bytes_per_param", "--optimizer-state-bytes"},
+                  {"recompute_mla_up_proj", "--recompute-mla-up-proj"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},

@@ -57,22 +57,31 @@ std::string gigabytes(Bytes bytes) { return format_fixed(static_cast<double>(byt
 void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::ostream& out) {
   const SimOptions& options = config.options;
   const bool stages = options.pipeline_stages > 1;
+  std::vector<std::string> recomputed;
+  if (options.recompute_moe_activation) recomputed.push_back("the experts' gated activation");
+  if (options.recompute_layernorm) recomputed.push_back("the norms");
+  if (options.recompute_mla_up_proj) recomputed.push_back("MLA's up-projections");
   out << "\nMemory the busiest GPU holds at its peak, in GB"
-      << (stages ? ", and its pipeline stage" : "")
-      << ":\nits model state (weights, gradients, optimizer state), the spare slots' replicas\n"
-         "and the expert activations held for the backward ("
-      << (options.recompute_moe_activation ? "the gated activation recomputed" : "no recomputation")
-      << ");\nattention activations and buffers are not counted (sim/README.md, \"Memory a GPU "
-         "holds\"):\n";
-  std::vector<std::string> header = {"planner", "model state", "spare slots", "expert activations",
-                                     "total"};
+      << (stages ? ", and its pipeline stage" : "") << ":\n"
+      << wrapped(
+             "its model state (weights, gradients, optimizer state), the spare slots' "
+             "replicas, and the activations held for the backward, the experts' and the "
+             "attention's and other dense parts' (" +
+             (recomputed.empty() ? std::string("no recomputation")
+                                 : "recomputed: " + spoken_list(recomputed)) +
+             "); buffers are not counted (sim/README.md, \"Memory a GPU holds\"):");
+  std::vector<std::string> header = {"planner",     "model state",       "spare slots",
+                                     "expert act.", "dense activations", "total"};
   if (stages) header.push_back("stage");
   TextTable table(header);
   for (const PlannerRunSummary& s : summary.planners()) {
     const StageMemory memory = s.busiest_memory();
-    std::vector<std::string> row = {
-        s.planner, gigabytes(memory.model_state), gigabytes(memory.spare_slots),
-        gigabytes(memory.expert_activations), gigabytes(memory.total())};
+    std::vector<std::string> row = {s.planner,
+                                    gigabytes(memory.model_state),
+                                    gigabytes(memory.spare_slots),
+                                    gigabytes(memory.expert_activations),
+                                    gigabytes(memory.dense_activations),
+                                    gigabytes(memory.total())};
     if (stages) row.push_back(std::to_string(s.busiest_memory_stage()));
     table.add_row(row);
   }
@@ -98,8 +107,23 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
         "copies)");
   }
   if (config.slots_per_rank > 0) levers.push_back("fewer spare slots (--slots)");
+  std::vector<std::string> recomputable, flags;
   if (!options.recompute_moe_activation) {
-    levers.push_back("recomputing the expert activation (--recompute-moe-act)");
+    recomputable.push_back("the expert activation");
+    flags.push_back("--recompute-moe-act");
+  }
+  if (!options.recompute_layernorm) {
+    recomputable.push_back("the norms");
+    flags.push_back("--recompute-layernorm");
+  }
+  if (!options.recompute_mla_up_proj && config.model.multi_latent_attention()) {
+    recomputable.push_back("MLA's up-projections");
+    flags.push_back("--recompute-mla-up-proj");
+  }
+  if (!recomputable.empty()) {
+    std::string listed;
+    for (const std::string& flag : flags) listed += (listed.empty() ? "" : ", ") + flag;
+    levers.push_back("recomputing " + spoken_list(recomputable) + " (" + listed + ")");
   }
   levers.push_back("fewer tokens a microbatch");
   out << wrapped("Note: the busiest GPU holds more than its " +
