@@ -45,6 +45,11 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
     model.sequence_length = static_cast<int>(root.int_field("sequence_length", 0, 1 << 24));
   }
   if (root.has("attention_kv_heads")) {
+    if (model.attention_heads == 0) {
+      root.fail("attention_kv_heads",
+                "groups the attention's heads, but attention_heads and its head dimensions are "
+                "not given");
+    }
     model.attention_kv_heads =
         static_cast<int>(root.int_field("attention_kv_heads", 0, model.attention_heads));
     if (model.attention_kv_heads > 0 && model.attention_heads % model.attention_kv_heads != 0) {

@@ -82,6 +82,12 @@ TEST(ModelJson, RejectsBadFieldsByName) {
   model.erase("attention_v_head_dim");
   model.erase("sequence_length");
   EXPECT_EQ(rejected_field(model), "attention_kv_lora_rank");  // latents need their heads
+  mixtral.erase("attention_heads");
+  mixtral.erase("attention_qk_head_dim");
+  mixtral.erase("attention_v_head_dim");
+  mixtral.erase("sequence_length");
+  mixtral["attention_kv_heads"] = 8;
+  EXPECT_EQ(rejected_field(mixtral), "attention_kv_heads");  // and grouped heads theirs
 }
 
 TEST(ModelJson, FilesWithoutSharedExpertsOrAttentionStillLoadAndCountOnlyDenseParams) {
