@@ -314,6 +314,7 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   m.moe_layers = static_cast<int>(moe_layers);
   m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
   m.dispatch_scale_block = choices.fp8_dispatch ? 128 : 0;
+  m.fp8_gemms = choices.fp8_gemms;
   m.combine_bytes = 2;
   m.weight_bytes = 2;
   m.sequence_length = choices.sequence_length;
@@ -343,9 +344,9 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
                   : "") +
              ". The run's choices: " +
              (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
-             ", bf16 combine and weights, sequence_length " +
-             std::to_string(choices.sequence_length) + ", tokens_per_rank " +
-             std::to_string(choices.tokens_per_rank) + ".";
+             ", bf16 combine and weights, " + (choices.fp8_gemms ? "fp8" : "bf16") +
+             " GEMMs, sequence_length " + std::to_string(choices.sequence_length) +
+             ", tokens_per_rank " + std::to_string(choices.tokens_per_rank) + ".";
   // The checks every model file passes (ranges, consistency), on what was derived.
   return parse_model(model_to_json(m).dump(), origin);
 }

@@ -13,6 +13,7 @@ namespace topoep {
 struct HfRunChoices {
   std::string name;            // empty: the config's file name without ".json"
   bool fp8_dispatch = false;   // fp8 with an fp32 scale per 128 elements (DeepEP); else bf16
+  bool fp8_gemms = false;      // the GEMMs in fp8 (ModelSpec::fp8_gemms); else bf16
   int sequence_length = 4096;  // training sequence length
   int tokens_per_rank = 4096;  // default tokens per rank per microbatch
 };

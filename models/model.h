@@ -68,6 +68,10 @@ struct ModelSpec {
   int attention_q_lora_rank = 0;
   int attention_kv_lora_rank = 0;
   int attention_rope_head_dim = 0;
+  // The GEMMs (experts, attention projections, shared experts, dense-only layers' FFNs) run in
+  // fp8 at the GPU's fp8 peak, as DeepSeek-V3 trained (model files' "gemm_precision": "fp8");
+  // false: bf16. The attention core and the output head stay bf16 either way.
+  bool fp8_gemms = false;
 
   // Forward FLOPs of one routed expert per token assignment: gate, up and down projections,
   // 2 FLOP per multiply-add.
@@ -160,24 +164,31 @@ struct ModelSpec {
                       (attention_qk_head_dim - attention_rope_head_dim + attention_v_head_dim));
   }
 
+  // The FLOP counts below take `gemm_speedup`, the GEMMs' peak over the bf16 peak (2 where
+  // fp8_gemms runs them in fp8, 1 by default): each GEMM's FLOPs are divided by it, so that the
+  // sum runs at the bf16 rate; the attention core (scores) and the output head stay bf16, as
+  // DeepSeek-V3's FP8 training keeps them. With 1 they are the FLOPs themselves.
+  //
   // Forward FLOPs per token of a layer's attention: 2 per dense parameter, and causal attention
   // scores, QK^T and AV at an average context of half the sequence: 2 heads (d_qk + d_v) L / 2,
   // with L the attention span below.
-  double attention_flops_per_token() const {
-    return 2.0 * static_cast<double>(dense_params_per_layer) +
+  double attention_flops_per_token(double gemm_speedup = 1.0) const {
+    return 2.0 * static_cast<double>(dense_params_per_layer) / gemm_speedup +
            static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
                attention_span();
   }
   // Forward FLOPs per token of a MoE layer's dense part: its attention and 6 h f per shared
   // expert (gate, up, down).
-  double dense_flops_per_token() const {
-    return attention_flops_per_token() +
-           6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts;
+  double dense_flops_per_token(double gemm_speedup = 1.0) const {
+    return attention_flops_per_token(gemm_speedup) +
+           6.0 * hidden_size * static_cast<double>(shared_expert_ffn_size) * shared_experts /
+               gemm_speedup;
   }
   // Forward FLOPs per token of one dense-only layer: the same attention and its FFN's 6 h f_d,
   // without shared experts.
-  double dense_layer_flops_per_token() const {
-    return attention_flops_per_token() + 6.0 * hidden_size * static_cast<double>(dense_ffn_size);
+  double dense_layer_flops_per_token(double gemm_speedup = 1.0) const {
+    return attention_flops_per_token(gemm_speedup) +
+           6.0 * hidden_size * static_cast<double>(dense_ffn_size) / gemm_speedup;
   }
   // How many dense-only layers each MoE layer stands for.
   double dense_layers_per_moe_layer() const {
@@ -189,9 +200,9 @@ struct ModelSpec {
   }
   // Forward FLOPs per token a MoE layer carries of the work outside the MoE layers, identical
   // for every planner: its share of the dense-only layers and of the output head.
-  double outside_flops_per_token() const {
+  double outside_flops_per_token(double gemm_speedup = 1.0) const {
     if (moe_layers <= 0) return 0.0;
-    return dense_layers_per_moe_layer() * dense_layer_flops_per_token() +
+    return dense_layers_per_moe_layer() * dense_layer_flops_per_token(gemm_speedup) +
            head_flops_per_token() / moe_layers;
   }
   // Twice the mean causal context a query attends to, averaged over the MoE layers (every

@@ -123,6 +123,13 @@ ModelSpec parse_model(const std::string& text, const std::string& origin) {
       model.tied_embeddings = tied.get<bool>();
     }
   }
+  if (root.has("gemm_precision")) {
+    const std::string precision = root.string_field("gemm_precision");
+    if (precision != "bf16" && precision != "fp8") {
+      root.fail("gemm_precision", "must be \"bf16\" or \"fp8\", got \"" + precision + "\"");
+    }
+    model.fp8_gemms = precision == "fp8";
+  }
   model.tokens_per_rank = static_cast<int>(root.int_field("tokens_per_rank", 1, 1 << 24));
   root.finish();
   return model;
@@ -167,6 +174,7 @@ nlohmann::json model_to_json(const ModelSpec& model) {
     json["attention_kv_lora_rank"] = model.attention_kv_lora_rank;
     json["attention_rope_head_dim"] = model.attention_rope_head_dim;
   }
+  if (model.fp8_gemms) json["gemm_precision"] = "fp8";
   if (model.vocab_size > 0) json["vocab_size"] = model.vocab_size;
   if (model.tied_embeddings) json["tied_embeddings"] = true;
   return json;

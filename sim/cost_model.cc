@@ -198,16 +198,18 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                                         options.weight_overlap_fraction),
                                derived.params.weight_overlap_ps, tokens_per_rank);
   flop_per_token_ = model.expert_flops_per_token();
-  dense_flop_per_token_ = model.dense_flops_per_token();
-  outside_flop_per_token_ = model.outside_flops_per_token();
+  expert_peak_tflops_ = gemm_peak_tflops(topology, model);
+  const double speedup = gemm_speedup(topology, model);
+  dense_flop_per_token_ = model.dense_flops_per_token(speedup);
+  outside_flop_per_token_ = model.outside_flops_per_token(speedup);
   if (options.recompute_mla_up_proj) {
     if (!model.multi_latent_attention()) {
       throw InputError("recompute_mla_up_proj",
                        "applies to multi-head latent attention, and model '" + model.name +
                            "' has none (its attention_kv_lora_rank is 0)");
     }
-    recompute_flop_per_token_ =
-        model.up_projection_flops_per_token() * (1.0 + model.dense_layers_per_moe_layer());
+    recompute_flop_per_token_ = model.up_projection_flops_per_token() *
+                                (1.0 + model.dense_layers_per_moe_layer()) / speedup;
   }
   dense_gemm_flop_per_ps_ = dense_gemm_flop_per_ps(topology);
   // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
@@ -215,7 +217,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   std::size_t flat = curve.efficiency.size() - 1;
   while (flat > 0 && curve.efficiency[flat - 1] == curve.efficiency.back()) --flat;
   saturated_tokens_ = curve.tokens_per_expert[flat];
-  saturated_flop_per_ps_ = topology_.gpu.peak_tflops_bf16 * curve.efficiency.back();
+  saturated_flop_per_ps_ = expert_peak_tflops_ * curve.efficiency.back();
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
   // The data-parallel sync (sim/ring_collective.h): no traffic where dense_grad_bytes is 0.
@@ -259,9 +261,8 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
   const double t = static_cast<double>(tokens);
   // 1 TFLOP/s is 1 FLOP per picosecond.
   if (t >= saturated_tokens_) return round_ps(flop_per_token_ * t / saturated_flop_per_ps_);
-  return round_ps(
-      flop_per_token_ * t /
-      (topology_.gpu.peak_tflops_bf16 * gemm_efficiency_at(topology_.gemm_efficiency, t)));
+  return round_ps(flop_per_token_ * t /
+                  (expert_peak_tflops_ * gemm_efficiency_at(topology_.gemm_efficiency, t)));
 }
 
 // dense_forward_time_ps() and outside_forward_time_ps() with their rates computed once: both are

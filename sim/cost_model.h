@@ -145,11 +145,12 @@ class CostModel {
   std::int64_t tokens_per_rank() const { return tokens_per_rank_; }
 
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
-  // 6 x hidden x ffn x tokens FLOP / (bf16 peak x efficiency(tokens)); 0 for no tokens.
+  // 6 x hidden x ffn x tokens FLOP / (gemm_peak_tflops() x efficiency(tokens)); 0 for no
+  // tokens.
   Picoseconds instance_compute_ps(TokenCount tokens) const;
-  // Dense forward of one layer on the busiest rank: ModelSpec::dense_flops_per_token() x tokens
-  // (dense parameters, shared experts, attention scores) at the bf16 peak times the curve's best
-  // efficiency.
+  // Dense forward of one layer on the busiest rank: dense_forward_time_ps() (dense parameters,
+  // shared experts, attention scores; the GEMMs at their own peak, the rest at bf16's, times
+  // the curve's best efficiency).
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
   // What the backward recomputes of a MoE layer's dense forward on the busiest rank, and of its
   // share of the dense-only layers (charged with the layer: a twentieth of it for DeepSeek-V3):
@@ -301,7 +302,8 @@ class CostModel {
   ModelSpec model_;
   SimOptions options_;
   CostParams solver_params_;
-  double flop_per_token_ = 0;  // forward FFN FLOP of one token at one expert
+  double flop_per_token_ = 0;      // forward FFN FLOP of one token at one expert
+  double expert_peak_tflops_ = 0;  // gemm_peak_tflops(): the experts' GEMMs' peak
   // Forward FLOP a token of the layer's dense part and of its share outside the MoE layers,
   // and the rate both run at (sim/solver_cost.h).
   double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;

@@ -41,6 +41,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       // What the memory a GPU holds is compared with (decimal GB; 0: not known).
       {"gpu_hbm_capacity_gb", c.topology.gpu.hbm_capacity_gb},
       {"model", c.model.name},
+      // The model's or --fp8-gemms' (ModelSpec::fp8_gemms).
+      {"gemm_precision", c.model.fp8_gemms ? "fp8" : "bf16"},
       {"planners", c.planners},
       {"slots_per_rank", c.slots_per_rank},
       {"sim_options", sim_options},

@@ -109,16 +109,31 @@ void throw_picoseconds_out_of_range(double ps, const char* field) {
   throw InputError(field, text);
 }
 
+double gemm_peak_tflops(const Topology& topology, const ModelSpec& model) {
+  if (!model.fp8_gemms) return topology.gpu.peak_tflops_bf16;
+  if (!(topology.gpu.peak_tflops_fp8 > 0)) {
+    throw InputError("gemm_precision", "is fp8 (model '" + model.name + "'), but the GPU (" +
+                                           topology.gpu.name + ") has no fp8 peak");
+  }
+  return topology.gpu.peak_tflops_fp8;
+}
+
+double gemm_speedup(const Topology& topology, const ModelSpec& model) {
+  return model.fp8_gemms ? gemm_peak_tflops(topology, model) / topology.gpu.peak_tflops_bf16 : 1.0;
+}
+
 double dense_gemm_flop_per_ps(const Topology& topology) {
   return topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency);
 }
 
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.dense_flops_per_token() * tokens / dense_gemm_flop_per_ps(topology);
+  return model.dense_flops_per_token(gemm_speedup(topology, model)) * tokens /
+         dense_gemm_flop_per_ps(topology);
 }
 
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.outside_flops_per_token() * tokens / dense_gemm_flop_per_ps(topology);
+  return model.outside_flops_per_token(gemm_speedup(topology, model)) * tokens /
+         dense_gemm_flop_per_ps(topology);
 }
 
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,
@@ -127,7 +142,7 @@ SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpe
   d.gemm_efficiency = best_efficiency(topology.gemm_efficiency);
   // 1 TFLOP/s is 1 FLOP per picosecond.
   d.params.compute_ps_per_token = round_at_least_one(
-      model.expert_flops_per_token() / (topology.gpu.peak_tflops_bf16 * d.gemm_efficiency));
+      model.expert_flops_per_token() / (gemm_peak_tflops(topology, model) * d.gemm_efficiency));
   d.params.instance_min_tokens =
       static_cast<TokenCount>(std::llround(curve_instance_min_tokens(topology.gemm_efficiency)));
   d.params.dispatch_bytes_per_token = static_cast<Bytes>(model.dispatch_bytes_per_token());

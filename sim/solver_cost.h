@@ -42,21 +42,31 @@ inline Picoseconds picoseconds_in_range(double ps, const char* field) {
   return ps - static_cast<double>(whole) >= 0.5 ? whole + 1 : whole;
 }
 
-// The rate of the dense GEMMs (attention projections, shared experts, dense-only layers, the
-// output head): the bf16 peak x the GEMM curve's best efficiency, in FLOP per picosecond
-// (1 TFLOP/s is 1 FLOP per picosecond).
+// The peak the model's GEMMs run at, in TFLOP/s: the GPU's fp8 peak where the model runs its
+// GEMMs in fp8 (ModelSpec::fp8_gemms), else its bf16 peak. The grouped-GEMM curve applies to
+// either: a roofline's knee, in tokens per expert, is the same at twice the peak and half the
+// weight bytes. Throws InputError naming gemm_precision where the GPU has no fp8 peak.
+double gemm_peak_tflops(const Topology& topology, const ModelSpec& model);
+// gemm_peak_tflops() over the bf16 peak: the `gemm_speedup` of ModelSpec's FLOP counts.
+double gemm_speedup(const Topology& topology, const ModelSpec& model);
+
+// The rate of the dense work (attention projections and core, shared experts, dense-only
+// layers, the output head) in bf16 FLOP: the bf16 peak x the GEMM curve's best efficiency, in
+// FLOP per picosecond (1 TFLOP/s is 1 FLOP per picosecond). ModelSpec's FLOP counts take the
+// GEMMs' speedup (gemm_speedup()), so that fp8 GEMMs run at their own peak.
 double dense_gemm_flop_per_ps(const Topology& topology);
 
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
-// ModelSpec::dense_flops_per_token() x tokens at the bf16 peak x the curve's best efficiency.
+// ModelSpec::dense_flops_per_token(gemm_speedup()) x tokens at dense_gemm_flop_per_ps().
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 // A MoE layer's share of the work outside the MoE layers over `tokens` tokens on one GPU, in
-// picoseconds (not rounded): ModelSpec::outside_flops_per_token() (dense-only layers, output
-// head) x tokens at the same rate. 0 for a model with neither.
+// picoseconds (not rounded): ModelSpec::outside_flops_per_token(gemm_speedup()) (dense-only
+// layers, output head) x tokens at the same rate. 0 for a model with neither.
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
-// compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) / (bf16 peak x
-//   the curve's best efficiency); instance_min_tokens = curve_instance_min_tokens();
+// compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) /
+//   (gemm_peak_tflops() x the curve's best efficiency); instance_min_tokens =
+//   curve_instance_min_tokens();
 // dispatch bytes = hidden x dispatch_bytes (+ 4 bytes per dispatch_scale_block elements);
 // combine bytes = hidden x combine_bytes; replica weights = 3 x hidden x expert_ffn x
 //   weight_bytes (0 with weight_cost false);

@@ -244,6 +244,7 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       row["recompute_layernorm"] = false;
       row["recompute_mla_up_proj"] = false;
     }
+    if (!row.contains("fp8_gemms")) row["fp8_gemms"] = false;  // every GEMM bf16 until 2026-12-05
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

@@ -186,8 +186,8 @@ class GridReader {
       if (!v.is_string()) fail(where, "must be a preset name or a file path");
       return;
     }
-    if (key == "uneven_homes" || key == "recompute_moe_act" || key == "recompute_layernorm" ||
-        key == "recompute_mla_up_proj") {
+    if (key == "uneven_homes" || key == "fp8_gemms" || key == "recompute_moe_act" ||
+        key == "recompute_layernorm" || key == "recompute_mla_up_proj") {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
@@ -344,6 +344,7 @@ class GridReader {
       const std::string model_name =
           values.contains("model") ? values["model"].get<std::string>() : default_model(trace);
       c.model = model(model_name);
+      c.model.fp8_gemms = get("fp8_gemms", c.model.fp8_gemms);
       c.slots_per_rank = get("slots", 1);
       c.homes = get("uneven_homes", false) ? HomeLayout::kUneven : HomeLayout::kEven;
       c.options.recompute_moe_activation = get("recompute_moe_act", false);
@@ -423,6 +424,7 @@ class GridReader {
                        {"ib_latency_us", c.topology.scale_out.latency_us},
                        {"slots", c.slots_per_rank},
                        {"uneven_homes", c.homes == HomeLayout::kUneven},
+                       {"fp8_gemms", c.model.fp8_gemms},
                        {"pipeline_layers", join_numbers(c.options.pipeline_layers, ",")},
                        {"topoep_solve_us", o.topoep_solve_us},
                        {"host_roundtrip_us", o.host_roundtrip_us},
@@ -465,6 +467,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "ib_latency_us",
                                                    "slots",
                                                    "uneven_homes",
+                                                   "fp8_gemms",
                                                    "weight_overlap_fraction",
                                                    "gradient_overlap_fraction",
                                                    "dense_grad_bytes",

@@ -15,6 +15,8 @@
 //   nvlink_gb_per_s, ib_gb_per_s, nvlink_latency_us, ib_latency_us
 //                                       override the achieved link figures
 //   slots                               spare slots per GPU (default 1)
+//   fp8_gemms                           true: the model's GEMMs in fp8; false: bf16 (default:
+//                                       the model's own, ModelSpec::fp8_gemms)
 //   weight_overlap_fraction, gradient_overlap_fraction, dense_grad_bytes (0 to 8), dense_sync
 //   ("allreduce" or "distributed"), data_parallel (expert-parallel groups, 1 to 65,536),
 //   activation_grad_bytes, optimizer_bytes_per_param, optimizer_state_bytes_per_param (the

@@ -77,6 +77,11 @@ expect "model from-hf exits 0" 0 $?
 expect_text "its file validates, named after the directory" "$work/out" "valid model 'Mixtral-8x7B-v0.1' (8 experts, top-2, 32 MoE layers)"
 "$topoep" model from-hf "$work/Mixtral-8x7B-v0.1/config.json" --out "$work/from-hf.json" >"$work/out" 2>&1
 expect "model from-hf refuses to overwrite (exit 2)" 2 $?
+"$topoep" model from-hf "$work/Mixtral-8x7B-v0.1/config.json" --fp8-gemms >"$work/from-hf-fp8.json" 2>&1
+expect "model from-hf takes the run's fp8 GEMMs" 0 $?
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(d["gemm_precision"] != "fp8" or "fp8 GEMMs" not in d["source"])' \
+  "$work/from-hf-fp8.json"
+expect "and writes them into the model file and its source" 0 $?
 echo '{"model_type": "llama"}' >"$work/llama.json"
 "$topoep" model from-hf "$work/llama.json" >"$work/out" 2>&1
 expect "model from-hf refuses a family it does not read (exit 2)" 2 $?
@@ -133,6 +138,15 @@ for layer in layers:
 assert layers[0]["plan_hash"] == layers[1]["plan_hash"]  # same counts, same plan
 PY
 expect "solve --json has the documented fields and properties" 0 $?
+"$topoep" solve --counts "$work/counts.json" --fp8-gemms --json >"$work/solve-fp8.json" 2>"$work/err"
+expect "solve --fp8-gemms exits 0" 0 $?
+python3 - "$work/solve.json" "$work/solve-fp8.json" <<'PY'
+import json, sys
+bf16, fp8 = (json.load(open(path))["layers"][0] for path in sys.argv[1:])
+# The same counts, at half the compute: the static plan's predicted time is shorter.
+assert fp8["predicted_us_before"] < bf16["predicted_us_before"], (bf16, fp8)
+PY
+expect "and weighs the plans at the fp8 peak" 0 $?
 
 for planner in topoep topoep-flat static eplb eplb-microbatch shadowing ideal; do
   "$topoep" solve --counts "$work/counts.json" --planner "$planner" --json >"$work/planner.json" 2>&1
@@ -818,6 +832,27 @@ for a, b in zip(kept["planners"], recomputed["planners"]):
     assert b["step_time_us"] > a["step_time_us"], (a["step_time_us"], b["step_time_us"])
 PY
 expect "it holds fewer dense activations and reruns the up-projections' GEMMs" 0 $?
+# FP8 GEMMs: the compute at the fp8 peak, a shorter step, said in summary.json; refused on a GPU
+# without an fp8 peak.
+"$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+  --fp8-gemms --out "$work/lite-fp8" >"$work/out" 2>&1
+expect "simulate runs the GEMMs in fp8" 0 $?
+python3 - "$work/lite" "$work/lite-fp8" <<'PY'
+import json, sys
+bf16, fp8 = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert bf16["run"]["gemm_precision"] == "bf16" and fp8["run"]["gemm_precision"] == "fp8", fp8["run"]
+for a, b in zip(bf16["planners"], fp8["planners"]):
+    assert b["step_time_us"] < a["step_time_us"], (a["step_time_us"], b["step_time_us"])
+    assert b["per_step_us"]["compute"] < a["per_step_us"]["compute"], (a, b)
+PY
+expect "its compute and step are shorter, and summary.json says fp8" 0 $?
+"$topoep" simulate --trace "$work/lite.trace" --topology a100-8x8 --nodes 2 --planners topoep,static \
+  --fp8-gemms --out "$work/lite-a100" >"$work/out" 2>&1
+expect "simulate refuses fp8 GEMMs on an A100" 2 $?
+expect_text "naming the flag and the GPU" "$work/out" \
+  "error: --fp8-gemms: the GPU of a100-2x8 (A100 SXM4 80GB) has no fp8 peak"
+[[ ! -e "$work/lite-a100" ]]
+expect "and writes no outputs" 0 $?
 not_text() { ! grep -qF "$2" "$1"; }
 not_text "$work/out" "does not fit as run"
 expect "no note where what a GPU holds fits in its memory" 0 $?

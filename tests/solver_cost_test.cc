@@ -399,6 +399,47 @@ TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
   EXPECT_EQ(derive_solver_cost(h800, v3, 4096, false).params.replica_weight_bytes, 0);
 }
 
+// FP8 GEMMs (DeepSeek-V3's training) run the experts', the attention projections', the shared
+// expert's and the dense-only layers' GEMMs at the fp8 peak; the attention core and the output
+// head stay at the bf16 rate.
+TEST(SolverCost, Fp8GemmsRunAtTheFp8PeakAndLeaveTheAttentionCoreAndHeadInBf16) {
+  const Topology h800 = load_topology("h800-4x8");  // 989.4 and 1978.9 TFLOP/s
+  ModelSpec v3 = load_model("deepseek-v3");
+  const SolverCostDerivation bf16 = derive_solver_cost(h800, v3, 4096, true);
+  v3.fp8_gemms = true;
+  const double speedup = 1978.9 / 989.4;
+  EXPECT_DOUBLE_EQ(gemm_speedup(h800, v3), speedup);
+  const SolverCostDerivation fp8 = derive_solver_cost(h800, v3, 4096, true);
+  // 6 x 7168 x 2048 FLOP at 1978.9 TFLOP/s x 0.65: half the bf16 figure (136,960 ps).
+  EXPECT_EQ(fp8.params.compute_ps_per_token, std::llround(6.0 * 7168 * 2048 / (1978.9 * 0.65)));
+  EXPECT_EQ(fp8.params.compute_ps_per_token, 68477);
+  const double gemms = 2.0 * 187105280 + 6.0 * 7168 * 2048, core = 128.0 * (192 + 128) * 4096;
+  EXPECT_DOUBLE_EQ(v3.dense_flops_per_token(speedup), gemms / speedup + core);
+  EXPECT_NEAR(fp8.dense_time_us, (gemms / speedup + core) * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
+  EXPECT_LT(fp8.dense_time_us, bf16.dense_time_us);
+  // The dense-only layers' GEMMs speed up, the head does not.
+  EXPECT_DOUBLE_EQ(v3.outside_flops_per_token(speedup),
+                   3.0 / 58 * v3.dense_layer_flops_per_token(speedup) + 2.0 * 7168 * 129280 / 58);
+  EXPECT_DOUBLE_EQ(v3.dense_layer_flops_per_token(speedup),
+                   (2.0 * 187105280 + 6.0 * 7168 * 18432) / speedup + core);
+  // A GPU without an fp8 peak refuses them, naming the model's field.
+  try {
+    derive_solver_cost(load_topology("a100-8x8"), v3, 4096, true);
+    FAIL() << "an A100 ran fp8 GEMMs";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.field(), "gemm_precision");
+  }
+  // Model files say it as "gemm_precision", written only where fp8.
+  nlohmann::json file = model_to_json(v3);
+  EXPECT_EQ(file["gemm_precision"], "fp8");
+  EXPECT_TRUE(parse_model(file.dump(), "fp8.json").fp8_gemms);
+  EXPECT_FALSE(model_to_json(load_model("deepseek-v3")).contains("gemm_precision"));
+  file["gemm_precision"] = "bf16";
+  EXPECT_FALSE(parse_model(file.dump(), "bf16.json").fp8_gemms);
+  file["gemm_precision"] = "fp4";
+  EXPECT_EQ(rejected_field(file), "gemm_precision");
+}
+
 // Mixtral-8x7B (one expert per GPU) on one 8-GPU H800 node at 1,024 tokens per GPU: a
 // replica's weights take longer to cross NVLink than one move's compute relief is worth, so no
 // replica pays for itself alone; several together do, also through the dispatch and combine

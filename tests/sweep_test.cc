@@ -380,6 +380,25 @@ TEST(Sweep, RecomputingNormsAndUpProjectionsHoldsLessAndUpProjectionsTakeLonger)
             "recompute_layernorm[0]");
 }
 
+// FP8 GEMMs: a key that sets the model's precision, reported in its column; faster compute.
+TEST(Sweep, Fp8GemmsShortenTheStepAndTheirColumnSaysSo) {
+  const SweepGrid grid = load_sweep_grid(write_grid("fp8.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "fp8_gemms": [false, true]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_FALSE(grid.points[0].config.model.fp8_gemms);
+  EXPECT_TRUE(grid.points[1].config.model.fp8_gemms);
+  EXPECT_EQ(grid.points[1].columns["fp8_gemms"], true);
+  const std::string rows = run(grid, temp_path("sweep_fp8_rows"), 1);
+  const std::vector<double> step = column_of(rows, "step_time_us");
+  ASSERT_EQ(step.size(), 2u);
+  EXPECT_LT(step[1], step[0]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "fp8_gemms": ["fp8"]})"),
+            "fp8_gemms[0]");
+}
+
 // What the busiest GPU holds: static reserves no spare slots, so what TopoEP holds beyond its
 // activations is static's plus the slots' weights and gradients; the optimizer state a
 // parameter moves the model state by that much a parameter the GPU updates.

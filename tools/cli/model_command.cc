@@ -74,7 +74,8 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                 ? " (an fp32 scale per " + std::to_string(model.dispatch_scale_block) + " elements)"
                 : " (no scales)") +
            ", combine " + std::to_string(model.combine_bytes) + ", weights " +
-           std::to_string(model.weight_bytes)});
+           std::to_string(model.weight_bytes) + "; GEMMs in " +
+           (model.fp8_gemms ? "fp8" : "bf16")});
   table.add_row({"dense parameters a layer", std::to_string(model.dense_params_per_layer)});
   table.add_row({"shared experts", std::to_string(model.shared_experts) + " of FFN size " +
                                        std::to_string(model.shared_expert_ffn_size)});
@@ -183,7 +184,8 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
     table.add_row({"on " + topology->name, ""});
     table.add_row(
         {"  expert compute", format_fixed(static_cast<double>(p.compute_ps_per_token) / 1e3, 2) +
-                                 " ns a token assignment (bf16 peak x best GEMM "
+                                 " ns a token assignment (" + (model.fp8_gemms ? "fp8" : "bf16") +
+                                 " peak x best GEMM "
                                  "efficiency " +
                                  format_fixed(derived.gemm_efficiency, 3) + ")"});
     table.add_row({"  smallest instance", std::to_string(p.instance_min_tokens) +
@@ -286,6 +288,9 @@ void add_model_command(CLI::App& app) {
   from_hf->add_option("--name", hf_choices->name, "Model name (default: the config's file name)");
   from_hf->add_flag("--fp8-dispatch", hf_choices->fp8_dispatch,
                     "Dispatch in fp8 with an fp32 scale per 128 elements (DeepEP); default bf16");
+  from_hf->add_flag("--fp8-gemms", hf_choices->fp8_gemms,
+                    "The GEMMs run in fp8 at the GPU's fp8 peak (DeepSeek-V3's FP8 training); "
+                    "default bf16");
   from_hf
       ->add_option("--sequence-length", hf_choices->sequence_length,
                    "Your run's training sequence length")

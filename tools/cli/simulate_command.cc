@@ -18,6 +18,7 @@
 #include "sim/simulation.h"
 #include "solver/input_error.h"
 #include "solver/topoep_layer_io.h"
+#include "tools/cli/gemm_flags.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/simulation_table.h"
 #include "tools/cli/table.h"
@@ -35,6 +36,7 @@ struct SimulateOptions {
   std::string planners = "topoep,eplb,eplb-microbatch,shadowing,static,ideal";
   int slots = 1;
   bool uneven_homes = false;
+  bool fp8_gemms = false;
   int threads = hardware_threads();
   std::string out;
   std::string timeline;
@@ -154,6 +156,10 @@ void run_simulate(const SimulateOptions& options) {
   request.config.model = load_model(
       options.model.empty() ? implied_model_preset(shape->num_experts, shape->top_k, "--model")
                             : options.model);
+  if (options.fp8_gemms) {
+    request.config.model.fp8_gemms = true;
+    check_fp8_gemms(request.config.topology);
+  }
   request.config.options = options.sim;
   parse_dispatcher(options.dispatcher, &request.config.options.dispatcher);  // checked: IsMember
   parse_dense_sync(options.dense_sync, &request.config.options.dense_sync);  // checked: IsMember
@@ -344,6 +350,7 @@ void add_simulate_command(CLI::App& app) {
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
   simulate->add_flag("--uneven-homes", o->uneven_homes, kUnevenHomesHelp);
+  simulate->add_flag("--fp8-gemms", o->fp8_gemms, kFp8GemmsHelp);
   simulate->add_flag("--recompute-moe-act", o->sim.recompute_moe_activation,
                      "The experts' gated activation is recomputed in the backward (Megatron-LM's "
                      "--recompute-modules moe_act; DeepSeek-V3 recomputes its SwiGLU): the expert "

@@ -21,6 +21,7 @@
 #include "solver/planners/planner.h"
 #include "solver/static_plan.h"
 #include "solver/topoep_solver.h"
+#include "tools/cli/gemm_flags.h"
 #include "tools/cli/kept_moves_output.h"
 #include "tools/cli/table.h"
 #include "tools/cli/topology_flags.h"
@@ -39,6 +40,7 @@ struct SolveOptions {
   std::string model;      // empty: the preset the counts' experts imply
   int slots = 1;
   bool uneven_homes = false;
+  bool fp8_gemms = false;
   bool no_weight_cost = false;
   bool linear_compute = false;
   double ib_slack = PlannerOptions{}.topoep_ib_load_slack;  // as `simulate`'s default
@@ -153,7 +155,11 @@ void run_solve(const SolveOptions& options) {
   const std::vector<RoutingCounts> layers =
       read_routing_layers(options.counts_path, kRoutingRecordsRead, &trace_records);
   const Topology topology = load_topology_flags(options.cluster, layers.front().num_ranks());
-  const ModelSpec model = solve_model(options.model, layers.front().num_experts());
+  ModelSpec model = solve_model(options.model, layers.front().num_experts());
+  if (options.fp8_gemms) {
+    model.fp8_gemms = true;
+    check_fp8_gemms(topology);
+  }
   TopoepProblem problem = problem_for_routing(
       layers, topology, model, options.slots,
       {options.counts_path, "--topology", "--model", "--slots"}, !options.no_weight_cost,
@@ -280,6 +286,7 @@ void add_solve_command(CLI::App& app) {
   solve->add_option("--slots", options->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();
   solve->add_flag("--uneven-homes", options->uneven_homes, kUnevenHomesHelp);
+  solve->add_flag("--fp8-gemms", options->fp8_gemms, kFp8GemmsHelp);
   solve->add_flag("--no-weight-cost", options->no_weight_cost,
                   "Replica weight transfer is free (pure balancing)");
   solve->add_flag("--linear-compute", options->linear_compute,
