@@ -92,14 +92,25 @@ struct ModelSpec {
   double combine_bytes_per_token() const {
     return static_cast<double>(hidden_size) * combine_bytes;
   }
+  // Bytes a tensor of `elements` elements a token takes where the backward keeps it: at
+  // combine_bytes an element (the activations' width, bf16 in every preset); where it is the
+  // input of a GEMM (or of the gated activation) and the GEMMs are fp8 (fp8_gemms), one byte an
+  // element and an fp32 scale per 128 (`gemm_input`): FP8 training keeps the fp8 copy its
+  // weight-gradient GEMM reads, as Transformer Engine does and DeepSeek-V3 caches its linear
+  // layers' and SwiGLU's inputs.
+  std::int64_t kept_bytes(std::int64_t elements, bool gemm_input = false) const {
+    if (gemm_input && fp8_gemms) return elements + 4 * ((elements + 127) / 128);
+    return elements * combine_bytes;
+  }
+
   // Bytes a routed expert keeps per token assignment from its forward for its backward: the
   // gate/up projection's input (h), the gated activation's input (2f) and, unless the backward
-  // recomputes it (`activation_recomputed`), its output, the down projection's input (f); at
-  // combine_bytes an element (the experts' output dtype, bf16 in every preset). Routing and
-  // permutation buffers are left out.
+  // recomputes it (`activation_recomputed`), its output, the down projection's input (f); each
+  // as kept_bytes() keeps a GEMM's input. Routing and permutation buffers are left out.
   std::int64_t expert_activation_bytes_per_token(bool activation_recomputed = false) const {
     const std::int64_t f = expert_ffn_size;
-    return (hidden_size + (activation_recomputed ? 2 : 3) * f) * combine_bytes;
+    return kept_bytes(hidden_size, true) + kept_bytes(2 * f, true) +
+           (activation_recomputed ? 0 : kept_bytes(f, true));
   }
 
   bool multi_latent_attention() const { return attention_kv_lora_rank > 0; }
@@ -107,51 +118,54 @@ struct ModelSpec {
     return multi_latent_attention() || attention_kv_heads == 0 ? attention_heads
                                                                : attention_kv_heads;
   }
-  // Bytes one layer's attention keeps per token from its forward for its backward, at
-  // combine_bytes an element (bf16 in every preset) as expert_activation_bytes_per_token():
-  // the layer's input (its norm's backward reads it) and, unless the backward recomputes the
-  // norm (`norms_recomputed`), the normed input the projections read; under MLA the compressed
-  // query (q_lora_rank) and key-value (kv_lora_rank + RoPE key) and, unless recomputed, their
-  // normed forms; the query, keys and values FlashAttention reads, unless the backward
-  // recomputes MLA's up-projections from the latents (`up_projections_recomputed`); the
-  // attention's output (the output projection's input) and its softmax statistics (fp32 a
-  // head). FlashAttention keeps no scores. Dropout is none and RoPE keeps nothing.
+  // Bytes one layer's attention keeps per token from its forward for its backward (kept_bytes()
+  // each): the layer's input (its norm's backward reads it) and, unless the backward recomputes
+  // the norm (`norms_recomputed`), the normed input the projections read; under MLA the
+  // compressed query (q_lora_rank) and key-value (kv_lora_rank + RoPE key) and, unless
+  // recomputed, their normed forms, the up-projections' inputs; the query, keys and values
+  // FlashAttention reads, unless the backward recomputes MLA's up-projections from the latents
+  // (`up_projections_recomputed`); the attention's output (the output projection's input) and
+  // its softmax statistics (fp32 a head). FlashAttention keeps no scores, and with fp8 GEMMs
+  // its inputs stay bf16. Dropout is none and RoPE keeps nothing.
   std::int64_t attention_activation_bytes_per_token(bool norms_recomputed,
                                                     bool up_projections_recomputed) const {
     const std::int64_t h = hidden_size, heads = attention_heads, kv = key_value_heads();
     const bool mla = multi_latent_attention();
     const bool q_recomputed = up_projections_recomputed && mla && attention_q_lora_rank > 0;
     const bool kv_recomputed = up_projections_recomputed && mla;
-    std::int64_t elements = h + (norms_recomputed ? 0 : h);
+    std::int64_t bytes = kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h, true));
     if (mla) {
       const std::int64_t q = attention_q_lora_rank, c = attention_kv_lora_rank;
-      elements +=
-          q + (norms_recomputed ? 0 : q) + c + attention_rope_head_dim + (norms_recomputed ? 0 : c);
+      bytes += kept_bytes(q) + kept_bytes(c + attention_rope_head_dim);
+      if (!norms_recomputed) bytes += (q > 0 ? kept_bytes(q, true) : 0) + kept_bytes(c, true);
     }
-    if (!q_recomputed) elements += heads * attention_qk_head_dim;
-    if (!kv_recomputed) elements += kv * (attention_qk_head_dim + attention_v_head_dim);
-    elements += heads * attention_v_head_dim;
-    return elements * combine_bytes + heads * 4;
+    if (!q_recomputed) bytes += kept_bytes(heads * attention_qk_head_dim);
+    if (!kv_recomputed) {
+      bytes += kept_bytes(kv * attention_qk_head_dim) + kept_bytes(kv * attention_v_head_dim);
+    }
+    return bytes + kept_bytes(heads * attention_v_head_dim, true) + heads * 4;
   }
   // Bytes a MoE layer keeps per token outside its routed experts: its attention's, the input of
-  // the norm before the experts and (unless recomputed) its output, which the router and the
-  // shared experts read (the routed experts keep their own copy: expert_activation_bytes_per_
+  // the norm before the experts and (unless recomputed) its output, which the router reads (at
+  // the activations' width: the router stays bf16 with fp8 GEMMs, as DeepSeek-V3 keeps it) and
+  // the shared experts (the routed experts keep their own copy: expert_activation_bytes_per_
   // token()), the router's probabilities (fp32 an expert) and each shared expert's gated
   // activation's input (2 f_s) and output (f_s).
   std::int64_t moe_layer_dense_activation_bytes_per_token(bool norms_recomputed,
                                                           bool up_projections_recomputed) const {
-    const std::int64_t h = hidden_size;
-    const std::int64_t shared = 3LL * shared_expert_ffn_size * shared_experts;
+    const std::int64_t h = hidden_size, f_s = shared_expert_ffn_size;
     return attention_activation_bytes_per_token(norms_recomputed, up_projections_recomputed) +
-           (h + (norms_recomputed ? 0 : h) + shared) * combine_bytes + 4LL * num_experts;
+           kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h)) +
+           shared_experts * (kept_bytes(2 * f_s, true) + kept_bytes(f_s, true)) + 4LL * num_experts;
   }
   // Bytes one dense-only layer keeps per token: its attention's, its FFN's norm input and
   // (unless recomputed) output, and the FFN's gated activation's input (2 f_d) and output.
   std::int64_t dense_layer_activation_bytes_per_token(bool norms_recomputed,
                                                       bool up_projections_recomputed) const {
-    const std::int64_t h = hidden_size;
+    const std::int64_t h = hidden_size, f_d = dense_ffn_size;
     return attention_activation_bytes_per_token(norms_recomputed, up_projections_recomputed) +
-           (h + (norms_recomputed ? 0 : h) + 3LL * dense_ffn_size) * combine_bytes;
+           kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h, true)) +
+           kept_bytes(2 * f_d, true) + kept_bytes(f_d, true);
   }
   // Forward FLOPs per token of MLA's up-projections, which the backward runs again when it
   // recomputes them: the compressed query's to every head's query (where it is compressed) and

@@ -159,6 +159,26 @@ TEST(GpuMemory, DeepSeekV3KeepsItsLatentsAndCanRecomputeItsUpProjections) {
   // A dense-only layer: the same attention and an FFN of 18,432 instead.
   EXPECT_EQ(m.dense_layer_activation_bytes_per_token(false, false),
             100416 * 2 + 512 + (2 * 7168 + 3 * 18432) * 2);
+  // With fp8 GEMMs every GEMM's input (and the gated activation's) is kept in fp8 with an fp32
+  // scale per 128: the experts' h, 2f and f; the attention's normed input, normed latents and
+  // output; the shared expert's 2 f_s and f_s. The rest stays bf16.
+  ModelSpec fp8 = m;
+  fp8.fp8_gemms = true;
+  const auto fp8_bytes = [](std::int64_t n) { return n + 4 * ((n + 127) / 128); };
+  EXPECT_EQ(fp8.expert_activation_bytes_per_token(),
+            fp8_bytes(7168) + fp8_bytes(4096) + fp8_bytes(2048));  // 13,728
+  EXPECT_EQ(fp8.expert_activation_bytes_per_token(true), fp8_bytes(7168) + fp8_bytes(4096));
+  const std::int64_t attention = 7168 * 2 + fp8_bytes(7168) + 1536 * 2 + fp8_bytes(1536) + 576 * 2 +
+                                 fp8_bytes(512) + (24576 + 24576 + 16384) * 2 + fp8_bytes(16384) +
+                                 128 * 4;
+  EXPECT_EQ(fp8.attention_activation_bytes_per_token(false, false), attention);  // 176,544
+  EXPECT_EQ(fp8.moe_layer_dense_activation_bytes_per_token(false, false),
+            attention + 2 * 7168 * 2 + fp8_bytes(4096) + fp8_bytes(2048) + 256 * 4);
+  EXPECT_EQ(fp8.moe_layer_dense_activation_bytes_per_token(true, true),
+            7168 * 2 + 1536 * 2 + 576 * 2 + fp8_bytes(16384) + 128 * 4 + 7168 * 2 +
+                fp8_bytes(4096) + fp8_bytes(2048) + 256 * 4);  // 57,664
+  EXPECT_EQ(fp8.dense_layer_activation_bytes_per_token(false, false),
+            attention + 7168 * 2 + fp8_bytes(7168) + fp8_bytes(36864) + fp8_bytes(18432));
   // What recomputing the up-projections runs again: 1536 -> 128 x 192 and 512 -> 128 x
   // (128 + 128), 2 FLOP a multiply-add.
   EXPECT_EQ(m.up_projection_flops_per_token(), 2.0 * (1536.0 * 128 * 192 + 512.0 * 128 * 256));

@@ -129,7 +129,10 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
   table.add_row(
       {"  expert activations",
        bytes_text(static_cast<double>(model.expert_activation_bytes_per_token())) +
-           " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), " +
+           (model.fp8_gemms
+                ? " kept for the backward ((hidden + 3 x expert FFN) in fp8, an fp32 "
+                  "scale per 128), "
+                : " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), ") +
            bytes_text(static_cast<double>(model.expert_activation_bytes_per_token(true))) +
            " with the gated activation recomputed"});
   const bool mla = model.multi_latent_attention();
@@ -237,7 +240,7 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
          gigabytes(model_state_bytes(whole, model, SimOptions{})) + " with every MoE layer on " +
              std::to_string(topology->num_gpus()) +
              " GPUs (weights, gradients, optimizer state; simulate prints it per stage and "
-             "planner, with the spare slots' and the expert activations)"});
+             "planner, with the spare slots' and the activations)"});
     table.add_row(
         {"  a spare slot", gigabytes(spare_slot_bytes(model, 1, model.moe_layers)) +
                                " a GPU over every MoE layer (a replica's weights and gradients)"});
