@@ -121,9 +121,7 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
     flags.push_back("--recompute-mla-up-proj");
   }
   if (!recomputable.empty()) {
-    std::string listed;
-    for (const std::string& flag : flags) listed += (listed.empty() ? "" : ", ") + flag;
-    levers.push_back("recomputing " + spoken_list(recomputable) + " (" + listed + ")");
+    levers.push_back("recomputing " + spoken_list(recomputable) + " (" + join_names(flags) + ")");
   }
   levers.push_back("fewer tokens a microbatch");
   out << wrapped("Note: the busiest GPU holds more than its " +
