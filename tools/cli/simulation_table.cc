@@ -52,15 +52,36 @@ namespace {
 
 std::string gigabytes(Bytes bytes) { return format_fixed(static_cast<double>(bytes) / 1e9, 2); }
 
+// A part of the activations the backward can recompute instead of keep: how the memory
+// table's header names it, how the note's levers do, its flag, whether this run recomputes it,
+// and whether the model has it.
+struct RecomputedPart {
+  const char* name;
+  const char* lever;
+  const char* flag;
+  bool recomputed;
+  bool applies;
+};
+
+std::vector<RecomputedPart> recomputed_parts(const SimConfig& config) {
+  const SimOptions& o = config.options;
+  return {{"the experts' gated activation", "the expert activation", "--recompute-moe-act",
+           o.recompute_moe_activation, true},
+          {"the norms", "the norms", "--recompute-layernorm", o.recompute_layernorm, true},
+          {"MLA's up-projections", "MLA's up-projections", "--recompute-mla-up-proj",
+           o.recompute_mla_up_proj, config.model.multi_latent_attention()}};
+}
+
 }  // namespace
 
 void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::ostream& out) {
   const SimOptions& options = config.options;
   const bool stages = options.pipeline_stages > 1;
+  const std::vector<RecomputedPart> parts = recomputed_parts(config);
   std::vector<std::string> recomputed;
-  if (options.recompute_moe_activation) recomputed.push_back("the experts' gated activation");
-  if (options.recompute_layernorm) recomputed.push_back("the norms");
-  if (options.recompute_mla_up_proj) recomputed.push_back("MLA's up-projections");
+  for (const RecomputedPart& part : parts) {
+    if (part.recomputed) recomputed.push_back(part.name);
+  }
   out << "\nMemory the busiest GPU holds at its peak, in GB"
       << (stages ? ", and its pipeline stage" : "") << ":\n"
       << wrapped(
@@ -108,17 +129,10 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
   }
   if (config.slots_per_rank > 0) levers.push_back("fewer spare slots (--slots)");
   std::vector<std::string> recomputable, flags;
-  if (!options.recompute_moe_activation) {
-    recomputable.push_back("the expert activation");
-    flags.push_back("--recompute-moe-act");
-  }
-  if (!options.recompute_layernorm) {
-    recomputable.push_back("the norms");
-    flags.push_back("--recompute-layernorm");
-  }
-  if (!options.recompute_mla_up_proj && config.model.multi_latent_attention()) {
-    recomputable.push_back("MLA's up-projections");
-    flags.push_back("--recompute-mla-up-proj");
+  for (const RecomputedPart& part : parts) {
+    if (part.recomputed || !part.applies) continue;
+    recomputable.push_back(part.lever);
+    flags.push_back(part.flag);
   }
   if (!recomputable.empty()) {
     levers.push_back("recomputing " + spoken_list(recomputable) + " (" + join_names(flags) + ")");
