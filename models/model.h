@@ -167,6 +167,16 @@ struct ModelSpec {
            kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h, true)) +
            kept_bytes(2 * f_d, true) + kept_bytes(f_d, true);
   }
+  // Bytes the output head and the loss keep per token: the final norm's input and (unless
+  // recomputed) its output, the head's input (the head stays bf16), and the softmax over the
+  // vocabulary in fp32, from which the backward forms the logits' gradient (Megatron-LM's
+  // cross-entropy casts the logits to fp32 and saves their normalised exponentials; the logits
+  // themselves are transient). 0 where vocab_size is 0 (no head counted).
+  std::int64_t head_activation_bytes_per_token(bool norms_recomputed) const {
+    if (vocab_size <= 0) return 0;
+    const std::int64_t h = hidden_size;
+    return kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h)) + 4LL * vocab_size;
+  }
   // Forward FLOPs per token of MLA's up-projections, which the backward runs again when it
   // recomputes them: the compressed query's to every head's query (where it is compressed) and
   // the compressed key-value's to every head's no-RoPE key and value. 0 without MLA.

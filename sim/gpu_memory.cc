@@ -38,9 +38,18 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   const Bytes dense_only =
       std::llround(dense_only_layers * tokens *
                    static_cast<double>(model.dense_layer_activation_bytes_per_token(norms, up)));
+  // The head, as the stage's parameters count its matrix: all / moe_layers of it, so that a
+  // trace of some of the layers keeps the model's proportions.
+  const Bytes head =
+      model.moe_layers > 0
+          ? std::llround(static_cast<double>(all) / model.moe_layers * tokens *
+                         static_cast<double>(model.head_activation_bytes_per_token(norms)))
+          : 0;
+  const int last = static_cast<int>(layers_per_chunk.size()) - 1;
   return peak_gpu_tokens(order, [&](int chunk, int) {
     const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;
-    return std::vector<TokenCount>{layers + (chunk == 0 ? dense_only : 0)};
+    return std::vector<TokenCount>{layers + (chunk == 0 ? dense_only : 0) +
+                                   (chunk == last ? head : 0)};
   });
 }
 

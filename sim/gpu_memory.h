@@ -3,7 +3,7 @@
 // holds"): its model state, the spare slots a planner reserves, the expert activations the
 // replay counts (sim/expert_activations.h) and the attention's and other dense activations.
 // Decimal bytes; deterministic. A floor of what a real run allocates: the all-to-alls' and the
-// token permutation's buffers, the output head's logits, the framework's workspaces and the
+// token permutation's buffers, the transient logits, the framework's workspaces and the
 // allocator's fragmentation are not counted (they are alike under every planner).
 
 #include <string>
@@ -46,10 +46,11 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 // schedule): each microbatch's CostModel::tokens_per_rank() tokens keep, in each of a chunk's
 // layers, ModelSpec::moe_layer_dense_activation_bytes_per_token(), and in the first chunk also
 // its share of the dense-only layers (dense_layers x the chunks' layers / moe_layers of them,
-// as the stage's parameters count them) at dense_layer_activation_bytes_per_token(); held from
-// the microbatch's forward through the chunk until its backward through it ends, as the expert
-// activations are (peak_gpu_tokens()). The norms' and MLA's up-projections' outputs are left
-// out where SimOptions recomputes them.
+// as the stage's parameters count them) at dense_layer_activation_bytes_per_token(), and in the
+// last chunk the chunks' layers / moe_layers of the output head and loss's
+// head_activation_bytes_per_token(); held from the microbatch's forward through the chunk until
+// its backward through it ends, as the expert activations are (peak_gpu_tokens()). The norms'
+// and MLA's up-projections' outputs are left out where SimOptions recomputes them.
 std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
                                           const std::vector<int>& layers_per_chunk,
                                           const PipelineTimes& order);

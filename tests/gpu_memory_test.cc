@@ -179,12 +179,20 @@ TEST(GpuMemory, DeepSeekV3KeepsItsLatentsAndCanRecomputeItsUpProjections) {
                 fp8_bytes(4096) + fp8_bytes(2048) + 256 * 4);  // 57,664
   EXPECT_EQ(fp8.dense_layer_activation_bytes_per_token(false, false),
             attention + 7168 * 2 + fp8_bytes(7168) + fp8_bytes(36864) + fp8_bytes(18432));
+  // The output head and loss: the final norm's input and output (2 x 7168, bf16 even with fp8
+  // GEMMs: the head stays bf16) and the fp32 softmax over 129,280 tokens of vocabulary.
+  EXPECT_EQ(m.head_activation_bytes_per_token(false), 2 * 7168 * 2 + 129280 * 4);
+  EXPECT_EQ(fp8.head_activation_bytes_per_token(false), 2 * 7168 * 2 + 129280 * 4);
+  EXPECT_EQ(m.head_activation_bytes_per_token(true), 7168 * 2 + 129280 * 4);
+  ModelSpec headless = m;
+  headless.vocab_size = 0;
+  EXPECT_EQ(headless.head_activation_bytes_per_token(false), 0);
   // What recomputing the up-projections runs again: 1536 -> 128 x 192 and 512 -> 128 x
   // (128 + 128), 2 FLOP a multiply-add.
   EXPECT_EQ(m.up_projection_flops_per_token(), 2.0 * (1536.0 * 128 * 192 + 512.0 * 128 * 256));
 }
 
-TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheDenseOnlyLayersOnTheFirstChunk) {
+TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheModelsEndsOnItsEndChunks) {
   SimOptions options;
   options.pipeline_stages = 2;
   const CostModel cost = cost_model(options);  // 64 tokens a GPU
@@ -192,21 +200,51 @@ TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheDenseOnlyLayersOn
   const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
   // model_with_ends(): 2 dense-only layers beside 4 MoE layers, all 4 in the chunks below.
   const Bytes dense_only = 2 * 64 * m.dense_layer_activation_bytes_per_token(false, false);
+  // The head and loss on the last chunk: the final norm's input and output and the fp32
+  // softmax over 1,000 tokens of vocabulary.
+  const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4);
   // 1F1B on 2 stages, 4 microbatches: the first stage holds 2 microbatches at its peak, the
   // last 1.
   const std::vector<Bytes> held =
       dense_activation_bytes(cost, {2, 2}, schedule_order(options, 2, 4));
-  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + dense_only), 2 * layer}));
+  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + dense_only), 2 * layer + head}));
   // One stage: one microbatch's every layer at a time.
   const SimOptions one;
   EXPECT_EQ(dense_activation_bytes(cost_model(one), {4}, schedule_order(one, 1, 4)),
-            (std::vector<Bytes>{4 * layer + dense_only}));
-  // Recomputing the norms keeps neither normed input, on any layer.
+            (std::vector<Bytes>{4 * layer + dense_only + head}));
+  // Recomputing the norms keeps neither normed input, on any layer, nor the final norm's.
   SimOptions norms = options;
   norms.recompute_layernorm = true;
   const Bytes saved = 64 * 2 * m.hidden_size * m.combine_bytes;
   EXPECT_EQ(dense_activation_bytes(cost_model(norms), {2, 2}, schedule_order(norms, 2, 4)),
-            (std::vector<Bytes>{held[0] - 2 * (2 + 2) * saved, held[1] - 2 * saved}));
+            (std::vector<Bytes>{held[0] - 2 * (2 + 2) * saved, held[1] - 2 * saved - saved / 2}));
+}
+
+TEST(GpuMemory, TheHeadsActivationsAreTheTracesShareOfItOnEveryStageHoldingTheLastChunk) {
+  // A trace of 2 of model_with_ends()'s 4 MoE layers carries half the dense-only layers and
+  // half the head.
+  const SimOptions one;
+  const CostModel cost = cost_model(one);
+  const ModelSpec& m = cost.model();
+  const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
+  const Bytes dense_only = 64 * m.dense_layer_activation_bytes_per_token(false, false);
+  const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4) / 2;
+  EXPECT_EQ(dense_activation_bytes(cost, {2}, schedule_order(one, 1, 4)),
+            (std::vector<Bytes>{2 * layer + dense_only + head}));
+  // DualPipe on 2 stages: each stage holds chunk 1, the model's last (stage 0 as its mirror's),
+  // and so some of the head's activations; a model without a vocabulary counts none.
+  SimOptions dualpipe;
+  dualpipe.pipeline_stages = 2;
+  dualpipe.pipeline_schedule = PipelineSchedule::kDualPipe;
+  ModelSpec headless = model_with_ends();
+  headless.vocab_size = 0;
+  const CostModel without(round_topology(2, 8), headless, dualpipe, 64);
+  const PipelineTimes order = schedule_order(dualpipe, 2, 4);
+  const std::vector<Bytes> with_head = dense_activation_bytes(cost_model(dualpipe), {1, 1}, order);
+  const std::vector<Bytes> no_head = dense_activation_bytes(without, {1, 1}, order);
+  ASSERT_EQ(with_head.size(), 2u);
+  ASSERT_EQ(no_head.size(), 2u);
+  for (std::size_t s = 0; s < 2; ++s) EXPECT_GT(with_head[s], no_head[s]);
 }
 
 TEST(GpuMemory, RecomputingUpProjectionsNeedsMlaAndLengthensEveryDenseBackward) {

@@ -153,6 +153,15 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                       bytes_text(static_cast<double>(
                           model.dense_layer_activation_bytes_per_token(true, mla)))
                 : std::string())});
+  if (model.vocab_size > 0) {
+    table.add_row(
+        {"  head activations",
+         bytes_text(static_cast<double>(model.head_activation_bytes_per_token(false))) +
+             " a token kept for the backward on the last stage (the final norm, the head's "
+             "input, the loss's fp32 softmax over the vocabulary), " +
+             bytes_text(static_cast<double>(model.head_activation_bytes_per_token(true))) +
+             " with the norms recomputed"});
+  }
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +
                                         " MFLOP a token (dense parameters, shared experts, "

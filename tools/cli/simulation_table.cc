@@ -87,7 +87,7 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
       << wrapped(
              "its model state (weights, gradients, optimizer state), the spare slots' "
              "replicas, and the activations held for the backward, the experts' and the "
-             "attention's and other dense parts' (" +
+             "attention's, the output head's and other dense parts' (" +
              (recomputed.empty() ? std::string("no recomputation")
                                  : "recomputed: " + spoken_list(recomputed)) +
              "); buffers are not counted (sim/README.md, \"Memory a GPU holds\"):");
