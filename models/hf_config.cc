@@ -310,6 +310,8 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
   // The embedding and output head; a config without vocab_size leaves them uncounted.
   m.vocab_size = static_cast<int>(f.count_or("vocab_size", 0, true));
   m.tied_embeddings = m.vocab_size > 0 && f.flag_or("tie_word_embeddings", false);
+  // Multi-token prediction (DeepSeek-V3, GLM-4.5): a training choice, so the file only says so.
+  const long long mtp = f.count_or("num_nextn_predict_layers", 0, true);
   if (m.top_k > m.num_experts) f.fail(top_k_field, "is more than the routed experts");
   m.moe_layers = static_cast<int>(moe_layers);
   m.dispatch_bytes = choices.fp8_dispatch ? 1 : 2;
@@ -342,6 +344,11 @@ ModelSpec model_of_fields(const ConfigFields& f, const std::string& type,
                   ? "; " + std::to_string(windowed) + " layers attend within a sliding window of " +
                         std::to_string(m.attention_window) + " tokens"
                   : "") +
+             (mtp > 0 ? "; " + std::to_string(mtp) +
+                            " multi-token-prediction module(s) (num_nextn_predict_layers), "
+                            "trained where simulate is given --mtp-layers " +
+                            std::to_string(mtp)
+                      : "") +
              ". The run's choices: " +
              (choices.fp8_dispatch ? "fp8 dispatch with an fp32 scale per 128" : "bf16 dispatch") +
              ", bf16 combine and weights, " + (choices.fp8_gemms ? "fp8" : "bf16") +

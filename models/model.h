@@ -177,6 +177,14 @@ struct ModelSpec {
     const std::int64_t h = hidden_size;
     return kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h)) + 4LL * vocab_size;
   }
+  // Bytes a multi-token-prediction module keeps per token besides its transformer block's and
+  // its pass through the head's (head_activation_bytes_per_token()): its two norms' inputs
+  // (the hidden state and the embedding) and, unless the norms are recomputed, their outputs,
+  // the projection's input (2h).
+  std::int64_t mtp_activation_bytes_per_token(bool norms_recomputed) const {
+    const std::int64_t h = hidden_size;
+    return kept_bytes(2 * h) + (norms_recomputed ? 0 : kept_bytes(2 * h, true));
+  }
   // Forward FLOPs per token of MLA's up-projections, which the backward runs again when it
   // recomputes them: the compressed query's to every head's query (where it is compressed) and
   // the compressed key-value's to every head's no-RoPE key and value. 0 without MLA.
@@ -214,20 +222,45 @@ struct ModelSpec {
     return attention_flops_per_token(gemm_speedup) +
            6.0 * hidden_size * static_cast<double>(dense_ffn_size) / gemm_speedup;
   }
-  // How many dense-only layers each MoE layer stands for.
-  double dense_layers_per_moe_layer() const {
-    return moe_layers > 0 ? static_cast<double>(dense_layers) / moe_layers : 0.0;
+  // The model's routed layers with `mtp_layers` multi-token-prediction modules trained
+  // (SimOptions::mtp_layers): its MoE layers and each module's transformer block, a MoE layer
+  // like theirs (DeepSeek-V3's). A trace's layers sample them; a whole trace ends with the
+  // modules'.
+  int routed_layers(int mtp_layers = 0) const { return moe_layers + mtp_layers; }
+  // How many dense-only layers each routed layer stands for.
+  double dense_layers_per_moe_layer(int mtp_layers = 0) const {
+    const int routed = routed_layers(mtp_layers);
+    return routed > 0 ? static_cast<double>(dense_layers) / routed : 0.0;
   }
   // Forward FLOPs per token of the output head: 2 h V.
   double head_flops_per_token() const {
     return 2.0 * hidden_size * static_cast<double>(vocab_size);
   }
-  // Forward FLOPs per token a MoE layer carries of the work outside the MoE layers, identical
-  // for every planner: its share of the dense-only layers and of the output head.
-  double outside_flops_per_token(double gemm_speedup = 1.0) const {
-    if (moe_layers <= 0) return 0.0;
-    return dense_layers_per_moe_layer() * dense_layer_flops_per_token(gemm_speedup) +
-           head_flops_per_token() / moe_layers;
+  // Forward FLOPs per token of a multi-token-prediction module's projection of its two
+  // normed inputs (the hidden state and the next token's embedding, 2h) to h: 4 h^2.
+  double mtp_projection_flops_per_token(double gemm_speedup = 1.0) const {
+    return 4.0 * hidden_size * static_cast<double>(hidden_size) / gemm_speedup;
+  }
+  // A multi-token-prediction module's parameters besides its transformer block: the projection.
+  double mtp_projection_params() const {
+    return 2.0 * hidden_size * static_cast<double>(hidden_size);
+  }
+  // Forward FLOPs per token a routed layer carries of the model's end, on the last pipeline
+  // stage: the output head, and with `mtp_layers` modules each one's projection and its own
+  // pass through the shared head; 1 / routed_layers() of it.
+  double head_end_flops_per_token(double gemm_speedup = 1.0, int mtp_layers = 0) const {
+    const int routed = routed_layers(mtp_layers);
+    if (routed <= 0) return 0.0;
+    return ((1.0 + mtp_layers) * head_flops_per_token() +
+            mtp_layers * mtp_projection_flops_per_token(gemm_speedup)) /
+           routed;
+  }
+  // Forward FLOPs per token a routed layer carries of the work outside the routed layers,
+  // identical for every planner: its share of the dense-only layers and of the model's end.
+  double outside_flops_per_token(double gemm_speedup = 1.0, int mtp_layers = 0) const {
+    if (routed_layers(mtp_layers) <= 0) return 0.0;
+    return dense_layers_per_moe_layer(mtp_layers) * dense_layer_flops_per_token(gemm_speedup) +
+           head_end_flops_per_token(gemm_speedup, mtp_layers);
   }
   // Twice the mean causal context a query attends to, averaged over the MoE layers (every
   // simulated layer is charged the mean, so a step's total is exact): L for full attention;
@@ -244,13 +277,16 @@ struct ModelSpec {
     return (windowed * attention_window_layers + full * (moe_layers - attention_window_layers)) /
            moe_layers;
   }
-  // Dense parameters per MoE layer a GPU holds optimizer state for: dense and shared experts,
-  // and the MoE layer's share of the dense-only layers (attention and FFN) and of the
-  // embedding and output head.
-  double dense_and_shared_params() const {
-    const double embeddings = (tied_embeddings ? 1.0 : 2.0) * embedding_params();
-    return moe_layer_dense_params() + dense_layers_per_moe_layer() * dense_only_layer_params() +
-           (moe_layers > 0 ? embeddings / moe_layers : 0.0);
+  // Dense parameters per routed layer a GPU holds optimizer state for: dense and shared
+  // experts, and the layer's share of the dense-only layers (attention and FFN), of the
+  // embedding and output head, and of the `mtp_layers` modules' projections.
+  double dense_and_shared_params(int mtp_layers = 0) const {
+    const double ends =
+        (tied_embeddings ? 1.0 : 2.0) * embedding_params() + mtp_layers * mtp_projection_params();
+    const int routed = routed_layers(mtp_layers);
+    return moe_layer_dense_params() +
+           dense_layers_per_moe_layer(mtp_layers) * dense_only_layer_params() +
+           (routed > 0 ? ends / routed : 0.0);
   }
   // A MoE layer's own dense parameters: attention and the like, and the shared experts.
   double moe_layer_dense_params() const {

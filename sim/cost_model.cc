@@ -174,6 +174,9 @@ void check_sim_options(const SimOptions& options) {
     throw InputError("optimizer_state_bytes_per_param", "must be in [0, 1000)");
   }
   if (options.tokens_per_rank < 0) throw InputError("tokens_per_rank", "must not be negative");
+  if (options.mtp_layers < 0 || options.mtp_layers > kMaxMtpLayers) {
+    throw InputError("mtp_layers", "must be 0 to " + std::to_string(kMaxMtpLayers));
+  }
 }
 
 CostModel::CostModel(const Topology& topology, const ModelSpec& model, const SimOptions& options,
@@ -201,7 +204,13 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   expert_peak_tflops_ = gemm_peak_tflops(topology, model);
   const double speedup = gemm_speedup(topology, model);
   dense_flop_per_token_ = model.dense_flops_per_token(speedup);
-  outside_flop_per_token_ = model.outside_flops_per_token(speedup);
+  const int mtp = options.mtp_layers;
+  if (mtp > 0 && model.vocab_size <= 0) {
+    throw InputError("mtp_layers", "each module passes through the output head, and model '" +
+                                       model.name + "' has none (its vocab_size is 0)");
+  }
+  outside_flop_per_token_ = model.outside_flops_per_token(speedup, mtp);
+  head_end_flop_per_token_ = model.head_end_flops_per_token(speedup, mtp);
   if (options.recompute_mla_up_proj) {
     if (!model.multi_latent_attention()) {
       throw InputError("recompute_mla_up_proj",
@@ -209,7 +218,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
                            "' has none (its attention_kv_lora_rank is 0)");
     }
     recompute_flop_per_token_ = model.up_projection_flops_per_token() *
-                                (1.0 + model.dense_layers_per_moe_layer()) / speedup;
+                                (1.0 + model.dense_layers_per_moe_layer(mtp)) / speedup;
   }
   dense_gemm_flop_per_ps_ = dense_gemm_flop_per_ps(topology);
   // The first point of the curve's flat tail: there and beyond, gemm_efficiency_at()
@@ -221,7 +230,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   grad_bytes_per_token_ = static_cast<Bytes>(model.hidden_size) * options.activation_grad_bytes;
   solver_params_.backward_bytes_per_token = grad_bytes_per_token_;
   // The data-parallel sync (sim/ring_collective.h): no traffic where dense_grad_bytes is 0.
-  const double dense_params = model.dense_and_shared_params();
+  const double dense_params = model.dense_and_shared_params(mtp);
   const Bytes dense_grad_bytes =
       gradient_buffer_bytes(dense_params, options.dense_grad_bytes, "the model's dense gradients");
   // The copies of the parameters side by side (the D groups, and under DualPipe each stage's
@@ -284,9 +293,9 @@ Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
 }
 
 Picoseconds CostModel::outside_head_part(Picoseconds outside) const {
-  if (outside_flop_per_token_ <= 0 || model_.moe_layers <= 0) return 0;
-  const double head = model_.head_flops_per_token() / model_.moe_layers;
-  return round_ps(static_cast<double>(outside) * head / outside_flop_per_token_);
+  if (outside_flop_per_token_ <= 0) return 0;
+  return round_ps(static_cast<double>(outside) * head_end_flop_per_token_ /
+                  outside_flop_per_token_);
 }
 
 CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) const {
@@ -318,22 +327,29 @@ StageParameters CostModel::stage_parameters(int layers, int all_layers, bool fir
                                             bool last_stage) const {
   // One stage holding every layer carries each layer's whole share of the parameters outside
   // the MoE layers (ModelSpec::dense_and_shared_params()).
-  double dense_per_layer = model_.dense_and_shared_params();
+  const int mtp = options_.mtp_layers;
+  double dense_per_layer = model_.dense_and_shared_params(mtp);
   double besides = 0.0;
   if (!(first_stage && last_stage && layers == all_layers)) {
     // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
     // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
     // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
     dense_per_layer = model_.moe_layer_dense_params();
-    const double shares =
-        model_.moe_layers > 0 ? static_cast<double>(all_layers) / model_.moe_layers : 0.0;
+    const int routed = model_.routed_layers(mtp);
+    const double shares = routed > 0 ? static_cast<double>(all_layers) / routed : 0.0;
     if (first_stage) {
       besides +=
           (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *
           shares;
     }
-    if (last_stage && !(first_stage && model_.tied_embeddings)) {
-      besides += model_.embedding_params() * shares;
+    if (last_stage) {
+      // The head, and the MTP modules' projections. The modules embed the next tokens: a last
+      // stage without the first's embedding (nor the head as it, tied) builds its own, as
+      // Megatron-LM's does.
+      double end = mtp * model_.mtp_projection_params();
+      if (!(first_stage && model_.tied_embeddings)) end += model_.embedding_params();
+      if (mtp > 0 && !first_stage && !model_.tied_embeddings) end += model_.embedding_params();
+      besides += end * shares;
     }
   }
   // The distributed optimizer keeps 1/(D R) of the dense parameters' state on each GPU, and 1/D

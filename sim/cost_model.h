@@ -66,8 +66,9 @@ struct LayerCost {
   // What the dense backward recomputes before it runs, on the busiest rank
   // (CostModel::dense_recompute_ps()): 0 unless MLA's up-projections are recomputed.
   Picoseconds dense_recompute = 0;
-  // This MoE layer's share of the model's work outside its MoE layers, forward on the busiest
-  // rank: dense_layers / moe_layers of a dense-only layer and 1 / moe_layers of the output head;
+  // This MoE layer's share of the model's work outside its routed layers, forward on the
+  // busiest rank: of the R = ModelSpec::routed_layers(), dense_layers / R of a dense-only layer
+  // and 1 / R of the output head (and of the MTP modules' projections and head passes);
   // backward 2x. On the critical path, but no overlap window.
   Picoseconds outside_forward = 0;
   Picoseconds compute_mean = 0;  // forward compute averaged over ranks (the ideal's)
@@ -157,11 +158,13 @@ class CostModel {
   // with SimOptions::recompute_mla_up_proj, MLA's up-projections
   // (ModelSpec::up_projection_flops_per_token()) at the dense GEMMs' rate; else 0.
   Picoseconds dense_recompute_ps(TokenCount tokens_on_rank) const;
-  // A MoE layer's share of the dense-only layers' and the output head's forward on the busiest
-  // rank: outside_forward_time_ps() (sim/solver_cost.h).
+  // A routed layer's share of the dense-only layers' and the model's end's forward on the
+  // busiest rank (ModelSpec::outside_flops_per_token() with SimOptions::mtp_layers, at the dense
+  // GEMMs' rate).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
-  // Of a record's `outside` (its outside_forward_ps()), the output head's part, rounded; the
-  // rest is the dense-only layers'. Pipeline stages put the two on the last and the first stage.
+  // Of a record's `outside` (its outside_forward_ps()), the model's end's part (the output head,
+  // and the MTP modules' projections and passes through it), rounded; the rest is the
+  // dense-only layers'. Pipeline stages put the two on the last and the first stage.
   Picoseconds outside_head_part(Picoseconds outside) const;
   // A record's work as a pipeline stage runs it, in ps: the MoE layer's own forward and
   // backward (its critical path less its share outside the MoE layers), and that share's
@@ -308,6 +311,7 @@ class CostModel {
   // and the rate both run at (sim/solver_cost.h).
   double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;
   double recompute_flop_per_token_ = 0;  // of dense_recompute_ps()
+  double head_end_flop_per_token_ = 0;   // of outside_flop_per_token_, the last stage's part
   // From `saturated_tokens_` tokens on, the curve's efficiency is its last value exactly, and
   // peak x efficiency is `saturated_flop_per_ps_` (the replay prices every instance: most of
   // them past the knee need no search of the curve).

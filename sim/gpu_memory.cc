@@ -34,17 +34,21 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   const Bytes per_layer = std::llround(
       tokens * static_cast<double>(model.moe_layer_dense_activation_bytes_per_token(norms, up)));
   const int all = std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), 0);
-  const double dense_only_layers = model.dense_layers_per_moe_layer() * all;
+  const int mtp = options.mtp_layers;
+  const double dense_only_layers = model.dense_layers_per_moe_layer(mtp) * all;
   const Bytes dense_only =
       std::llround(dense_only_layers * tokens *
                    static_cast<double>(model.dense_layer_activation_bytes_per_token(norms, up)));
-  // The head, as the stage's parameters count its matrix: all / moe_layers of it, so that a
-  // trace of some of the layers keeps the model's proportions.
-  const Bytes head =
-      model.moe_layers > 0
-          ? std::llround(static_cast<double>(all) / model.moe_layers * tokens *
-                         static_cast<double>(model.head_activation_bytes_per_token(norms)))
-          : 0;
+  // The model's end, as the stage's parameters count it: all / routed_layers() of the head's
+  // passes (the model's and each MTP module's) and of the modules' own, so that a trace of some
+  // of the layers keeps the model's proportions.
+  const int routed = model.routed_layers(mtp);
+  const std::int64_t end_per_token =
+      (1 + mtp) * model.head_activation_bytes_per_token(norms) +
+      (mtp > 0 ? mtp * model.mtp_activation_bytes_per_token(norms) : 0);
+  const Bytes head = routed > 0 ? std::llround(static_cast<double>(all) / routed * tokens *
+                                               static_cast<double>(end_per_token))
+                                : 0;
   const int last = static_cast<int>(layers_per_chunk.size()) - 1;
   return peak_gpu_tokens(order, [&](int chunk, int) {
     const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;

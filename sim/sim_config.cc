@@ -214,7 +214,8 @@ nlohmann::json sim_options_json(const SimOptions& options) {
           {"pipeline_schedule", pipeline_schedule_name(options.pipeline_schedule)},
           {"recompute_moe_act", options.recompute_moe_activation},
           {"recompute_layernorm", options.recompute_layernorm},
-          {"recompute_mla_up_proj", options.recompute_mla_up_proj}};
+          {"recompute_mla_up_proj", options.recompute_mla_up_proj},
+          {"mtp_layers", options.mtp_layers}};
 }
 
 }  // namespace topoep

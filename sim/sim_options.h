@@ -58,6 +58,8 @@ inline int pipeline_chunk_stage(PipelineSchedule schedule, int chunk, int stages
 
 // The most expert-parallel groups SimOptions::data_parallel accepts.
 constexpr int kMaxDataParallel = 65536;
+// The most multi-token-prediction modules SimOptions::mtp_layers accepts.
+constexpr int kMaxMtpLayers = 64;
 
 struct SimOptions {
   // Fraction of the dense (attention) forward compute before a MoE layer during which replica
@@ -145,6 +147,13 @@ struct SimOptions {
   // mla_up_proj; DeepSeek-V3 does): the dense activations shrink and each dense backward first
   // reruns those GEMMs (CostModel::dense_recompute_ps()). Only for MLA models.
   bool recompute_mla_up_proj = false;
+  // Multi-token-prediction modules trained with the model (Megatron-LM's --mtp-num-layers;
+  // DeepSeek-V3 trains 1, its config's num_nextn_predict_layers): each a projection, a MoE
+  // transformer block and another pass through the shared output head, on the last pipeline
+  // stage. The trace's layers then sample the model's MoE layers and the modules' blocks
+  // (ModelSpec::routed_layers()): a whole trace records them last, each priced as routed. Needs
+  // the model's vocab_size (the head). 0: none.
+  int mtp_layers = 0;
 
   // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
   int chunks_per_stage() const {

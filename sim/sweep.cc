@@ -245,6 +245,12 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       row["recompute_mla_up_proj"] = false;
     }
     if (!row.contains("fp8_gemms")) row["fp8_gemms"] = false;  // every GEMM bf16 until 2026-12-05
+    // Nor the output head's activations in that memory (counted since the MTP modules' column
+    // came, later on 2026-12-05): a row without it counted none.
+    if (!row.contains("mtp_layers")) {
+      row["gpu_memory_bytes"] = nullptr;
+      row["mtp_layers"] = 0;
+    }
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

@@ -25,7 +25,8 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "eplb_period_steps",
                                                "eplb_window_steps",
                                                "topoep_replica_uses",
-                                               "topoep_max_moves"};
+                                               "topoep_max_moves",
+                                               "mtp_layers"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
 // An eplb_groups value as parse_eplb_groups() reads it: a name, or a count written as a number.
@@ -219,9 +220,11 @@ class GridReader {
     }
     if (is_listed(kIntegerKeys, key)) {
       // 0 spare slots is a cluster; 0 moves is the solver's default cap; 0 dense gradient
-      // bytes leaves the data-parallel sync out.
-      const std::int64_t min =
-          key == "slots" || key == "topoep_max_moves" || key == "dense_grad_bytes" ? 0 : 1;
+      // bytes leaves the data-parallel sync out; 0 MTP modules trains none.
+      const std::int64_t min = key == "slots" || key == "topoep_max_moves" ||
+                                       key == "dense_grad_bytes" || key == "mtp_layers"
+                                   ? 0
+                                   : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
           v.get<std::int64_t>() > 1000000) {
         fail(where, "must be an integer >= " + std::to_string(min));
@@ -350,6 +353,7 @@ class GridReader {
       c.options.recompute_moe_activation = get("recompute_moe_act", false);
       c.options.recompute_layernorm = get("recompute_layernorm", false);
       c.options.recompute_mla_up_proj = get("recompute_mla_up_proj", false);
+      c.options.mtp_layers = get("mtp_layers", 0);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
@@ -485,6 +489,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "recompute_moe_act",
                                                    "recompute_layernorm",
                                                    "recompute_mla_up_proj",
+                                                   "mtp_layers",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

@@ -31,7 +31,8 @@
 //   recompute_moe_act (true or false: the expert activations counted without the gated
 //   activation's output), recompute_layernorm, recompute_mla_up_proj (true or false: the
 //   dense activations counted without the norms' outputs, without MLA's up-projections' and
-//   those rerun in the backward)
+//   those rerun in the backward), mtp_layers (0 to 64: multi-token-prediction modules
+//   trained, the trace's layers standing for the MoE layers and their blocks)
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),

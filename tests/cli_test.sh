@@ -833,6 +833,29 @@ for a, b in zip(kept["planners"], recomputed["planners"]):
     assert b["step_time_us"] > a["step_time_us"], (a["step_time_us"], b["step_time_us"])
 PY
 expect "it holds fewer dense activations and reruns the up-projections' GEMMs" 0 $?
+# An MTP module: its projection and head pass on the last stage; a model without a head has none.
+"$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+  --mtp-layers 1 --out "$work/lite-mtp" >"$work/out" 2>&1
+expect "simulate trains an MTP module" 0 $?
+expect_text "and says what the trace's layers stand for" "$work/out" "Training 1 multi-token-prediction module (--mtp-layers): the trace's 1 layer stands for 27 routed layers, the model's 26 and the modules' 1"
+python3 - "$work/lite" "$work/lite-mtp" <<'PY'
+import json, sys
+without, mtp = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert mtp["run"]["sim_options"]["mtp_layers"] == 1, mtp["run"]["sim_options"]
+assert without["run"]["sim_options"]["mtp_layers"] == 0
+for a, b in zip(without["planners"], mtp["planners"]):
+    assert b["step_time_us"] > a["step_time_us"], (a["step_time_us"], b["step_time_us"])
+    k, m = (p["gpu_memory"]["stages"][0]["dense_activations"] for p in (a, b))
+    assert m > k, (k, m)  # a second pass through the head, with its softmax
+PY
+expect "it takes longer and holds a second head pass's activations" 0 $?
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16.json" --planners static --mtp-layers 1 --out "$work/no-head" >"$work/out" 2>&1
+expect "simulate refuses an MTP module a model without a head cannot have" 2 $?
+expect_text "naming the flag and the model" "$work/out" \
+  "error: --mtp-layers: each module passes through the output head, and model 'small' has none (its vocab_size is 0)"
+[[ ! -e "$work/no-head" ]]
+expect "and writes no outputs there" 0 $?
 # FP8 GEMMs: the compute at the fp8 peak, a shorter step, said in summary.json; refused on a GPU
 # without an fp8 peak.
 "$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \

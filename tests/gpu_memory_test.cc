@@ -101,6 +101,65 @@ TEST(GpuMemory, PipelineStagesShareTheParametersAndDualPipeHoldsTwoChunks) {
   }
 }
 
+TEST(GpuMemory, MtpModulesPutTheirProjectionAndAnEmbeddingOnTheLastStage) {
+  const ModelSpec model = model_with_ends();
+  const double homes = 4 * model.expert_params();
+  SimOptions options;
+  options.pipeline_stages = 2;
+  options.mtp_layers = 1;
+  // The trace's 4 layers stand for 5 routed layers (4 MoE layers and the module's block): each
+  // carries a fifth of the dense-only layers, embedding, head and projection (2 x 1024^2).
+  const std::vector<StageParameters> two = cost_model(options).pipeline_parameters({2, 2}, 2);
+  ASSERT_EQ(two.size(), 2u);
+  const double embedding = 1024e3, projection = 2.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(two[0].held,
+                   2 * (1e6 + homes) + (2 * (1e6 + 3.0 * 1024 * 2048) + embedding) * 4 / 5);
+  // The last stage: the head, the projection, and an embedding of its own for the module.
+  EXPECT_DOUBLE_EQ(two[1].held, 2 * (1e6 + homes) + (embedding + projection + embedding) * 4 / 5);
+  // Tied, the head is that embedding.
+  ModelSpec tied = model;
+  tied.tied_embeddings = true;
+  const CostModel tied_cost(round_topology(2, 8), tied, options, 64);
+  EXPECT_DOUBLE_EQ(tied_cost.pipeline_parameters({2, 2}, 2)[1].held,
+                   2 * (1e6 + homes) + (embedding + projection) * 4 / 5);
+}
+
+TEST(GpuMemory, MtpModulesNeedTheOutputHeadAndAtMost64) {
+  SimOptions options;
+  options.mtp_layers = 1;
+  ModelSpec headless = model_with_ends();
+  headless.vocab_size = 0;
+  try {
+    CostModel(round_topology(2, 8), headless, options, 64);
+    FAIL() << "a model without a head took an MTP module";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "mtp_layers");
+    EXPECT_NE(std::string(e.what()).find("vocab_size is 0"), std::string::npos) << e.what();
+  }
+  options.mtp_layers = 65;
+  EXPECT_THROW(cost_model(options), InputError);
+  options.mtp_layers = -1;
+  EXPECT_THROW(cost_model(options), InputError);
+}
+
+TEST(GpuMemory, MtpModulesKeepAnotherHeadPassAndTheirNormsOnTheLastChunk) {
+  SimOptions options;
+  options.pipeline_stages = 2;
+  options.mtp_layers = 1;
+  const CostModel cost = cost_model(options);
+  const ModelSpec& m = cost.model();
+  const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
+  const double dense_only = 2 * 64.0 * m.dense_layer_activation_bytes_per_token(false, false);
+  // Per token: two head passes (the final norm's input and output, the fp32 softmax) and the
+  // module's two norms' inputs and outputs (4 x 1024 bf16), a fifth of it per layer as above.
+  const double end = 64.0 * (2 * (2 * 1024 * 2 + 1000 * 4) + 4 * 1024 * 2);
+  const std::vector<Bytes> held =
+      dense_activation_bytes(cost, {2, 2}, schedule_order(options, 2, 4));
+  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + std::llround(dense_only * 4 / 5)),
+                                      2 * layer + std::llround(end * 4 / 5)}));
+  EXPECT_EQ(m.mtp_activation_bytes_per_token(true), 2 * 1024 * 2);
+}
+
 TEST(GpuMemory, TheDistributedOptimizerSharesTheStateNotTheParameters) {
   const ModelSpec model = model_with_ends();
   const double homes = 4 * model.expert_params();

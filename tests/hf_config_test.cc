@@ -149,6 +149,11 @@ TEST(HfConfig, ReadsGlm45sDeepSeekStyleExpertsWithGroupedQueryAttention) {
   EXPECT_FALSE(m.multi_latent_attention());
   EXPECT_EQ(m.dense_params_per_layer,
             2LL * 5120 * 96 * 128 + 2LL * 5120 * 8 * 128 + (96 + 2 * 8) * 128);
+  // Its MTP module is a training choice (simulate --mtp-layers): the source says how to train it.
+  EXPECT_NE(m.source.find("1 multi-token-prediction module(s) (num_nextn_predict_layers), "
+                          "trained where simulate is given --mtp-layers 1"),
+            std::string::npos)
+      << m.source;
 }
 
 // Llama 4 (meta-llama/Llama-4-Maverick-17B-128E's config.json): the language model's fields in

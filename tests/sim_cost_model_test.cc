@@ -350,6 +350,33 @@ TEST(SimCostModel, LayersOutsideTheMoeAddTheirShareToEveryPlannersPathAlike) {
                 std::llround(3 * (1e6 + 2 * 3 * 1024 * 512.0) * 28 / 2000 * 1000));
 }
 
+TEST(SimCostModel, AnMtpModulesProjectionAndHeadPassRideTheLastStagesShare) {
+  ModelSpec head = round_model(8, 2);
+  head.dense_layers = 2;
+  head.dense_ffn_size = 2048;
+  head.vocab_size = 1000;
+  SimOptions mtp;
+  mtp.mtp_layers = 1;
+  const CostModel with(round_topology(2, 2), head, mtp, 40);
+  RoutingCounts counts = uniform_counts(4, 8, 10);
+  counts.set(1, 3, 90);  // rank 1: 80 tokens
+  const PlannerContext context = context_for(with, 0);
+  const PlannerDecision decision =
+      make_planner("static", context, PlannerOptions{})->plan(RecordId{}, counts);
+  const LayerCost c = with.price(decision, counts);
+  // 5 routed layers: each carries 2/5 of a dense-only layer, and 1/5 of two head passes and the
+  // projection (4 h^2); at 500 TFLOP/s.
+  const double end = (2 * 2 * 1024 * 1000.0 + 4.0 * 1024 * 1024) / 5;
+  EXPECT_EQ(c.outside_forward, std::llround((0.4 * (2e6 + 6.0 * 1024 * 2048) + end) * 80 / 500));
+  const Picoseconds head_part = with.outside_head_part(c.outside_forward);
+  EXPECT_EQ(head_part, std::llround(static_cast<double>(c.outside_forward) * end /
+                                    (0.4 * (2e6 + 6.0 * 1024 * 2048) + end)));
+  // The MoE layer itself is priced as without the module.
+  const CostModel without(round_topology(2, 2), head, SimOptions{}, 40);
+  EXPECT_EQ(without.price(decision, counts).moe(), c.moe());
+  EXPECT_EQ(without.price(decision, counts).dense_forward, c.dense_forward);
+}
+
 TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
   const TopologyView topology{2, 4};  // ranks 0-3 node 0, 4-7 node 1
   CostParams cost;

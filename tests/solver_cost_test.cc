@@ -135,6 +135,28 @@ TEST(ModelJson, SlidingWindowLayersChargeTheirShorterContext) {
   EXPECT_EQ(rejected_field(model), "attention_window_layers");
 }
 
+// DeepSeek-V3 trained with its MTP module: 59 routed layers (58 MoE layers and the module's
+// block) share the dense-only layers and the model's end, which gains the module's projection
+// (2h -> h) and a second pass through the head.
+TEST(ModelJson, AnMtpModuleAddsItsProjectionAndAHeadPassToTheRoutedLayersShares) {
+  const ModelSpec v3 = load_model("deepseek-v3");
+  EXPECT_EQ(v3.routed_layers(1), 59);
+  EXPECT_DOUBLE_EQ(v3.dense_layers_per_moe_layer(1), 3.0 / 59);
+  const double head = 2.0 * 7168 * 129280, projection = 4.0 * 7168 * 7168;
+  EXPECT_DOUBLE_EQ(v3.head_end_flops_per_token(1.0, 0), head / 58);
+  EXPECT_DOUBLE_EQ(v3.head_end_flops_per_token(1.0, 1), (2 * head + projection) / 59);
+  // The projection is a GEMM (fp8 where the GEMMs are); the head stays bf16.
+  EXPECT_DOUBLE_EQ(v3.head_end_flops_per_token(2.0, 1), (2 * head + projection / 2) / 59);
+  EXPECT_DOUBLE_EQ(v3.outside_flops_per_token(1.0, 1),
+                   3.0 / 59 * v3.dense_layer_flops_per_token() + (2 * head + projection) / 59);
+  const double embeddings = 2.0 * 7168 * 129280;  // untied: the embedding and the head
+  EXPECT_DOUBLE_EQ(v3.dense_and_shared_params(1), v3.moe_layer_dense_params() +
+                                                      3.0 / 59 * v3.dense_only_layer_params() +
+                                                      (embeddings + 2.0 * 7168 * 7168) / 59);
+  // Without modules, the model's own shares.
+  EXPECT_DOUBLE_EQ(v3.outside_flops_per_token(1.0, 0), v3.outside_flops_per_token());
+}
+
 // DeepSeek-V3's 3 dense layers of 61: attention as a MoE layer's and an FFN of 18,432. Each of
 // the 58 MoE layers carries 3 / 58 of one, in FLOPs and in optimizer parameters.
 TEST(ModelJson, DenseOnlyLayersAreCountedAsEachMoeLayersShare) {

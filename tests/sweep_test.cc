@@ -748,6 +748,36 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheDenseActivations) {
   EXPECT_EQ(row["recompute_mla_up_proj"], false);
 }
 
+// Rows written before the output head's activations joined what a GPU holds (the MTP modules'
+// column came with them, 2026-12-05) counted its memory without them: emptied, no module.
+TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheHeadsActivations) {
+  const auto [fresh, row] =
+      row_fresh_and_resumed_without("sweep_rows_before_head_activations", {"mtp_layers"});
+  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
+  EXPECT_EQ(fresh["mtp_layers"], 0);
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_EQ(row["mtp_layers"], 0);
+}
+
+// An MTP module: the last stage runs its projection and head pass, so the step is longer and
+// the column says how many; a value out of range is named.
+TEST(Sweep, AnMtpModuleLengthensTheStepAndItsColumnSaysSo) {
+  const SweepGrid grid = load_sweep_grid(write_grid("mtp.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "mtp_layers": [0, 1]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_EQ(grid.points[1].config.options.mtp_layers, 1);
+  EXPECT_EQ(grid.points[1].columns["mtp_layers"], 1);
+  const std::vector<double> step =
+      column_of(run(grid, temp_path("sweep_mtp_rows"), 1), "step_time_us");
+  ASSERT_EQ(step.size(), 2u);
+  EXPECT_GT(step[1], step[0]);
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "mtp_layers": [true]})"),
+            "mtp_layers[0]");
+}
+
 // Results written before the dense gradients' all-reduce joined the step were priced without
 // it: resuming them under a grid that prices it would mix two models under one point key, so
 // the resume refuses, naming the parameter, and leaves the file as it was.

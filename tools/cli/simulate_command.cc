@@ -218,6 +218,14 @@ void run_simulate(const SimulateOptions& options) {
                     : "")
             << "\n";
   const SimOptions& sim = request.config.options;
+  if (sim.mtp_layers > 0) {
+    const ModelSpec& model = request.config.model;
+    std::cout << "Training " << sim.mtp_layers << " multi-token-prediction module"
+              << (sim.mtp_layers > 1 ? "s" : "") << " (--mtp-layers): the trace's " << m.num_layers
+              << (m.num_layers > 1 ? " layers stand" : " layer stands") << " for "
+              << model.routed_layers(sim.mtp_layers) << " routed layers, the model's "
+              << model.moe_layers << " and the modules' " << sim.mtp_layers << "\n";
+  }
   if (sim.pipeline_stages > 1) {
     // With the all-to-alls behind compute the 1F1B schedules run combined (pipeline_schedule.h).
     const std::string one_f_one_b = sim.a2a_overlap_fraction > 0 ? "combined 1F1B" : "1F1B";
@@ -364,6 +372,14 @@ void add_simulate_command(CLI::App& app) {
                      "--recompute-modules mla_up_proj; DeepSeek-V3 does): the dense activations "
                      "are counted without the query, keys and values, and each dense backward "
                      "reruns those GEMMs first. MLA models only");
+  simulate
+      ->add_option("--mtp-layers", o->sim.mtp_layers,
+                   "Multi-token-prediction modules trained with the model (Megatron-LM's "
+                   "--mtp-num-layers; DeepSeek-V3 trains 1): each a projection, a MoE transformer "
+                   "block and another pass through the output head, on the last pipeline stage. "
+                   "The trace's layers then stand for the MoE layers and the modules' blocks: a "
+                   "whole trace has one more layer a module, last")
+      ->capture_default_str();
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
@@ -548,6 +564,7 @@ void add_simulate_command(CLI::App& app) {
                   {"dense_grad_bytes", "--dense-grad-bytes"},
                   {"optimizer_state_bytes_per_param", "--optimizer-state-bytes"},
                   {"recompute_mla_up_proj", "--recompute-mla-up-proj"},
+                  {"mtp_layers", "--mtp-layers"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
