@@ -332,7 +332,8 @@ StageParameters CostModel::stage_parameters(int layers, int all_layers, bool fir
   double besides = 0.0;
   if (!(first_stage && last_stage && layers == all_layers)) {
     // The simulated layers stand for the model's as outside_forward_ps() has them: each carries
-    // 1/moe_layers of the dense-only layers and the embeddings, all on the stage that has them.
+    // 1/routed_layers() of the dense-only layers and the model's ends, all on the stage that has
+    // them.
     // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
     dense_per_layer = model_.moe_layer_dense_params();
     const int routed = model_.routed_layers(mtp);
