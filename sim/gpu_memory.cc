@@ -43,9 +43,8 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   // passes (the model's and each MTP module's) and of the modules' own, so that a trace of some
   // of the layers keeps the model's proportions.
   const int routed = model.routed_layers(mtp);
-  const std::int64_t end_per_token =
-      (1 + mtp) * model.head_activation_bytes_per_token(norms) +
-      (mtp > 0 ? mtp * model.mtp_activation_bytes_per_token(norms) : 0);
+  const std::int64_t end_per_token = (1 + mtp) * model.head_activation_bytes_per_token(norms) +
+                                     mtp * model.mtp_activation_bytes_per_token(norms);
   const Bytes head = routed > 0 ? std::llround(static_cast<double>(all) / routed * tokens *
                                                static_cast<double>(end_per_token))
                                 : 0;
