@@ -227,6 +227,12 @@ struct ModelSpec {
   // like theirs (DeepSeek-V3's). A trace's layers sample them; a whole trace ends with the
   // modules'.
   int routed_layers(int mtp_layers = 0) const { return moe_layers + mtp_layers; }
+  // The part of the model's routed layers `layers` simulated layers stand for, and so of what
+  // lies outside them (the dense-only layers, the model's ends); 0 where there are none.
+  double routed_share(int layers, int mtp_layers = 0) const {
+    const int routed = routed_layers(mtp_layers);
+    return routed > 0 ? static_cast<double>(layers) / routed : 0.0;
+  }
   // How many dense-only layers each routed layer stands for.
   double dense_layers_per_moe_layer(int mtp_layers = 0) const {
     const int routed = routed_layers(mtp_layers);

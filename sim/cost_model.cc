@@ -336,8 +336,7 @@ StageParameters CostModel::stage_parameters(int layers, int all_layers, bool fir
     // them.
     // A stage that holds both ends (DualPipeV's first) keeps one matrix where they are tied.
     dense_per_layer = model_.moe_layer_dense_params();
-    const int routed = model_.routed_layers(mtp);
-    const double shares = routed > 0 ? static_cast<double>(all_layers) / routed : 0.0;
+    const double shares = model_.routed_share(all_layers, mtp);
     if (first_stage) {
       besides +=
           (model_.dense_layers * model_.dense_only_layer_params() + model_.embedding_params()) *

@@ -39,15 +39,13 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   const Bytes dense_only =
       std::llround(dense_only_layers * tokens *
                    static_cast<double>(model.dense_layer_activation_bytes_per_token(norms, up)));
-  // The model's end, as the stage's parameters count it: all / routed_layers() of the head's
-  // passes (the model's and each MTP module's) and of the modules' own, so that a trace of some
-  // of the layers keeps the model's proportions.
-  const int routed = model.routed_layers(mtp);
+  // The model's end, as the stage's parameters count it: the chunks' routed_share() of the
+  // head's passes (the model's and each MTP module's) and of the modules' own, so that a trace
+  // of some of the layers keeps the model's proportions.
   const std::int64_t end_per_token = (1 + mtp) * model.head_activation_bytes_per_token(norms) +
                                      mtp * model.mtp_activation_bytes_per_token(norms);
-  const Bytes head = routed > 0 ? std::llround(static_cast<double>(all) / routed * tokens *
-                                               static_cast<double>(end_per_token))
-                                : 0;
+  const Bytes head =
+      std::llround(model.routed_share(all, mtp) * tokens * static_cast<double>(end_per_token));
   const int last = static_cast<int>(layers_per_chunk.size()) - 1;
   return peak_gpu_tokens(order, [&](int chunk, int) {
     const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;

@@ -45,12 +45,13 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 // `layers_per_chunk` MoE layers in each chunk of `order` (schedule_order() of the run's
 // schedule): each microbatch's CostModel::tokens_per_rank() tokens keep, in each of a chunk's
 // layers, ModelSpec::moe_layer_dense_activation_bytes_per_token(), and in the first chunk also
-// its share of the dense-only layers (dense_layers x the chunks' layers / moe_layers of them,
-// as the stage's parameters count them) at dense_layer_activation_bytes_per_token(), and in the
-// last chunk the chunks' layers / moe_layers of the output head and loss's
-// head_activation_bytes_per_token(); held from the microbatch's forward through the chunk until
-// its backward through it ends, as the expert activations are (peak_gpu_tokens()). The norms'
-// and MLA's up-projections' outputs are left out where SimOptions recomputes them.
+// its share of the dense-only layers (ModelSpec::routed_share() of the chunks' layers, as the
+// stage's parameters count them) at dense_layer_activation_bytes_per_token(), and in the last
+// chunk that share of the output head and loss's head_activation_bytes_per_token() (once more
+// for each MTP module trained, with its mtp_activation_bytes_per_token()); held from the
+// microbatch's forward through the chunk until its backward through it ends, as the expert
+// activations are (peak_gpu_tokens()). The norms' and MLA's up-projections' outputs are left
+// out where SimOptions recomputes them.
 std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
                                           const std::vector<int>& layers_per_chunk,
                                           const PipelineTimes& order);
