@@ -27,6 +27,11 @@ const std::vector<std::string> kIntegerKeys = {"nodes",
                                                "topoep_replica_uses",
                                                "topoep_max_moves",
                                                "mtp_layers"};
+// Of those, the ones 0 is a value of: 0 spare slots is a cluster; 0 moves is the solver's
+// default cap; 0 dense gradient bytes leaves the data-parallel sync out; 0 MTP modules trains
+// none.
+const std::vector<std::string> kFromZeroKeys = {"slots", "topoep_max_moves", "dense_grad_bytes",
+                                                "mtp_layers"};
 const std::vector<std::string> kStringKeys = {"topology", "model"};
 
 // An eplb_groups value as parse_eplb_groups() reads it: a name, or a count written as a number.
@@ -219,12 +224,7 @@ class GridReader {
       return check_name(v, where, parse_dense_sync, "\"allreduce\" or \"distributed\"");
     }
     if (is_listed(kIntegerKeys, key)) {
-      // 0 spare slots is a cluster; 0 moves is the solver's default cap; 0 dense gradient
-      // bytes leaves the data-parallel sync out; 0 MTP modules trains none.
-      const std::int64_t min = key == "slots" || key == "topoep_max_moves" ||
-                                       key == "dense_grad_bytes" || key == "mtp_layers"
-                                   ? 0
-                                   : 1;
+      const std::int64_t min = is_listed(kFromZeroKeys, key) ? 0 : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
           v.get<std::int64_t>() > 1000000) {
         fail(where, "must be an integer >= " + std::to_string(min));
