@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/deepep_dispatch.h"
+#include "sim/memory_bound_kernels.h"
 #include "sim/ring_collective.h"
 #include "sim/solver_cost.h"
 #include "solver/input_error.h"
@@ -194,7 +195,18 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
     throw InputError("tokens_per_rank",
                      "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");
   }
-  const SolverCostDerivation derived = derive_solver_cost(topology, model, tokens_per_rank, true);
+  const int mtp = options.mtp_layers;
+  if (mtp > 0 && model.vocab_size <= 0) {
+    throw InputError("mtp_layers", "each module passes through the output head, and model '" +
+                                       model.name + "' has none (its vocab_size is 0)");
+  }
+  if (options.memory_bound_kernels) set_memory_bound_rates();
+  SolverCostDerivation derived = derive_solver_cost(topology, model, tokens_per_rank, true);
+  // The planners weigh an assignment's memory-bound kernels with its GEMMs, and the dense
+  // part's in the weights' window, as the records are priced.
+  derived.params.compute_ps_per_token += round_ps(expert_hbm_ps_per_token_);
+  derived.params.weight_overlap_ps +=
+      round_ps(dense_hbm_ps_per_token_ * static_cast<double>(tokens_per_rank));
   solver_params_ = derived.params;
   solver_params_.weight_overlap_ps =
       planner_weight_window_ps(round_ps(static_cast<double>(derived.params.weight_overlap_ps) *
@@ -204,11 +216,6 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   expert_peak_tflops_ = gemm_peak_tflops(topology, model);
   const double speedup = gemm_speedup(topology, model);
   dense_flop_per_token_ = model.dense_flops_per_token(speedup);
-  const int mtp = options.mtp_layers;
-  if (mtp > 0 && model.vocab_size <= 0) {
-    throw InputError("mtp_layers", "each module passes through the output head, and model '" +
-                                       model.name + "' has none (its vocab_size is 0)");
-  }
   outside_flop_per_token_ = model.outside_flops_per_token(speedup, mtp);
   head_end_flop_per_token_ = model.head_end_flops_per_token(speedup, mtp);
   if (options.recompute_mla_up_proj) {
@@ -265,20 +272,49 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   }
 }
 
+void CostModel::set_memory_bound_rates() {
+  const double bandwidth = topology_.gpu.hbm_bandwidth_gb_per_s;
+  if (!(bandwidth > 0)) {
+    throw InputError(
+        "hbm_bandwidth_gb_per_s",
+        "the memory-bound kernels run at the GPU's HBM bandwidth: it must be positive");
+  }
+  const MemoryBoundBytes bytes = memory_bound_bytes(model_, options_);
+  // 1 GB/s is 1e-3 bytes per ps. The backward is priced at twice its forward: a pass's
+  // forward takes a third of its forward and backward bytes' time, so that the pair is exact.
+  const double ps_per_byte = 1000.0 / bandwidth / 3.0;
+  expert_hbm_ps_per_token_ = bytes.expert_assignment * ps_per_byte;
+  dense_hbm_ps_per_token_ = bytes.moe_layer * ps_per_byte;
+  const int mtp = options_.mtp_layers, routed = model_.routed_layers(mtp);
+  if (routed <= 0) return;
+  // Shared among the routed layers as the FLOPs outside them are (outside_forward_ps()).
+  head_end_hbm_ps_per_token_ =
+      ((1.0 + mtp) * bytes.head_pass + mtp * bytes.mtp_module) / routed * ps_per_byte;
+  outside_hbm_ps_per_token_ =
+      (model_.dense_layers_per_moe_layer(mtp) * bytes.dense_only_layer + bytes.embedding / routed) *
+          ps_per_byte +
+      head_end_hbm_ps_per_token_;
+}
+
 Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
   if (tokens <= 0) return 0;
   const double t = static_cast<double>(tokens);
   // 1 TFLOP/s is 1 FLOP per picosecond.
-  if (t >= saturated_tokens_) return round_ps(flop_per_token_ * t / saturated_flop_per_ps_);
+  const double kernels = expert_hbm_ps_per_token_ * t;
+  if (t >= saturated_tokens_) {
+    return round_ps(flop_per_token_ * t / saturated_flop_per_ps_ + kernels);
+  }
   return round_ps(flop_per_token_ * t /
-                  (expert_peak_tflops_ * gemm_efficiency_at(topology_.gemm_efficiency, t)));
+                      (expert_peak_tflops_ * gemm_efficiency_at(topology_.gemm_efficiency, t)) +
+                  kernels);
 }
 
 // dense_forward_time_ps() and outside_forward_time_ps() with their rates computed once: both are
 // priced on every record, and the curve's best efficiency is a scan of all its points.
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(dense_flop_per_token_ * static_cast<double>(tokens_on_rank) /
-                  dense_gemm_flop_per_ps_);
+  const double t = static_cast<double>(tokens_on_rank);
+  return round_ps(dense_flop_per_token_ * t / dense_gemm_flop_per_ps_ +
+                  dense_hbm_ps_per_token_ * t);
 }
 
 Picoseconds CostModel::dense_recompute_ps(TokenCount tokens_on_rank) const {
@@ -288,14 +324,19 @@ Picoseconds CostModel::dense_recompute_ps(TokenCount tokens_on_rank) const {
 }
 
 Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
-  return round_ps(outside_flop_per_token_ * static_cast<double>(tokens_on_rank) /
-                  dense_gemm_flop_per_ps_);
+  const double t = static_cast<double>(tokens_on_rank);
+  return round_ps(outside_flop_per_token_ * t / dense_gemm_flop_per_ps_ +
+                  outside_hbm_ps_per_token_ * t);
 }
 
 Picoseconds CostModel::outside_head_part(Picoseconds outside) const {
-  if (outside_flop_per_token_ <= 0) return 0;
-  return round_ps(static_cast<double>(outside) * head_end_flop_per_token_ /
-                  outside_flop_per_token_);
+  // Each part's time per token in FLOPs at the dense rate (without memory-bound kernels, the
+  // FLOPs' own ratio, bit for bit).
+  const double head =
+      head_end_flop_per_token_ + head_end_hbm_ps_per_token_ * dense_gemm_flop_per_ps_;
+  const double all = outside_flop_per_token_ + outside_hbm_ps_per_token_ * dense_gemm_flop_per_ps_;
+  if (all <= 0) return 0;
+  return round_ps(static_cast<double>(outside) * head / all);
 }
 
 CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) const {

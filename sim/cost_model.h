@@ -146,12 +146,14 @@ class CostModel {
   std::int64_t tokens_per_rank() const { return tokens_per_rank_; }
 
   // Forward gate/up/down GEMMs of one expert instance over `tokens` tokens:
-  // 6 x hidden x ffn x tokens FLOP / (gemm_peak_tflops() x efficiency(tokens)); 0 for no
-  // tokens.
+  // 6 x hidden x ffn x tokens FLOP / (gemm_peak_tflops() x efficiency(tokens)), and with
+  // SimOptions::memory_bound_kernels a third of its token assignments' memory-bound bytes at
+  // the HBM bandwidth (the backward, twice the forward, has the rest); 0 for no tokens.
   Picoseconds instance_compute_ps(TokenCount tokens) const;
   // Dense forward of one layer on the busiest rank: dense_forward_time_ps() (dense parameters,
   // shared experts, attention scores; the GEMMs at their own peak, the rest at bf16's, times
-  // the curve's best efficiency).
+  // the curve's best efficiency), and with SimOptions::memory_bound_kernels a third of the
+  // layer's other memory-bound bytes a token at the HBM bandwidth.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
   // What the backward recomputes of a MoE layer's dense forward on the busiest rank, and of its
   // share of the dense-only layers (charged with the layer: a twentieth of it for DeepSeek-V3):
@@ -160,7 +162,7 @@ class CostModel {
   Picoseconds dense_recompute_ps(TokenCount tokens_on_rank) const;
   // A routed layer's share of the dense-only layers' and the model's end's forward on the
   // busiest rank (ModelSpec::outside_flops_per_token() with SimOptions::mtp_layers, at the dense
-  // GEMMs' rate).
+  // GEMMs' rate; with memory_bound_kernels, their kernels' share as dense_forward_ps() adds).
   Picoseconds outside_forward_ps(TokenCount tokens_on_rank) const;
   // Of a record's `outside` (its outside_forward_ps()), the model's end's part (the output head,
   // and the MTP modules' projections and passes through it), rounded; the rest is the
@@ -272,6 +274,8 @@ class CostModel {
  private:
   // The optimizer's time over `owned_params` parameters (StageParameters::owned).
   Picoseconds optimizer_ps_for(double owned_params) const;
+  // SimOptions::memory_bound_kernels: the *_hbm_ps_per_token_ rates below.
+  void set_memory_bound_rates();
   // SimOptions::dispatcher kDeepEP: replaces `plan_cost`'s token link counters and times by
   // DeepEP's (sim/deepep_dispatch.h), from `routed`'s routes, or, for null, from the counts at
   // their experts' home ranks in `placement` (the all-home layout price_all_home() prices).
@@ -312,6 +316,12 @@ class CostModel {
   double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;
   double recompute_flop_per_token_ = 0;  // of dense_recompute_ps()
   double head_end_flop_per_token_ = 0;   // of outside_flop_per_token_, the last stage's part
+  // With SimOptions::memory_bound_kernels, the forward ps a token (an assignment at an expert)
+  // adds through the memory-bound kernels (sim/memory_bound_kernels.h) to the expert compute,
+  // the dense forward, the share outside the MoE layers and, of it, the last stage's part;
+  // zeros without.
+  double expert_hbm_ps_per_token_ = 0, dense_hbm_ps_per_token_ = 0;
+  double outside_hbm_ps_per_token_ = 0, head_end_hbm_ps_per_token_ = 0;
   // From `saturated_tokens_` tokens on, the curve's efficiency is its last value exactly, and
   // peak x efficiency is `saturated_flop_per_ps_` (the replay prices every instance: most of
   // them past the knee need no search of the curve).

@@ -215,7 +215,8 @@ nlohmann::json sim_options_json(const SimOptions& options) {
           {"recompute_moe_act", options.recompute_moe_activation},
           {"recompute_layernorm", options.recompute_layernorm},
           {"recompute_mla_up_proj", options.recompute_mla_up_proj},
-          {"mtp_layers", options.mtp_layers}};
+          {"mtp_layers", options.mtp_layers},
+          {"memory_bound_kernels", options.memory_bound_kernels}};
 }
 
 }  // namespace topoep

@@ -130,7 +130,7 @@ struct SimOptions {
   // The experts' gated activation is recomputed in the backward instead of kept (Megatron-LM's
   // --recompute-modules moe_act; DeepSeek-V3 recomputes its SwiGLU so): the expert activations
   // a GPU holds shrink by f a token assignment (ModelSpec::expert_activation_bytes_per_token()).
-  // The recomputation's time, an elementwise pass, is not charged.
+  // The recomputation's time, an elementwise pass, is charged with memory_bound_kernels.
   bool recompute_moe_activation = false;
   // Bytes of optimizer state a GPU keeps per parameter it updates (sim/gpu_memory.h): AdamW's
   // fp32 master weight and two fp32 moments, 12 (Megatron-LM's distributed-optimizer table:
@@ -140,7 +140,7 @@ struct SimOptions {
   // The backward recomputes every norm's output from its input instead of keeping it
   // (Megatron-LM's --recompute-modules layernorm; DeepSeek-V3 recomputes its RMSNorms): the
   // dense activations a GPU holds shrink (ModelSpec::attention_activation_bytes_per_token()).
-  // Its time, an elementwise pass, is not charged.
+  // Its time, an elementwise pass, is charged with memory_bound_kernels.
   bool recompute_layernorm = false;
   // The backward recomputes MLA's up-projections (the query's and the keys' and values') from
   // the latents instead of keeping their outputs (Megatron-LM's --recompute-modules
@@ -154,6 +154,12 @@ struct SimOptions {
   // (ModelSpec::routed_layers()): a whole trace records them last, each priced as routed. Needs
   // the model's vocab_size (the head). 0: none.
   int mtp_layers = 0;
+  // The memory-bound kernels (norms, residual adds, RoPE, the router, gated activations, the
+  // tokens' permutations, the embedding lookup, the loss's softmax) take their HBM bytes'
+  // time at the GPU's HBM bandwidth (sim/memory_bound_kernels.h): each expert instance's per
+  // token assignment, which the planners weigh, the dense part's and the model's ends' per
+  // token. false: only the GEMMs and the attention core take time, as before.
+  bool memory_bound_kernels = false;
 
   // The chunks each stage holds: virtual_stages, 2 under DualPipeV.
   int chunks_per_stage() const {

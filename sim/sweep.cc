@@ -251,6 +251,8 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       row["gpu_memory_bytes"] = nullptr;
       row["mtp_layers"] = 0;
     }
+    // Every row before 2026-12-05's last: no memory-bound kernel took time.
+    if (!row.contains("memory_bound_kernels")) row["memory_bound_kernels"] = false;
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;

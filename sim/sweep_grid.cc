@@ -193,7 +193,8 @@ class GridReader {
       return;
     }
     if (key == "uneven_homes" || key == "fp8_gemms" || key == "recompute_moe_act" ||
-        key == "recompute_layernorm" || key == "recompute_mla_up_proj") {
+        key == "recompute_layernorm" || key == "recompute_mla_up_proj" ||
+        key == "memory_bound_kernels") {
       if (!v.is_boolean()) fail(where, "must be true or false");
       return;
     }
@@ -354,6 +355,7 @@ class GridReader {
       c.options.recompute_layernorm = get("recompute_layernorm", false);
       c.options.recompute_mla_up_proj = get("recompute_mla_up_proj", false);
       c.options.mtp_layers = get("mtp_layers", 0);
+      c.options.memory_bound_kernels = get("memory_bound_kernels", false);
       c.options.weight_overlap_fraction =
           get("weight_overlap_fraction", c.options.weight_overlap_fraction);
       c.options.gradient_overlap_fraction =
@@ -490,6 +492,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "recompute_layernorm",
                                                    "recompute_mla_up_proj",
                                                    "mtp_layers",
+                                                   "memory_bound_kernels",
                                                    "topoep_solve_us",
                                                    "host_roundtrip_us",
                                                    "eplb_cpu_us_per_layer",

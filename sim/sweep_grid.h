@@ -32,7 +32,9 @@
 //   activation's output), recompute_layernorm, recompute_mla_up_proj (true or false: the
 //   dense activations counted without the norms' outputs, without MLA's up-projections' and
 //   those rerun in the backward), mtp_layers (0 to 64: multi-token-prediction modules
-//   trained, the trace's layers standing for the MoE layers and their blocks)
+//   trained, the trace's layers standing for the MoE layers and their blocks),
+//   memory_bound_kernels (true or false: the norms', activations', permutations' and loss's
+//   HBM bytes priced at the HBM bandwidth)
 //                                       (SimOptions)
 //   topoep_solve_us, host_roundtrip_us, eplb_cpu_us_per_layer, eplb_period_steps,
 //   eplb_window_steps, topoep_replica_uses (1 to 1,000,000), topoep_ib_load_slack (0 to 1),

@@ -856,6 +856,22 @@ expect_text "naming the flag and the model" "$work/out" \
   "error: --mtp-layers: each module passes through the output head, and model 'small' has none (its vocab_size is 0)"
 [[ ! -e "$work/no-head" ]]
 expect "and writes no outputs there" 0 $?
+# The memory-bound kernels at the HBM bandwidth: every planner's step longer, the header line
+# giving the bytes, summary.json saying so.
+"$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \
+  --memory-bound-kernels --out "$work/lite-kernels" >"$work/out" 2>&1
+expect "simulate prices the memory-bound kernels" 0 $?
+expect_text "and says at what bandwidth" "$work/out" "Memory-bound kernels at the HBM's"
+python3 - "$work/lite" "$work/lite-kernels" <<'PY'
+import json, sys
+without, kernels = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert kernels["run"]["sim_options"]["memory_bound_kernels"] is True, kernels["run"]["sim_options"]
+assert without["run"]["sim_options"]["memory_bound_kernels"] is False
+assert kernels["run"]["solver_cost"]["compute_ps_per_token"] > without["run"]["solver_cost"]["compute_ps_per_token"]
+for a, b in zip(without["planners"], kernels["planners"]):
+    assert b["step_time_us"] > a["step_time_us"], (a["step_time_us"], b["step_time_us"])
+PY
+expect "every step takes longer and the planners weigh the experts' kernels" 0 $?
 # FP8 GEMMs: the compute at the fp8 peak, a shorter step, said in summary.json; refused on a GPU
 # without an fp8 peak.
 "$topoep" simulate --trace "$work/lite.trace" --topology "$work/topo.json" --planners topoep,static \

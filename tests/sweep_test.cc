@@ -778,6 +778,31 @@ TEST(Sweep, AnMtpModuleLengthensTheStepAndItsColumnSaysSo) {
             "mtp_layers[0]");
 }
 
+// The memory-bound kernels: every token's norms, activations and permutations take HBM time, so
+// the step is longer and the column says so; rows written before it priced none; a value not
+// true or false is named.
+TEST(Sweep, MemoryBoundKernelsLengthenTheStepAndTheirColumnSaysSo) {
+  const SweepGrid grid = load_sweep_grid(write_grid("kernels.json", R"({
+    "planners": ["static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 2, "tokens_per_rank": 64}}],
+    "memory_bound_kernels": [false, true]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  EXPECT_TRUE(grid.points[1].config.options.memory_bound_kernels);
+  EXPECT_EQ(grid.points[1].columns["memory_bound_kernels"], true);
+  const std::vector<double> step =
+      column_of(run(grid, temp_path("sweep_kernel_rows"), 1), "step_time_us");
+  ASSERT_EQ(step.size(), 2u);
+  EXPECT_GT(step[1], step[0]);
+  EXPECT_EQ(
+      field_of_grid_error(R"({"trace": [{"synthetic": {}}], "memory_bound_kernels": ["yes"]})"),
+      "memory_bound_kernels[0]");
+  const auto [fresh, row] =
+      row_fresh_and_resumed_without("sweep_rows_before_kernels", {"memory_bound_kernels"});
+  EXPECT_EQ(fresh["memory_bound_kernels"], false);
+  EXPECT_EQ(row["memory_bound_kernels"], false);
+}
+
 // Results written before the dense gradients' all-reduce joined the step were priced without
 // it: resuming them under a grid that prices it would mix two models under one point key, so
 // the resume refuses, naming the parameter, and leaves the file as it was.

@@ -13,6 +13,7 @@
 #include "common/text_list.h"
 #include "models/model_json.h"
 #include "sim/home_layout_check.h"
+#include "sim/memory_bound_kernels.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/replay.h"
 #include "sim/simulation.h"
@@ -226,6 +227,19 @@ void run_simulate(const SimulateOptions& options) {
               << model.routed_layers(sim.mtp_layers) << " routed layers, the model's "
               << model.moe_layers << " and the modules' " << sim.mtp_layers << "\n";
   }
+  if (sim.memory_bound_kernels) {
+    const MemoryBoundBytes bytes = memory_bound_bytes(request.config.model, sim);
+    auto kb = [](double b) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f", b / 1e3);
+      return std::string(text);
+    };
+    std::cout << "Memory-bound kernels at the HBM's "
+              << request.config.topology.gpu.hbm_bandwidth_gb_per_s
+              << " GB/s (--memory-bound-kernels), forward and backward: "
+              << kb(bytes.expert_assignment) << " KB a token assignment at its expert, "
+              << kb(bytes.moe_layer) << " KB a token of each MoE layer's dense part\n";
+  }
   if (sim.pipeline_stages > 1) {
     // With the all-to-alls behind compute the 1F1B schedules run combined (pipeline_schedule.h).
     const std::string one_f_one_b = sim.a2a_overlap_fraction > 0 ? "combined 1F1B" : "1F1B";
@@ -380,6 +394,12 @@ void add_simulate_command(CLI::App& app) {
                    "The trace's layers then stand for the MoE layers and the modules' blocks: a "
                    "whole trace has one more layer a module, last")
       ->capture_default_str();
+  simulate->add_flag("--memory-bound-kernels", o->sim.memory_bound_kernels,
+                     "The norms, residual adds, RoPE, router, gated activations, the tokens' "
+                     "permutations, the embedding lookup and the loss's softmax take their HBM "
+                     "bytes' time at the GPU's HBM bandwidth: each expert's with its token "
+                     "assignments (the planners weigh it), the rest with the dense work. Off: "
+                     "only the GEMMs and the attention core take time");
   simulate->add_option("--threads", o->threads, "Host threads (results do not depend on it)")
       ->capture_default_str();
   simulate->add_option("--out", o->out, "Write summary.json, per_layer.csv, per_step.csv here");
@@ -565,6 +585,7 @@ void add_simulate_command(CLI::App& app) {
                   {"optimizer_state_bytes_per_param", "--optimizer-state-bytes"},
                   {"recompute_mla_up_proj", "--recompute-mla-up-proj"},
                   {"mtp_layers", "--mtp-layers"},
+                  {"memory_bound_kernels", "--memory-bound-kernels"},
                   {"data_parallel", "--data-parallel"},
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
