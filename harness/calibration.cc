@@ -132,12 +132,69 @@ GemmEfficiencyCurve fit_gemm_curve(const std::vector<std::vector<double>>& sampl
   return curve;
 }
 
+namespace {
+
+// fit_link() over `samples`, which must hold two sizes or more (one size fits any fixed cost
+// with some bandwidth) and grow with bytes; errors name `path` and `field`. `kind` names the
+// samples, `separate` what the sizes tell apart.
+LinkFit fit_sizes(const std::vector<std::pair<double, double>>& samples, const std::string& path,
+                  const std::string& field, const char* kind, const char* separate) {
+  const double first_bytes = samples.front().first;
+  if (std::all_of(samples.begin(), samples.end(),
+                  [first_bytes](const auto& s) { return s.first == first_bytes; })) {
+    std::ostringstream why;
+    why << "needs " << kind << " of at least two sizes to separate " << separate << "; its "
+        << samples.size() << " sample(s) all move " << first_bytes << " bytes";
+    throw FileInputError(path, field, why.str());
+  }
+  const LinkFit fit = fit_link(samples);
+  if (fit.bandwidth_gb_per_s <= 0) {
+    throw FileInputError(path, field, "time does not grow with bytes: no bandwidth to fit");
+  }
+  return fit;
+}
+
+// Sets `gpu`'s HBM bandwidth from the copies in `path` (bytes,time_us): a launch's fixed cost
+// and a bandwidth, fitted as a link's are.
+void calibrate_hbm(const Topology& base, const std::string& path, GpuSpec& gpu) {
+  const Csv copies = read_csv(path);
+  const int bytes_col = copies.column("bytes", path), time_col = copies.column("time_us", path);
+  std::vector<std::pair<double, double>> samples;
+  for (std::size_t i = 0; i < copies.rows.size(); ++i) {
+    samples.push_back({positive(copies, i, bytes_col, path), positive(copies, i, time_col, path)});
+  }
+  if (samples.empty()) return;
+  const LinkFit fit =
+      fit_sizes(samples, path, "bytes", "copies", "a launch's cost from the bandwidth");
+  // Above the base's figure (its datasheet's), the base describes another GPU than was measured.
+  if (fit.bandwidth_gb_per_s > base.gpu.hbm_bandwidth_gb_per_s) {
+    throw FileInputError(path, "time_us",
+                         "the fitted bandwidth, " + std::to_string(fit.bandwidth_gb_per_s) +
+                             " GB/s, exceeds the HBM bandwidth of '" + base.name + "' (" +
+                             std::to_string(base.gpu.hbm_bandwidth_gb_per_s) + " GB/s, " +
+                             base.gpu.name +
+                             "): calibrate from the measured GPU's topology (--topology)");
+  }
+  std::ostringstream source;
+  source << gpu.source << " HBM bandwidth calibrated by topoep calibrate from " << path << ": "
+         << fit.bandwidth_gb_per_s << " GB/s achieved by a copy (relative least squares over "
+         << fit.samples << " copies, launch cost " << fit.latency_us << " us, rms residual "
+         << fit.rms_residual_us << " us); " << gpu.hbm_bandwidth_gb_per_s << " GB/s before.";
+  gpu.hbm_bandwidth_gb_per_s = fit.bandwidth_gb_per_s;
+  gpu.source = source.str();
+}
+
+}  // namespace
+
 Topology calibrate_topology(const Topology& base, const std::string& dir) {
   Topology t = base;
   const std::string links_path = dir + "/link_samples.csv";
   const std::string gemm_path = dir + "/gemm_samples.csv";
-  if (!std::filesystem::exists(links_path) && !std::filesystem::exists(gemm_path)) {
-    throw FileInputError(dir, "", "holds neither link_samples.csv nor gemm_samples.csv");
+  const std::string hbm_path = dir + "/hbm_samples.csv";
+  if (!std::filesystem::exists(links_path) && !std::filesystem::exists(gemm_path) &&
+      !std::filesystem::exists(hbm_path)) {
+    throw FileInputError(dir, "",
+                         "holds none of link_samples.csv, gemm_samples.csv and hbm_samples.csv");
   }
   // One GPU measures no links: a missing file keeps the base's figures.
   const Csv links = std::filesystem::exists(links_path) ? read_csv(links_path)
@@ -156,19 +213,7 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
         {positive(links, i, bytes_col, links_path), positive(links, i, time_col, links_path)});
   }
   for (const auto& [name, samples] : by_link) {
-    // One transfer size fits any latency with some bandwidth: the two cannot be told apart.
-    const double first_bytes = samples.front().first;
-    if (std::all_of(samples.begin(), samples.end(),
-                    [first_bytes](const auto& s) { return s.first == first_bytes; })) {
-      std::ostringstream why;
-      why << "needs transfers of at least two sizes to separate latency from bandwidth; its "
-          << samples.size() << " sample(s) all move " << samples.front().first << " bytes";
-      throw FileInputError(links_path, name, why.str());
-    }
-    const LinkFit fit = fit_link(samples);
-    if (fit.bandwidth_gb_per_s <= 0) {
-      throw FileInputError(links_path, name, "time does not grow with bytes: no bandwidth to fit");
-    }
+    const LinkFit fit = fit_sizes(samples, links_path, name, "transfers", "latency from bandwidth");
     LinkSpec& link = name == "nvlink" ? t.scale_up : t.scale_out;
     // Achieved above the spec means the base describes other hardware than was measured.
     if (fit.bandwidth_gb_per_s > link.spec_gb_per_s) {
@@ -225,6 +270,7 @@ Topology calibrate_topology(const Topology& base, const std::string& dir) {
         "calibrated by topoep calibrate from " + gemm_path + " (" + std::to_string(samples.size()) +
         " timings, median per token count, against the bf16 peak). Before: " + before;
   }
+  if (std::filesystem::exists(hbm_path)) calibrate_hbm(base, hbm_path, t.gpu);
   // What calibrate writes must load: held to the topology file's own checks.
   try {
     parse_topology(topology_to_json(t).dump(), "calibrated topology");

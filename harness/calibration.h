@@ -27,12 +27,13 @@ LinkFit fit_link(const std::vector<std::pair<double, double>>& bytes_time_us);
 GemmEfficiencyCurve fit_gemm_curve(const std::vector<std::vector<double>>& samples,
                                    double peak_tflops);
 
-// `base` with the fits from DIR/link_samples.csv and DIR/gemm_samples.csv (either may be
-// missing; a link class or the curve without samples keeps the base's figures). Sources say what
-// was fitted from what. Throws FileInputError naming the file, line and column of a value that
-// is not a number above 0, and naming the link or token count whose fit exceeds the base's spec
-// or bf16 peak (the base describes other hardware than was measured); the result always passes
-// the topology file's checks.
+// `base` with the fits from DIR/link_samples.csv, DIR/gemm_samples.csv and DIR/hbm_samples.csv
+// (any may be missing, not all; a link class, the curve or the HBM without samples keeps the
+// base's figures): the HBM bandwidth fitted as a link's, from copies (bytes read and written,
+// time), at most the base's. Sources say what was fitted from what. Throws FileInputError naming
+// the file, line and column of a value that is not a number above 0, and naming the link or token
+// count whose fit exceeds the base's spec or bf16 peak (the base describes other hardware than was
+// measured); the result always passes the topology file's checks.
 Topology calibrate_topology(const Topology& base, const std::string& dir);
 
 struct PhaseError {

@@ -56,11 +56,28 @@ void run_microbench(Comm& comm, const TopologyView& topology, const MoeDims& dim
                     6.0 * dims.hidden * dims.ffn * tokens, median(times));
       gemms += line;
     }
+    // Memory bandwidth: one copy reads and writes each byte (the memory-bound kernels' pattern).
+    std::string memory = "bytes,time_us\n";
+    for (std::size_t floats = 1u << 18; floats <= (1u << 24); floats *= 4) {
+      const std::vector<float> from(floats, 1.0f);
+      std::vector<float> to(floats);
+      std::vector<double> times;
+      for (int i = 0; i < kRepeats; ++i) {
+        const double start = comm.now_us();
+        std::copy(from.begin(), from.end(), to.begin());
+        times.push_back(comm.now_us() - start + 0.0 * to[floats / 2]);
+      }
+      char line[96];
+      std::snprintf(line, sizeof line, "%zu,%.3f\n", 2 * floats * sizeof(float), median(times));
+      memory += line;
+    }
     std::filesystem::create_directories(out_dir);
-    AtomicFile link_file(out_dir + "/link_samples.csv"), gemm_file(out_dir + "/gemm_samples.csv");
+    AtomicFile link_file(out_dir + "/link_samples.csv"), gemm_file(out_dir + "/gemm_samples.csv"),
+        hbm_file(out_dir + "/hbm_samples.csv");
     link_file.write(links);
     gemm_file.write(gemms);
-    commit_all({&link_file, &gemm_file});
+    hbm_file.write(memory);
+    commit_all({&link_file, &gemm_file, &hbm_file});
   }
   comm.barrier();
 }

@@ -221,6 +221,50 @@ TEST(Calibration, RefusesMeasurementsItCannotTurnIntoAValidTopology) {
   EXPECT_NE(beyond_peak.find("above the bf16 peak"), std::string::npos) << beyond_peak;
 }
 
+// The HBM bandwidth is fitted from copies as a link is from transfers (a launch's fixed cost and
+// a bandwidth); the links and the curve keep the base's figures where not measured.
+TEST(Calibration, FitsTheHbmBandwidthFromCopiesAndKeepsWhatWasNotMeasured) {
+  const std::string dir = temp_dir("calibration_hbm");
+  const Topology base = calibration_base();  // 2000 GB/s of HBM
+  std::ofstream copies(dir + "/hbm_samples.csv");
+  copies << "bytes,time_us\n";
+  for (double bytes = 1 << 21; bytes <= 1 << 29; bytes *= 4) {
+    copies << bytes << "," << 3.0 + bytes / 1.7e6 << "\n";  // 1700 GB/s = 1.7e6 bytes/us
+  }
+  copies.close();
+  const Topology t = calibrate_topology(base, dir);
+  EXPECT_NEAR(t.gpu.hbm_bandwidth_gb_per_s, 1700.0, 1e-2);
+  EXPECT_NE(t.gpu.source.find("HBM bandwidth calibrated by topoep calibrate"), std::string::npos)
+      << t.gpu.source;
+  EXPECT_EQ(t.scale_up.bandwidth_gb_per_s, base.scale_up.bandwidth_gb_per_s);
+  EXPECT_EQ(t.gemm_efficiency.efficiency, base.gemm_efficiency.efficiency);
+}
+
+std::string hbm_calibration_error(const std::string& copies) {
+  const std::string dir = temp_dir("calibration_hbm_refused");
+  std::ofstream(dir + "/hbm_samples.csv") << "bytes,time_us\n" << copies;
+  try {
+    calibrate_topology(calibration_base(), dir);
+  } catch (const FileInputError& error) {
+    return error.what();
+  }
+  return "<no error>";
+}
+
+TEST(Calibration, RefusesHbmCopiesItCannotFitOrTheBaseGpuCouldNotReach) {
+  const std::string path = fs::path(testing::TempDir()) / "calibration_hbm_refused/hbm_samples.csv";
+  EXPECT_EQ(hbm_calibration_error("1e6,10\n1e9,600\n"), "<no error>");
+  EXPECT_EQ(hbm_calibration_error("1e6,10\n1e6,11\n"),
+            path +
+                ": field 'bytes': needs copies of at least two sizes to separate a launch's cost "
+                "from the bandwidth; its 2 sample(s) all move 1e+06 bytes");
+  EXPECT_EQ(hbm_calibration_error("1e6,10\nabc,11\n"),
+            path + ":3: field 'bytes': 'abc' is not a number");
+  // 1e9 bytes in 100 us is 10,000 GB/s: not the base's 2000.
+  const std::string too_fast = hbm_calibration_error("1e6,10\n1e9,100\n");
+  EXPECT_NE(too_fast.find("exceeds the HBM bandwidth of"), std::string::npos) << too_fast;
+}
+
 const char kCompareHeader[] =
     "step,microbatch,layer,planner,moe_forward_us,dispatch_us,compute_us,combine_us,"
     "weight_exposed_us,overhead_us,plan_hash\n";

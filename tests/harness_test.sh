@@ -142,6 +142,9 @@ expect "microbench" 0 $?
 expect "calibrate fits the measurements" 0 $?
 "$topoep" topology validate "$work/calibrated.json" >"$work/out" 2>&1
 expect "the calibrated topology is valid" 0 $?
+[[ -s $work/micro/hbm_samples.csv ]]
+expect "microbench times memory copies" 0 $?
+expect_text "calibrate fits the memory bandwidth from them" "$work/calibrated.json" "HBM bandwidth calibrated by topoep calibrate"
 # The same loop on a preset reshaped to mpirun's ranks: the calibrated file keeps that shape.
 "${mpi[@]}" "$harness" microbench --topology h800-4x8 --nodes 2 --gpus-per-node 2 \
   --out "$work/micro2" >"$work/out" 2>&1

@@ -95,6 +95,39 @@ float zipf_solve_us(const CostParams& cost, int experts, int ranks, int slots, i
                   phases);
 }
 
+// Reads and writes every 16-byte word once, as an elementwise kernel does.
+__global__ void copy_words(const uint4* __restrict__ from, uint4* __restrict__ to,
+                           std::size_t words) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += stride) {
+    to[i] = from[i];
+  }
+}
+
+// "bytes,time_us" rows: the copy kernel's median time over buffers of 1 MB to 256 MB, bytes
+// counting each byte read and written.
+std::string hbm_samples(cudaStream_t stream) {
+  constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
+  const DeviceArray<uint4> from(kMaxBytes / sizeof(uint4)), to(kMaxBytes / sizeof(uint4));
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute multiprocessors");
+  std::string rows = "bytes,time_us\n";
+  for (std::size_t bytes = std::size_t{1} << 20; bytes <= kMaxBytes; bytes *= 4) {
+    const std::size_t words = bytes / sizeof(uint4);
+    const float us = time_us(stream, [&] {
+      copy_words<<<sms * 8, 256, 0, stream>>>(from.get(), to.get(), words);
+      check_cuda(cudaGetLastError(), "copy_words");
+    });
+    char line[96];
+    std::snprintf(line, sizeof line, "%zu,%.3f\n", 2 * bytes, us);
+    rows += line;
+  }
+  return rows;
+}
+
 // Writes `text` to out_dir + name.
 void write_text(const std::string& out_dir, const std::string& name, const std::string& text) {
   std::FILE* file = std::fopen((out_dir + name).c_str(), "w");
@@ -172,10 +205,12 @@ void run_gpu_microbench(const CostParams& cost, int hidden, int ffn, const std::
     gemms += line;
   }
   cublasDestroy(cublas);
+  const std::string hbm = hbm_samples(stream);
   cudaStreamDestroy(stream);
   write_text(out_dir, "/solve_latency.csv", solve);
   write_text(out_dir, "/solve_phases.csv", phases_csv);
   write_text(out_dir, "/gemm_samples.csv", gemms);
+  write_text(out_dir, "/hbm_samples.csv", hbm);
 }
 
 }  // namespace topoep

@@ -7,6 +7,9 @@
 //                      clock, TopoepLayerOutput::phase_cycles: what to parallelise next)
 //   gemm_samples.csv   tokens,flop,time_us: one expert's FFN (gate, up, down) as cuBLAS bf16
 //                      GEMMs at the model's dimensions, the format topoep calibrate reads
+//   hbm_samples.csv    bytes,time_us: a copy kernel over 1 MB to 256 MB (bytes read and
+//                      written), the HBM bandwidth the memory-bound kernels and the optimizer
+//                      run at (topoep calibrate fits it)
 //   own_routing_solve.csv  (with your own routing) experts,ranks,slots,layers,us_per_launch,
 //                      us_per_layer, then the first layer's phases as in solve_phases.csv: its
 //                      layers solved in one launch

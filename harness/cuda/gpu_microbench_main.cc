@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   try {
     std::filesystem::create_directories(out);
     topoep::run_gpu_microbench(cost, hidden, ffn, out, own.get());
-    std::cout << "wrote " << out << "/solve_latency.csv and gemm_samples.csv"
+    std::cout << "wrote " << out << "/solve_latency.csv, gemm_samples.csv and hbm_samples.csv"
               << (own ? " and own_routing_solve.csv" : "") << "\n";
   } catch (const std::exception& error) {
     std::cerr << "gpu_microbench: " << error.what() << "\n";
