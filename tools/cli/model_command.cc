@@ -14,6 +14,7 @@
 #include "models/model_json.h"
 #include "sim/cost_model.h"
 #include "sim/gpu_memory.h"
+#include "sim/memory_bound_kernels.h"
 #include "sim/sim_options.h"
 #include "sim/solver_cost.h"
 #include "tools/cli/table.h"
@@ -135,6 +136,15 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                 : " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), ") +
            bytes_text(static_cast<double>(model.expert_activation_bytes_per_token(true))) +
            " with the gated activation recomputed"});
+  // The memory-bound kernels' bytes (sim/memory_bound_kernels.h) with the simulator's default
+  // options: per-assignment all-to-alls, nothing recomputed, bf16 gradients.
+  const MemoryBoundBytes kernels = memory_bound_bytes(model, SimOptions{});
+  SimOptions deepep;
+  deepep.dispatcher = Dispatcher::kDeepEP;
+  table.add_row({"  memory-bound kernels",
+                 bytes_text(kernels.expert_assignment) +
+                     " read and written at its expert, forward and backward (the token's "
+                     "permutations, the gated activation; simulate --memory-bound-kernels)"});
   const bool mla = model.multi_latent_attention();
   table.add_row(
       {"  dense activations",
@@ -181,6 +191,18 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                    format_fixed(model.outside_flops_per_token() / 1e6, 1) + " MFLOP a token (" +
                        spoken_list(parts) + "), no overlap window"});
   }
+  table.add_row(
+      {"  memory-bound kernels",
+       bytes_text(kernels.moe_layer) + " a token with the alltoall dispatcher, " +
+           bytes_text(memory_bound_bytes(model, deepep).moe_layer) +
+           " with DeepEP's (norms, residual adds, RoPE, router, shared experts, the source's "
+           "permutations), forward and backward" +
+           (model.dense_layers > 0 ? "; a dense-only layer " + bytes_text(kernels.dense_only_layer)
+                                   : std::string()) +
+           (model.vocab_size > 0
+                ? "; a pass through the head and loss " + bytes_text(kernels.head_pass) +
+                      ", the embedding " + bytes_text(kernels.embedding)
+                : std::string())});
   table.add_row({"  a replica's weights", megabytes(expert_weight_bytes(model)) +
                                               " (3 x hidden x expert FFN x weight bytes), its "
                                               "gradients the same"});
