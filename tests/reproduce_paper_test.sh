@@ -40,15 +40,19 @@ expect "every real-data row has its topoep-flat speedup" 0 $?
 expect "no half-written summary" 0 $?
 expect_text "the summary names the dispatcher" "$work/out/summary.md" "--dispatcher alltoall"
 TOPOEP_BIN=$topoep "$reproduce" "$work/deepep" --quick --dispatcher deepep --a2a-overlap 0.5 \
-  >"$work/log" 2>&1
-expect "reproduce_paper --quick --dispatcher deepep --a2a-overlap 0.5" 0 $?
+  --memory-bound-kernels >"$work/log" 2>&1
+expect "reproduce_paper --quick --dispatcher deepep --a2a-overlap 0.5 --memory-bound-kernels" 0 $?
 expect_text "every row priced DeepEP's way" "$work/deepep/summary.md" "--dispatcher deepep"
 expect_text "and with half the all-to-alls behind compute" "$work/deepep/summary.md" \
   "--a2a-overlap 0.5"
-python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["dispatcher"] != "deepep" or o["a2a_overlap_fraction"] != 0.5)' \
+expect_text "and with the memory-bound kernels priced" "$work/deepep/summary.md" \
+  "priced at the HBM bandwidth (\`--memory-bound-kernels\`)"
+expect_text "which the default run leaves out, saying so" "$work/out/summary.md" \
+  "not priced (no \`--memory-bound-kernels\`)"
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["dispatcher"] != "deepep" or o["a2a_overlap_fraction"] != 0.5 or not o["memory_bound_kernels"])' \
   "$work/deepep/runs/esft-law/summary.json"
-expect "the runs were simulated with both" 0 $?
-grep -q '"a2a_overlap_fraction":0.5.*"dispatcher":"deepep"' "$work/deepep/skew/results.jsonl"
+expect "the runs were simulated with all three" 0 $?
+grep -q '"a2a_overlap_fraction":0.5.*"dispatcher":"deepep".*"memory_bound_kernels":true' "$work/deepep/skew/results.jsonl"
 expect "and the skew sweep" 0 $?
 TOPOEP_BIN=$topoep "$reproduce" "$work/bad" --dispatcher nccl >"$work/log" 2>&1
 expect "an unknown dispatcher is bad usage" 2 $?
