@@ -516,17 +516,17 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
 void CostModel::price_deepep(const Placement& placement, const Plan* routed,
                              const RoutingCounts& counts, const CostParams& params,
                              PlanCost& plan_cost) const {
-  DeepepTraffic traffic(topology_.view(), tokens_per_source(counts, model_.top_k));
+  DeepepTraffic traffic(topology_.view(), counts, model_.top_k, expert_groups(model_));
   if (routed == nullptr) {
     const std::vector<RankId>& home = placement.home_rank;
     for (RankId src = 0; src < counts.num_ranks(); ++src) {
       for (ExpertId e = 0; e < counts.num_experts(); ++e) {
-        traffic.add_instance(src, home[e], counts.at(src, e));
+        traffic.add_instance(src, home[e], counts.at(src, e), e);
       }
     }
   } else {
     for (const Route& route : routed->routes) {
-      traffic.add_instance(route.src, route.dst, route.tokens);
+      traffic.add_instance(route.src, route.dst, route.tokens, route.expert);
     }
   }
   traffic.apply(params, plan_cost);

@@ -11,7 +11,7 @@ namespace topoep {
 
 void check_priced_plan(const std::string& where, const PricedPlan& priced,
                        const TopologyView& topology, Bytes dispatch_bytes_per_token,
-                       Dispatcher dispatcher, int top_k) {
+                       Dispatcher dispatcher, int top_k, ExpertGroups groups) {
   const auto fail = [&](const std::string& what) {
     throw std::runtime_error("plan check: " + where + ": " + what);
   };
@@ -24,9 +24,9 @@ void check_priced_plan(const std::string& where, const PricedPlan& priced,
   }
   TokenCount nvlink_tokens = 0, ib_tokens = 0;
   if (dispatcher == Dispatcher::kDeepEP) {
-    DeepepTraffic traffic(topology, tokens_per_source(priced.counts, top_k));
+    DeepepTraffic traffic(topology, priced.counts, top_k, groups);
     for (const Route& route : priced.decision.plan.routes) {
-      traffic.add_instance(route.src, route.dst, route.tokens);
+      traffic.add_instance(route.src, route.dst, route.tokens, route.expert);
     }
     nvlink_tokens = traffic.nvlink_sent();
     ib_tokens = traffic.ib_sent();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/deepep_dispatch.h"
 #include "sim/sim_options.h"
 #include "solver/cost_params.h"
 #include "solver/planners/planner.h"
@@ -28,11 +29,13 @@ struct PricedPlan {
 // slot, route or rank involved), of the loads, then of the dispatch bytes, which must equal the
 // routes' tokens between GPUs of one node (NVLink) and of two nodes (IB) times
 // `dispatch_bytes_per_token`; with the DeepEP dispatcher, the tokens DeepEP sends for those
-// routes (sim/deepep_dispatch.h, each source's tokens its assignments over `top_k`). `where` names
+// routes (sim/deepep_dispatch.h, each source's tokens its assignments over `top_k`, its picks
+// limited to `groups` where the model's are). `where` names
 // the plan, e.g. "planner 'topoep', step 2 microbatch 1 layer 3". A planner's or the cost model's
 // bug, not the user's input: the CLI exits 1.
 void check_priced_plan(const std::string& where, const PricedPlan& priced,
                        const TopologyView& topology, Bytes dispatch_bytes_per_token,
-                       Dispatcher dispatcher = Dispatcher::kPerAssignment, int top_k = 1);
+                       Dispatcher dispatcher = Dispatcher::kPerAssignment, int top_k = 1,
+                       ExpertGroups groups = {});
 
 }  // namespace topoep

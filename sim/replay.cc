@@ -392,15 +392,15 @@ class Replay {
           {record.step, record.microbatch, record.layer, group}, std::move(kept), overruled};
     }
     if (config_.check_plans) {
-      check_priced_plan("planner '" + config_.planners[p] + "', " +
-                            (groups_.size() > 1 ? "group " + std::to_string(group) + ", " : "") +
-                            "step " + std::to_string(record.step) + " microbatch " +
-                            std::to_string(record.microbatch) + " layer " +
-                            std::to_string(record.layer),
-                        PricedPlan{record.counts, decision, cost.loads, cost.nvlink_dispatch_bytes,
-                                   cost.ib_dispatch_bytes},
-                        config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token,
-                        config_.options.dispatcher, config_.model.top_k);
+      check_priced_plan(
+          "planner '" + config_.planners[p] + "', " +
+              (groups_.size() > 1 ? "group " + std::to_string(group) + ", " : "") + "step " +
+              std::to_string(record.step) + " microbatch " + std::to_string(record.microbatch) +
+              " layer " + std::to_string(record.layer),
+          PricedPlan{record.counts, decision, cost.loads, cost.nvlink_dispatch_bytes,
+                     cost.ib_dispatch_bytes},
+          config_.topology.view(), cost_.solver_params().dispatch_bytes_per_token,
+          config_.options.dispatcher, config_.model.top_k, expert_groups(config_.model));
     }
     note_replicas(decision, state.step_replicas);
     if (record.microbatch == metadata_.microbatches - 1) {

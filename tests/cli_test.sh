@@ -1098,6 +1098,23 @@ expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 expect "simulate takes DeepEP's dispatch" 0 $?
 expect_text "the header says the dispatch is DeepEP's" "$work/out" "DeepEP's dispatch"
 expect_text "summary.json records the dispatcher" "$work/deepep/summary.json" '"dispatcher": "deepep"'
+# A model whose tokens pick from 2 of its 4 expert groups (a node's experts each, on 2 x 8 GPUs):
+# the estimate conditions on the groups, the header says so, --check counts the same sends.
+edit_json "$work/model16.json" "$work/model16-groups.json" \
+  'd["expert_groups"], d["expert_groups_per_token"] = 4, 2'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" \
+  --model "$work/model16-groups.json" --planners topoep,static --dispatcher deepep --check \
+  --out "$work/deepep-groups" >"$work/out" 2>&1
+expect "simulate prices DeepEP's dispatch under group-limited routing" 0 $?
+expect_text "and says a token's experts lie in a few groups" "$work/out" \
+  "DeepEP's dispatch (distinct tokens estimated from the counts, a token's experts in at most 2 of 4 groups)"
+python3 - "$work/deepep" "$work/deepep-groups" <<'PY'
+import json, sys
+free, limited = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+ib = lambda run: {p["planner"]: p["per_step_bytes"]["ib_dispatch"] for p in run["planners"]}
+assert ib(limited)["static"] != ib(free)["static"], (ib(free), ib(limited))
+PY
+expect "and sends other IB bytes than without the groups" 0 $?
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --dispatcher nccl >"$work/out" 2>&1
 expect "simulate rejects an unknown dispatcher" 2 $?

@@ -12,6 +12,7 @@
 #include "common/parallel_tasks.h"
 #include "common/text_list.h"
 #include "models/model_json.h"
+#include "sim/deepep_dispatch.h"
 #include "sim/home_layout_check.h"
 #include "sim/memory_bound_kernels.h"
 #include "sim/pipeline_schedule.h"
@@ -215,8 +216,15 @@ void run_simulate(const SimulateOptions& options) {
             << request.config.topology.nodes << " x " << request.config.topology.gpus_per_node
             << " GPUs) with " << request.config.model.name << ", S = " << options.slots
             << (request.config.options.dispatcher == Dispatcher::kDeepEP
-                    ? ", DeepEP's dispatch (distinct tokens estimated from the counts)"
-                    : "")
+                    ? ", DeepEP's dispatch (distinct tokens estimated from the counts" +
+                          (expert_groups(request.config.model).limited()
+                               ? ", a token's experts in at most " +
+                                     std::to_string(request.config.model.expert_groups_per_token) +
+                                     " of " + std::to_string(request.config.model.expert_groups) +
+                                     " groups"
+                               : std::string()) +
+                          ")"
+                    : std::string())
             << "\n";
   const SimOptions& sim = request.config.options;
   if (sim.mtp_layers > 0) {
