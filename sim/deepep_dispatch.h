@@ -32,11 +32,11 @@
 // the same over a node's instances for the node, so that a node holding all of a group's
 // instances gets every token that chose it. Without a limit, the product above, as before. On
 // DeepSeek-V3-style routing (bench/deepep_group_limited_check.py; sim/README.md, "Dispatchers")
-// it gives 0.91-1.02 of the true IB sends and 0.95-1.00 of the NVLink sends, where independent
-// picks give 0.99-1.30 and 1.00-1.11.
+// it gives 0.93-1.01 of the true IB sends and 0.94-1.00 of the NVLink sends, where independent
+// picks give 1.00-1.29 and 1.00-1.11.
 //
 // Deterministic: products of doubles in route order (with a limit, at most 8 Newton steps per
-// group, each stopping where the last did), rounded to whole tokens once.
+// group, stopping on a test of the same doubles), rounded to whole tokens once.
 
 #include <algorithm>
 #include <vector>
