@@ -177,16 +177,21 @@ TEST(Calibration, BadMeasurementsNameTheFileAndColumn) {
   }
 }
 
-std::string calibration_error(const std::string& dir, const std::string& links,
-                              const std::string& gemms) {
-  std::ofstream(dir + "/link_samples.csv") << "link,bytes,time_us\n" << links;
-  std::ofstream(dir + "/gemm_samples.csv") << "tokens,flop,time_us\n" << gemms;
+// What calibrating calibration_base() from the files in `dir` throws, or "<no error>".
+std::string calibration_error_in(const std::string& dir) {
   try {
     calibrate_topology(calibration_base(), dir);
   } catch (const FileInputError& error) {
     return error.what();
   }
   return "<no error>";
+}
+
+std::string calibration_error(const std::string& dir, const std::string& links,
+                              const std::string& gemms) {
+  std::ofstream(dir + "/link_samples.csv") << "link,bytes,time_us\n" << links;
+  std::ofstream(dir + "/gemm_samples.csv") << "tokens,flop,time_us\n" << gemms;
+  return calibration_error_in(dir);
 }
 
 // calibrate writes what it returns: a value it cannot fit from, or a fit that the base's
@@ -243,12 +248,7 @@ TEST(Calibration, FitsTheHbmBandwidthFromCopiesAndKeepsWhatWasNotMeasured) {
 std::string hbm_calibration_error(const std::string& copies) {
   const std::string dir = temp_dir("calibration_hbm_refused");
   std::ofstream(dir + "/hbm_samples.csv") << "bytes,time_us\n" << copies;
-  try {
-    calibrate_topology(calibration_base(), dir);
-  } catch (const FileInputError& error) {
-    return error.what();
-  }
-  return "<no error>";
+  return calibration_error_in(dir);
 }
 
 TEST(Calibration, RefusesHbmCopiesItCannotFitOrTheBaseGpuCouldNotReach) {

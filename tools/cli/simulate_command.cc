@@ -237,11 +237,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   if (sim.memory_bound_kernels) {
     const MemoryBoundBytes bytes = memory_bound_bytes(request.config.model, sim);
-    auto kb = [](double b) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.1f", b / 1e3);
-      return std::string(text);
-    };
+    auto kb = [](double b) { return format_fixed(b / 1e3, 1); };
     std::cout << "Memory-bound kernels at the HBM's "
               << request.config.topology.gpu.hbm_bandwidth_gb_per_s
               << " GB/s (--memory-bound-kernels), forward and backward: "
