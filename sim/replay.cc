@@ -91,7 +91,8 @@ class Replay {
         metadata.microbatches,
         config.plan_hashes || config.check_plans ||
             config.options.dispatcher == Dispatcher::kDeepEP,
-        config.model.expert_groups};
+        config.model.expert_groups,
+        config.options.dispatcher == Dispatcher::kDeepEP};
     for (std::size_t p = 0; p < config.planners.size(); ++p) {
       if (config.planners[p] == kIdeal) {
         ideal_index_ = static_cast<int>(p);

@@ -439,7 +439,8 @@ class GridReader {
                        {"eplb_window_steps", o.eplb_window_steps},
                        {"eplb_groups", eplb_groups_name(o.eplb_groups)},
                        {"topoep_replica_uses", o.topoep_replica_uses},
-                       {"topoep_ib_load_slack", o.topoep_ib_load_slack},
+                       {"topoep_ib_load_slack",
+                        topoep_ib_load_slack(o, c.options.dispatcher == Dispatcher::kDeepEP)},
                        {"topoep_max_moves", o.topoep_max_moves}};
       point.columns.update(sim_options_json(c.options));
     } catch (const InputError& error) {

@@ -283,6 +283,36 @@ TEST(Planners, TopoepCapsEachSearchAtTheOptionsMoves) {
   EXPECT_NE(plan_hash(capped.plan), plan_hash(full.plan));
 }
 
+TEST(Planners, TopoepTakesTheDispatchersIbSlackUnlessTheOptionsSetOne) {
+  PlannerOptions options;
+  EXPECT_EQ(topoep_ib_load_slack(options, false), kTopoepIbSlackPerAssignment);
+  EXPECT_EQ(topoep_ib_load_slack(options, true), kTopoepIbSlackNodeDeduplicated);
+  options.topoep_ib_load_slack = 0;
+  EXPECT_EQ(topoep_ib_load_slack(options, false), 0);
+  EXPECT_EQ(topoep_ib_load_slack(options, true), 0);
+
+  // Two nodes of 16 behind IB: the relaxed pass trades compute for IB, so the slack shows.
+  PlannerContext context{TopologyView{2, 16}, Placement::contiguous(64, 32, 1),
+                         testing::corpus_cost(false)};
+  const RoutingCounts counts = record_counts(64, 32, 3);
+  const auto solver_plan = [&](int slack_permille) {
+    TopoepProblem problem{context.topology, context.placement, context.cost};
+    problem.ib_load_slack_permille = slack_permille;
+    Plan plan;
+    TopoepHostSolver(problem).solve(counts, {}, &plan);
+    return plan_hash(plan);
+  };
+  const std::uint64_t per_assignment = solver_plan(50), deduplicated = solver_plan(10);
+  ASSERT_NE(per_assignment, deduplicated);
+  EXPECT_EQ(
+      plan_hash(make_planner("topoep", context, PlannerOptions{})->plan(RecordId{}, counts).plan),
+      per_assignment);
+  context.node_deduplicated_dispatch = true;
+  EXPECT_EQ(
+      plan_hash(make_planner("topoep", context, PlannerOptions{})->plan(RecordId{}, counts).plan),
+      deduplicated);
+}
+
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {
   const PlannerContext context = context_for(64, 32, 1, false);
   auto planner = make_planner("topoep", context, PlannerOptions{});

@@ -164,6 +164,29 @@ TEST(SimReplay, TopoepBeatsItsHierarchyBlindSelfWhereIbIsNarrowAndTiesOnOneNode)
   EXPECT_EQ(one_node[0], one_node[1]);
 }
 
+// Unset, TopoEP's IB slack follows the dispatch: 5% where every assignment crosses on its own,
+// the solver's 1% under DeepEP's, whose sends the solver overprices (solver/planners/README.md).
+TEST(SimReplay, TopoepTradesFivePercentComputeForIbPerAssignmentAndOnePercentUnderDeepep) {
+  const auto topoep_ps = [](SimConfig config, double slack) {
+    config.planners = {"topoep"};
+    config.planner_options.topoep_ib_load_slack = slack;
+    config.topology.scale_out.bandwidth_gb_per_s = 100;  // where this trace's slack binds
+    Collect collect;
+    replay_trace(small_trace(), config, collect);
+    Picoseconds total = 0;
+    for (const StepResult& step : collect.steps) total += step.planners[0].step_time;
+    return total;
+  };
+  SimConfig config = small_config();
+  const Picoseconds per_assignment = topoep_ps(config, -1);
+  EXPECT_EQ(per_assignment, topoep_ps(config, kTopoepIbSlackPerAssignment));
+  EXPECT_NE(per_assignment, topoep_ps(config, 0.01));
+  config.options.dispatcher = Dispatcher::kDeepEP;
+  const Picoseconds deduplicated = topoep_ps(config, -1);
+  EXPECT_EQ(deduplicated, topoep_ps(config, kTopoepIbSlackNodeDeduplicated));
+  EXPECT_NE(deduplicated, topoep_ps(config, 0.05));
+}
+
 // DeepEP's dispatch changes what tokens cross, not where they are processed: the same plans
 // (static's) process the same tokens, and no more IB bytes cross than one per assignment.
 TEST(SimReplay, DeepepDispatchKeepsTheLoadsAndSendsAtMostOneTokenPerAssignment) {

@@ -33,6 +33,10 @@ struct PlannerContext {
   // The model's expert groups (ModelSpec::expert_groups, DeepSeek-V3's n_group): EPLB's
   // num_groups, as vLLM and SGLang pass it. 0: the model has none.
   int expert_groups = 0;
+  // True where the all-to-alls send a token once to each node that holds any of its experts
+  // (DeepEP's dispatch) rather than every token-expert assignment on its own, as the solvers
+  // price IB: TopoEP then trades less compute for IB (topoep_ib_load_slack()).
+  bool node_deduplicated_dispatch = false;
 };
 
 // PlannerOptions::eplb_groups. One group per node keeps every expert on its home node (the
@@ -60,12 +64,26 @@ struct PlannerOptions {
   // (TopoepLayerInput::replica_uses): this one and the next, unless set
   int topoep_replica_uses = 2;
   // How far above the mean load TopoEP may raise a GPU's compute to save IB time, as a
-  // fraction of the mean (TopoepProblem::ib_load_slack_permille, rounded to thousandths)
-  double topoep_ib_load_slack = 0.01;
+  // fraction of the mean (TopoepProblem::ib_load_slack_permille, rounded to thousandths);
+  // negative: by the dispatcher (topoep_ib_load_slack())
+  double topoep_ib_load_slack = -1;
   // A cap on the moves of each of TopoEP's searches (TopoepProblem::max_moves), to weigh plan
   // quality against the solver's work; 0: the solver's default, 4 R (S + 1)
   int topoep_max_moves = 0;
 };
+
+// TopoEP's IB slack where PlannerOptions leaves it unset. Where every assignment crosses IB on
+// its own, as the solver prices it, 5%: trading up to that much compute for IB pays
+// (solver/planners/README.md: +0.8% geometric mean over 1% on 180 simulated cases, +3.5% on
+// GB200 2 x 72). Where the dispatch sends a token once per node, the solver's per-assignment IB
+// overstates what levelling saves and more slack loses (-0.2%, down to -7.5%): 1%, the solver's
+// own default (kDefaultIbLoadSlackPermille), which keeps the balance issue 3 asks for.
+constexpr double kTopoepIbSlackPerAssignment = 0.05;
+constexpr double kTopoepIbSlackNodeDeduplicated = 0.01;
+
+// The slack TopoEP plans with: `options`' where set (0 to 1), else the default above for the
+// dispatch (`node_deduplicated`: PlannerContext::node_deduplicated_dispatch).
+double topoep_ib_load_slack(const PlannerOptions& options, bool node_deduplicated);
 
 struct PlannerOverhead {
   Picoseconds host_ps = 0;           // critical-path time outside the MoE layer's phases

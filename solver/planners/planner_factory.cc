@@ -122,6 +122,11 @@ std::string eplb_groups_name(int eplb_groups) {
   return std::to_string(eplb_groups);
 }
 
+double topoep_ib_load_slack(const PlannerOptions& options, bool node_deduplicated) {
+  if (options.topoep_ib_load_slack >= 0) return options.topoep_ib_load_slack;
+  return node_deduplicated ? kTopoepIbSlackNodeDeduplicated : kTopoepIbSlackPerAssignment;
+}
+
 void check_planner_options(const PlannerOptions& options) {
   for (const auto& [field, us] :
        {std::pair{"topoep_solve_us", options.topoep_solve_us},
@@ -139,7 +144,8 @@ void check_planner_options(const PlannerOptions& options) {
   if (options.topoep_replica_uses < 1) {
     throw InputError("topoep_replica_uses", "must be at least 1");
   }
-  if (!(options.topoep_ib_load_slack >= 0 && options.topoep_ib_load_slack <= 1)) {
+  // Negative: unset (topoep_ib_load_slack()).
+  if (!(options.topoep_ib_load_slack <= 1)) {
     throw InputError("topoep_ib_load_slack", "must be in [0, 1]");
   }
   if (options.topoep_max_moves < 0 || options.topoep_max_moves > kMaxMovesCap) {
