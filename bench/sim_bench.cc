@@ -107,6 +107,16 @@ BENCHMARK(BM_ReplayTopoepCapped)
     ->Arg(64)
     ->Unit(benchmark::kMillisecond);
 
+// TopoEP at the solver's 1% IB slack and at `simulate`'s default 5% per assignment
+// (PlannerOptions::topoep_ib_load_slack, in thousandths), without plan hashes: what the
+// relaxed pass's longer trades cost the solver (solver/DECISIONS.md, "The planners' slack").
+void BM_ReplayTopoepSlack(benchmark::State& state) {
+  PlannerOptions options;
+  options.topoep_ib_load_slack = static_cast<double>(state.range(0)) / 1000;
+  time_replay(state, "topoep", false, options);
+}
+BENCHMARK(BM_ReplayTopoepSlack)->Arg(10)->Arg(50)->Unit(benchmark::kMillisecond);
+
 // Whether a replay of your own trace failed (a bad record): the program then exits 1.
 bool own_trace_failed = false;
 

@@ -202,6 +202,9 @@ TEST(SweepGrid, SweepsTheDispatcher) {
   EXPECT_EQ(grid.points[0].config.options.dispatcher, Dispatcher::kPerAssignment);
   EXPECT_EQ(grid.points[1].config.options.dispatcher, Dispatcher::kDeepEP);
   EXPECT_EQ(grid.points[1].columns["dispatcher"], "deepep");
+  // TopoEP's slack, unset, follows the dispatcher; the column gives the one it plans with.
+  EXPECT_EQ(grid.points[0].columns["topoep_ib_load_slack"], kTopoepIbSlackPerAssignment);
+  EXPECT_EQ(grid.points[1].columns["topoep_ib_load_slack"], kTopoepIbSlackNodeDeduplicated);
   const SweepGrid plain = load_sweep_grid(write_grid("no_dispatcher.json", R"({
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}]
   })"));
