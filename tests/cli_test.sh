@@ -496,6 +496,7 @@ expect "simulate exits 0" 0 $?
 expect_text "simulate prints the ideal row" "$work/out" "ideal"
 expect_text "a 3-step trace says that eplb never replanned" "$work/out" "this trace's 3 steps end before it, so eplb ran the home layout throughout"
 expect_text "the table says that TopoEP's solve time is a parameter" "$work/out" "Note: topoep's GPU solve is charged 20 us per layer and microbatch"
+expect_text "and how far its IB levelling may unbalance compute" "$work/out" "Note: topoep may raise a GPU's compute up to 5% above the mean"
 cp "$work/out" "$work/sim.out"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners static --timeline-step 1 >"$work/out" 2>&1

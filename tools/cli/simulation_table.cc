@@ -1,6 +1,7 @@
 #include "tools/cli/simulation_table.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/text_list.h"
 #include "solver/planners/eplb_planner.h"
@@ -158,6 +159,21 @@ void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& 
         << " us per layer and microbatch (--topoep-solve-us),\n"
            "the design target; the CUDA solver has not been timed on a GPU yet (sim/README.md\n"
            "shows how the gain moves with it).\n";
+    // Its max/mean column reads as a worse balance without this: the relaxed IB pass trades
+    // compute balance for IB time, which only exists across nodes.
+    if (config.topology.nodes > 1) {
+      const bool deepep = config.options.dispatcher == Dispatcher::kDeepEP;
+      const double percent = 100 * topoep_ib_load_slack(options, deepep);
+      out << "\nNote: topoep may raise a GPU's compute up to "
+          << format_fixed(percent, percent == std::floor(percent) ? 0 : 1)
+          << "% above the mean where that\nsaves more IB time (--topoep-ib-slack"
+          << (options.topoep_ib_load_slack >= 0 ? ")"
+              : deepep ? "; its solver overprices DeepEP's sends, so\n5% only for "
+                         "per-assignment all-to-alls)"
+                       : "; 1% with --dispatcher deepep, whose sends\nits solver "
+                         "overprices)")
+          << ":\nits max/mean trades balance for a shorter step.\n";
+    }
   }
   if (summary.index_of("topoep-flat") >= 0) {
     out << "\nNote: topoep-flat is TopoEP's solver blind to the link hierarchy: it plans as if\n"
