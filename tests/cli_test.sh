@@ -486,6 +486,7 @@ python3 -c 'import json; print(json.dumps({"counts": [[(r + e) % 5 for e in rang
 "$topoep" solve --counts "$work/counts64.json" >"$work/out" 2>&1
 expect "solve without --model takes the preset with the counts' experts" 0 $?
 expect_text "and says which" "$work/out" "topoep on h800-4x8 (4 x 8), deepseek-v2-lite, S = 1"
+expect_text "with the solver's IB slack, not simulate's" "$work/out" "IB slack 1.0% (--ib-slack)"
 sed 's/"top_k": 8/"top_k": 6/' "$work/model16.json" >"$work/model16-top6.json"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16-top6.json" >"$work/out" 2>&1
 expect "simulate rejects a model with another top-k" 2 $?

@@ -240,6 +240,10 @@ void run_solve(const SolveOptions& options) {
                     ? ", an expert instance computes at least " +
                           std::to_string(problem.cost.instance_min_tokens) + " tokens' worth"
                     : ", linear compute")
+            // `simulate` gives TopoEP another slack by default: say which this is.
+            << (options.planner == "topoep" && topology.nodes > 1
+                    ? ", IB slack " + format_fixed(100 * options.ib_slack, 1) + "% (--ib-slack)"
+                    : "")
             << "\n\n";
   table.print(std::cout);
   for (std::size_t l = 0; l < explained.size(); ++l) {
