@@ -74,8 +74,8 @@ struct PlannerOptions {
 
 // TopoEP's IB slack where PlannerOptions leaves it unset. Where every assignment crosses IB on
 // its own, as the solver prices it, 5%: trading up to that much compute for IB pays
-// (solver/planners/README.md: +0.8% geometric mean over 1% on 180 simulated cases, +3.5% on
-// GB200 2 x 72). Where the dispatch sends a token once per node, the solver's per-assignment IB
+// (solver/DECISIONS.md, "The planners' slack": +0.8% geometric mean over 1% on 180 simulated
+// cases, +3.5% on GB200 2 x 72). Where the dispatch sends a token once per node, the solver's per-assignment IB
 // overstates what levelling saves and more slack loses (-0.2%, down to -7.5%): 1%, the solver's
 // own default (kDefaultIbLoadSlackPermille), which keeps the balance issue 3 asks for.
 constexpr double kTopoepIbSlackPerAssignment = 0.05;

@@ -163,16 +163,23 @@ void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& 
     // compute balance for IB time, which only exists across nodes.
     if (config.topology.nodes > 1) {
       const bool deepep = config.options.dispatcher == Dispatcher::kDeepEP;
-      const double percent = 100 * topoep_ib_load_slack(options, deepep);
+      const auto percent = [](double slack) {
+        const double value = 100 * slack;
+        return format_fixed(value, value == std::floor(value) ? 0 : 1) + "%";
+      };
       out << "\nNote: topoep may raise a GPU's compute up to "
-          << format_fixed(percent, percent == std::floor(percent) ? 0 : 1)
-          << "% above the mean where that\nsaves more IB time (--topoep-ib-slack"
-          << (options.topoep_ib_load_slack >= 0 ? ")"
-              : deepep ? "; its solver overprices DeepEP's sends, so\n5% only for "
-                         "per-assignment all-to-alls)"
-                       : "; 1% with --dispatcher deepep, whose sends\nits solver "
-                         "overprices)")
-          << ":\nits max/mean trades balance for a shorter step.\n";
+          << percent(topoep_ib_load_slack(options, deepep))
+          << " above the mean where that\nsaves more IB time (--topoep-ib-slack";
+      if (options.topoep_ib_load_slack >= 0) {
+        out << ")";
+      } else if (deepep) {
+        out << "; its solver overprices DeepEP's sends, so\n"
+            << percent(kTopoepIbSlackPerAssignment) << " only for per-assignment all-to-alls)";
+      } else {
+        out << "; " << percent(kTopoepIbSlackNodeDeduplicated)
+            << " with --dispatcher deepep, whose sends\nits solver overprices)";
+      }
+      out << ":\nits max/mean trades balance for a shorter step.\n";
     }
   }
   if (summary.index_of("topoep-flat") >= 0) {
