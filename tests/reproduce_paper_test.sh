@@ -49,6 +49,9 @@ expect_text "and with the memory-bound kernels priced" "$work/deepep/summary.md"
   "priced at the HBM bandwidth (\`--memory-bound-kernels\`)"
 expect_text "which the default run leaves out, saying so" "$work/out/summary.md" \
   "not priced (no \`--memory-bound-kernels\`)"
+expect_text "the summary gives TopoEP's IB slack per assignment" "$work/out/summary.md" \
+  "up to 5% above the mean load"
+expect_text "and under DeepEP's dispatch" "$work/deepep/summary.md" "up to 1% above the mean load"
 python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["run"]["sim_options"]; sys.exit(o["dispatcher"] != "deepep" or o["a2a_overlap_fraction"] != 0.5 or not o["memory_bound_kernels"])' \
   "$work/deepep/runs/esft-law/summary.json"
 expect "the runs were simulated with all three" 0 $?
