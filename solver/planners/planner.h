@@ -14,6 +14,7 @@
 #include "solver/plan_cost.h"
 #include "solver/plan_tally.h"
 #include "solver/routing_counts.h"
+#include "solver/topoep_layer_io.h"
 #include "solver/topology_view.h"
 #include "solver/weight_delivery.h"
 
@@ -75,11 +76,11 @@ struct PlannerOptions {
 // TopoEP's IB slack where PlannerOptions leaves it unset. Where every assignment crosses IB on
 // its own, as the solver prices it, 5%: trading up to that much compute for IB pays
 // (solver/DECISIONS.md, "The planners' slack": +0.8% geometric mean over 1% on 180 simulated
-// cases, +3.5% on GB200 2 x 72). Where the dispatch sends a token once per node, the solver's per-assignment IB
-// overstates what levelling saves and more slack loses (-0.2%, down to -7.5%): 1%, the solver's
-// own default (kDefaultIbLoadSlackPermille), which keeps the balance issue 3 asks for.
+// cases, +3.5% on GB200 2 x 72). Where the dispatch sends a token once per node, the solver's
+// per-assignment IB overstates what levelling saves and more slack loses (-0.2%, down to
+// -7.5%): the solver's own default, 1%, which keeps the balance issue 3 asks for.
 constexpr double kTopoepIbSlackPerAssignment = 0.05;
-constexpr double kTopoepIbSlackNodeDeduplicated = 0.01;
+constexpr double kTopoepIbSlackNodeDeduplicated = kDefaultIbLoadSlackPermille / 1000.0;
 
 // The slack TopoEP plans with: `options`' where set (0 to 1), else the default above for the
 // dispatch (`node_deduplicated`: PlannerContext::node_deduplicated_dispatch).

@@ -520,7 +520,10 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--topoep-ib-slack", o->planner.topoep_ib_load_slack,
                    "How far above the mean load (a fraction of it) TopoEP may raise a GPU's "
-                   "compute to save IB time (default: 0.05; 0.01 with --dispatcher deepep)")
+                   "compute to save IB time (default: " +
+                       format_fixed(kTopoepIbSlackPerAssignment, 2) + "; " +
+                       format_fixed(kTopoepIbSlackNodeDeduplicated, 2) +
+                       " with --dispatcher deepep)")
       ->check(CLI::Range(0.0, 1.0));
   simulate
       ->add_option("--topoep-max-moves", o->planner.topoep_max_moves,

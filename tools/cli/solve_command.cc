@@ -302,8 +302,10 @@ void add_solve_command(CLI::App& app) {
       solve
           ->add_option("--ib-slack", options->ib_slack,
                        "TopoEP: how far above the mean load (a fraction of it) a GPU's compute "
-                       "may rise to save IB time (the solver's default; `simulate` gives TopoEP "
-                       "0.05, 0.01 with --dispatcher deepep)")
+                       "may rise to save IB time (the solver's default; `simulate` gives TopoEP " +
+                           format_fixed(kTopoepIbSlackPerAssignment, 2) + ", " +
+                           format_fixed(kTopoepIbSlackNodeDeduplicated, 2) +
+                           " with --dispatcher deepep)")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
   CLI::Option* max_moves =
