@@ -64,6 +64,9 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"topoep_replica_uses", c.planner_options.topoep_replica_uses},
         {"topoep_ib_load_slack",
          topoep_ib_load_slack(c.planner_options, c.options.dispatcher == Dispatcher::kDeepEP)},
+        {"topoep_ib_opened_run",
+         topoep_ib_opened_run(c.planner_options, c.options.dispatcher == Dispatcher::kDeepEP) ? 1
+                                                                                              : 0},
         {"topoep_max_moves", c.planner_options.topoep_max_moves}}},
       {"solver_cost",
        {{"compute_ps_per_token", p.compute_ps_per_token},

@@ -256,6 +256,9 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("eplb_groups")) row["eplb_groups"] = "nodes";
     if (!row.contains("dense_grad_bytes")) row["dense_grad_bytes"] = 0;
     if (!row.contains("data_parallel")) row["data_parallel"] = 1;
+    // TopoEP searched no IB-opened run before 2026-12-06: a per-assignment point's row from
+    // before then is refused, naming the column, since its TopoEP plans changed.
+    if (!row.contains("topoep_ib_opened_run")) row["topoep_ib_opened_run"] = 0;
     rows.push_back(std::move(row));
     begin = stop + 1;
   }

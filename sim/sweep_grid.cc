@@ -224,6 +224,12 @@ class GridReader {
     if (key == "dense_sync") {
       return check_name(v, where, parse_dense_sync, "\"allreduce\" or \"distributed\"");
     }
+    if (key == "topoep_ib_opened_run") {
+      if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1)) {
+        fail(where, "must be 0 or 1");
+      }
+      return;
+    }
     if (is_listed(kIntegerKeys, key)) {
       const std::int64_t min = is_listed(kFromZeroKeys, key) ? 0 : 1;
       if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
@@ -401,6 +407,7 @@ class GridReader {
       }
       o.topoep_replica_uses = get("topoep_replica_uses", o.topoep_replica_uses);
       o.topoep_ib_load_slack = get("topoep_ib_load_slack", o.topoep_ib_load_slack);
+      o.topoep_ib_opened_run = get("topoep_ib_opened_run", o.topoep_ib_opened_run);
       o.topoep_max_moves = get("topoep_max_moves", o.topoep_max_moves);
       c.planners = planners;
       c.threads = 1;
@@ -418,6 +425,7 @@ class GridReader {
         metadata.steps = point.synthetic.steps;
       }
       check_sim_config(c, metadata);
+      const bool deduplicated = c.options.dispatcher == Dispatcher::kDeepEP;
       point.columns = {{"trace", trace.is_string() ? trace.get<std::string>()
                                                    : "synthetic:" + trace["synthetic"].dump()},
                        {"topology", get("topology", std::string("h800-4x8"))},
@@ -439,8 +447,8 @@ class GridReader {
                        {"eplb_window_steps", o.eplb_window_steps},
                        {"eplb_groups", eplb_groups_name(o.eplb_groups)},
                        {"topoep_replica_uses", o.topoep_replica_uses},
-                       {"topoep_ib_load_slack",
-                        topoep_ib_load_slack(o, c.options.dispatcher == Dispatcher::kDeepEP)},
+                       {"topoep_ib_load_slack", topoep_ib_load_slack(o, deduplicated)},
+                       {"topoep_ib_opened_run", topoep_ib_opened_run(o, deduplicated) ? 1 : 0},
                        {"topoep_max_moves", o.topoep_max_moves}};
       point.columns.update(sim_options_json(c.options));
     } catch (const InputError& error) {
@@ -502,6 +510,7 @@ const std::vector<std::string>& sweep_parameter_columns() {
                                                    "eplb_groups",
                                                    "topoep_replica_uses",
                                                    "topoep_ib_load_slack",
+                                                   "topoep_ib_opened_run",
                                                    "topoep_max_moves"};
   return columns;
 }

@@ -39,10 +39,10 @@ struct TopoepLayerOutput {
   // (diagnostic, may be null). Without owed holders and with one use they are
   // predict_plan_cost()'s for the plan, phase for phase (the property test holds them to it).
   PhaseTimes* predicted = nullptr;
-  // Where the moves the plan keeps are logged (diagnostic, may be null): which run's log in the
-  // workspace's move_log ([2][max_moves]; the plan keeps the first *num_moves of it), 0 the
-  // first run's, 1 the second's, and that run's kind (topoep_detail::RunKind: 0 plain, 1 seeded,
-  // 2 opened; solver/README.md, step 6).
+  // Where the moves the plan keeps are logged (diagnostic, may be null): which of the two logs in
+  // the workspace's move_log ([2][max_moves]; the plan keeps the first *num_moves of it; a later
+  // run overwrites the log of a run that lost), and the kept run's kind (topoep_detail::RunKind:
+  // 0 plain, 1 seeded, 2 opened, 3 opened over IB; solver/README.md, step 6).
   std::int32_t* kept_log = nullptr;
   std::int32_t* kept_run_kind = nullptr;
 };
@@ -61,6 +61,12 @@ struct TopoepParams {
   // default the plans balance as issue 3's property asks (max/mean at most 1.05, and no worse
   // than a naive greedy's on the shared real traces) while trading what IB allows.
   std::int32_t ib_load_slack_permille = kDefaultIbLoadSlackPermille;
+  // 1: where the first run's best state stays above the mean with room left and none of its
+  // new replicas crosses nodes, a second run prices each rank's first replica over IB as paid
+  // (LayerSolve::needs_opened_ib_run()); 0: never. The solver prices IB per token assignment;
+  // a caller whose dispatch sends a token once per node turns it off (solver/DECISIONS.md,
+  // "The IB-opened run").
+  std::int32_t ib_opened_run = 1;
 };
 
 // The largest cap a caller may set (TopoepProblem::max_moves): two move logs of this many

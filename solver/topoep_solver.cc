@@ -18,6 +18,7 @@ TopoepParams topoep_params_for(const TopoepProblem& problem) {
   params.cost = problem.cost;
   params.max_moves = problem.max_moves > 0 ? problem.max_moves : default_max_moves(params.shape);
   params.ib_load_slack_permille = problem.ib_load_slack_permille;
+  params.ib_opened_run = problem.ib_opened_run ? 1 : 0;
   return params;
 }
 

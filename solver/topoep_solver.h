@@ -29,6 +29,8 @@ struct TopoepProblem {
   // TopoepParams::ib_load_slack_permille: how far above the mean load, in thousandths of it,
   // compute may be traded for IB time; 0 to 1000.
   int ib_load_slack_permille = kDefaultIbLoadSlackPermille;
+  // TopoepParams::ib_opened_run: whether the search may run its IB-opened second run.
+  bool ib_opened_run = true;
 };
 
 struct LayerPlan {
@@ -78,7 +80,7 @@ struct KeptMove {
 
 // The moves a plan keeps and the run they come from (solver/README.md, steps 2-6).
 struct KeptMoves {
-  enum class Run { kPlain, kSeeded, kOpened };
+  enum class Run { kPlain, kSeeded, kOpened, kOpenedIb };
   Run run = Run::kPlain;
   std::vector<KeptMove> moves;
 };
@@ -122,7 +124,7 @@ class TopoepHostSolver {
   // The last solve's phase times as the search weighed them (TopoepLayerOutput::predicted):
   // what tests hold its incremental counters to.
   const PhaseTimes& last_predicted() const { return last_predicted_; }
-  // The moves the last solve's search made, both runs (step 6) included: what its time
+  // The moves the last solve's search made, every run (step 6) included: what its time
   // follows, where solve() returns the moves the plan keeps (diagnostic).
   int last_searched_moves() const { return last_searched_moves_; }
   // The moves the last solve's plan keeps, in the order the search made them (diagnostic: what

@@ -99,7 +99,7 @@ struct TopoepWorkspace {
   // since LayerSolve::measure() last read them
   TokenCount* node_maxima;
   std::uint8_t* node_changed;
-  void* move_log;  // [2][max_moves] moves of the two searches, for the replay
+  void* move_log;  // [2][max_moves]: the kept run's moves and the current one's, for the replay
 
   TOPOEP_HOST_DEVICE RankCounters counters(int num_ranks) const {
     return RankCounters{counter_tokens,

@@ -182,6 +182,10 @@ expect_text "unknown planner lists the planners" "$work/out" "eplb-microbatch"
 "$topoep" solve --counts "$work/counts.json" --planner eplb --ib-slack 0.05 >"$work/out" 2>&1
 expect "--ib-slack with another planner than topoep exits 2" 2 $?
 expect_text "--ib-slack says whose option it is" "$work/out" "--ib-slack: applies to the topoep planner only, not 'eplb'"
+"$topoep" solve --counts "$work/counts.json" --planner eplb --ib-opened-run 0 >"$work/out" 2>&1
+expect "--ib-opened-run with another planner than topoep exits 2" 2 $?
+expect_text "--ib-opened-run says whose option it is" "$work/out" \
+  "--ib-opened-run: applies to the topoep planner only, not 'eplb'"
 "$topoep" solve --counts "$work/counts.json" --planner static --max-moves 8 >"$work/out" 2>&1
 expect "--max-moves with another planner than topoep exits 2" 2 $?
 expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep and topoep-flat planners only, not 'static'"
@@ -211,7 +215,7 @@ explained = json.load(open(sys.argv[2]))["layers"]
 plain = json.load(open(sys.argv[3]))["layers"]
 for matrix, layer, same in zip(layers, explained, plain):
     assert layer["plan_hash"] == same["plan_hash"], "--explain changed the plan"
-    assert layer["run"] in ("first", "seeded", "opened"), layer["run"]
+    assert layer["run"] in ("first", "seeded", "opened", "ib-opened"), layer["run"]
     ranks, experts = len(matrix), len(matrix[0])
     per_rank = experts // ranks  # contiguous homes
     loads = [0] * ranks
@@ -1100,6 +1104,18 @@ expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 expect "simulate takes DeepEP's dispatch" 0 $?
 expect_text "the header says the dispatch is DeepEP's" "$work/out" "DeepEP's dispatch"
 expect_text "summary.json records the dispatcher" "$work/deepep/summary.json" '"dispatcher": "deepep"'
+# TopoEP's IB-opened run follows the dispatcher unless set; summary.json says which ran.
+expect_text "under DeepEP TopoEP runs no IB-opened run" "$work/deepep/summary.json" \
+  '"topoep_ib_opened_run": 0'
+expect_text "per assignment it does" "$work/slack/summary.json" '"topoep_ib_opened_run": 1'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,static --topoep-ib-opened-run 0 --out "$work/no-ib-run" >"$work/out" 2>&1
+expect "simulate takes --topoep-ib-opened-run 0" 0 $?
+expect_text "summary.json records it" "$work/no-ib-run/summary.json" '"topoep_ib_opened_run": 0'
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --topoep-ib-opened-run 2 >"$work/out" 2>&1
+expect "simulate rejects an IB-opened run other than 0 or 1" 2 $?
+expect_text "the bad value is named" "$work/out" "topoep-ib-opened-run"
 # A model whose tokens pick from 2 of its 4 expert groups (a node's experts each, on 2 x 8 GPUs):
 # the estimate conditions on the groups, the header says so, --check counts the same sends.
 edit_json "$work/model16.json" "$work/model16-groups.json" \

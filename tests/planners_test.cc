@@ -313,6 +313,55 @@ TEST(Planners, TopoepTakesTheDispatchersIbSlackUnlessTheOptionsSetOne) {
       deduplicated);
 }
 
+// The IB-opened run (solver/README.md, step 6) is priced per assignment: on by default where
+// the dispatch sends every assignment on its own, off under DeepEP's once-a-node sends, and
+// as the options set it otherwise.
+TEST(Planners, TopoepRunsItsIbOpenedRunUnlessTheDispatchSendsOnceANode) {
+  PlannerOptions options;
+  EXPECT_TRUE(topoep_ib_opened_run(options, false));
+  EXPECT_FALSE(topoep_ib_opened_run(options, true));
+  options.topoep_ib_opened_run = 0;
+  EXPECT_FALSE(topoep_ib_opened_run(options, false));
+  options.topoep_ib_opened_run = 1;
+  EXPECT_TRUE(topoep_ib_opened_run(options, true));
+  options.topoep_ib_opened_run = 2;
+  EXPECT_EQ(testing::input_error_field([&] { check_planner_options(options); }),
+            "topoep_ib_opened_run");
+
+  // Two nodes of 8, all 8 experts homed on node 0 (one a GPU), replicas twice DeepSeek-V3's
+  // size: no replica on node 1 pays for its IB weights alone, so the first run places none
+  // there; the IB-opened run does (the slack is set alike for both dispatchers, so that only
+  // the run differs).
+  const Placement placement = Placement::contiguous(8, 16, 1, HomeLayout::kUneven);
+  CostParams cost = testing::corpus_cost(true);
+  cost.replica_weight_bytes *= 2;
+  PlannerContext context{TopologyView{2, 8}, placement, cost};
+  const RoutingCounts counts = record_counts(8, 16, 5);
+  const auto solver_plan = [&](bool ib_opened_run) {
+    TopoepProblem problem{context.topology, context.placement, context.cost};
+    problem.ib_opened_run = ib_opened_run;
+    Plan plan;
+    TopoepHostSolver(problem).solve(counts, {}, &plan);
+    return plan;
+  };
+  const auto on_node_1 = [](const Plan& plan) {
+    return std::count_if(plan.replica_expert.begin() + 8, plan.replica_expert.end(),
+                         [](ExpertId e) { return e != kNoExpert; });
+  };
+  const Plan opened_plan = solver_plan(true), first_plan = solver_plan(false);
+  EXPECT_EQ(on_node_1(first_plan), 0);
+  EXPECT_GT(on_node_1(opened_plan), 0);
+  const std::uint64_t opened = plan_hash(opened_plan), first = plan_hash(first_plan);
+  ASSERT_NE(opened, first);
+  PlannerOptions same_slack;
+  same_slack.topoep_ib_load_slack = kDefaultIbLoadSlackPermille / 1000.0;
+  EXPECT_EQ(plan_hash(make_planner("topoep", context, same_slack)->plan(RecordId{}, counts).plan),
+            opened);
+  context.node_deduplicated_dispatch = true;
+  EXPECT_EQ(plan_hash(make_planner("topoep", context, same_slack)->plan(RecordId{}, counts).plan),
+            first);
+}
+
 TEST(Planners, TopoepFallbackIsTheStaticRoutingWithTheRecordsResidentReplicasIdle) {
   const PlannerContext context = context_for(64, 32, 1, false);
   auto planner = make_planner("topoep", context, PlannerOptions{});

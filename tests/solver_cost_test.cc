@@ -13,6 +13,7 @@
 #include "common/file_input_error.h"
 #include "models/model_json.h"
 #include "solver/input_error.h"
+#include "solver/plan_encoding.h"
 #include "solver/topoep_solver.h"
 #include "topologies/topology_presets.h"
 #include "traces/synthetic_routing.h"
@@ -490,6 +491,56 @@ TEST(TopoepAtPresetCosts, ReplicatesWhereOnlyTheReplicasTogetherPayForTheirWeigh
     EXPECT_GE(replicas, 2);
     EXPECT_LT(plan.cost.times.total,
               plan.static_cost.times.total - plan.static_cost.times.total / 10);
+  }
+}
+
+// DeepSeek-V2-Lite's 64 experts on GB200 NVL72's 2 x 72 GPUs, homed one a GPU from GPU 0: all
+// on node 0, so node 1's 72 GPUs compute nothing and send every token over IB. A replica there
+// starts the IB weight and gradient phases, which no single move's relief pays for: the first
+// run replicates inside node 0 only (or not at all), and its plan keeps the busiest GPU at about
+// twice the mean. The IB-opened second run (solver/README.md, step 6) prices each GPU's first
+// replica over IB as paid and fills node 1; its plan is kept because it is predicted faster:
+// by more than a quarter where the routing is uniform, less where one Zipf-hot expert's home
+// stays the straggler.
+TEST(TopoepAtPresetCosts, ReplicatesAcrossNodesWhereOnlyManyReplicasThereTogetherPay) {
+  const Topology topology = load_topology("gb200-nvl72-2x72");
+  const ModelSpec model = load_model("deepseek-v2-lite");
+  TopoepProblem problem;
+  problem.topology = topology.view();
+  problem.placement = Placement::contiguous(64, 144, 1, HomeLayout::kUneven);
+  problem.cost = derive_solver_cost(topology, model, 1024, true).params;
+  TopoepProblem without = problem;
+  without.ib_opened_run = false;
+  auto replicas_on_node_1 = [](const Plan& plan) {
+    return std::count_if(plan.replica_expert.begin() + 72 * plan.slots_per_rank,
+                         plan.replica_expert.end(), [](ExpertId e) { return e != kNoExpert; });
+  };
+  for (const RoutingSkew skew : {RoutingSkew::kUniform, RoutingSkew::kZipf}) {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      SyntheticRoutingSpec spec;
+      spec.num_ranks = 144;
+      spec.num_experts = 64;
+      spec.top_k = 6;
+      spec.tokens_per_rank = 1024;
+      spec.skew = skew;
+      spec.seed = seed;
+      const RoutingCounts counts = generate_routing(spec);
+      SCOPED_TRACE((skew == RoutingSkew::kUniform ? "uniform, seed " : "Zipf, seed ") +
+                   std::to_string(seed));
+      const LayerPlan first = solve_topoep(without, counts);
+      EXPECT_EQ(replicas_on_node_1(first.plan), 0);
+      TopoepHostSolver solver(problem);
+      Plan plan;
+      solver.solve(counts, {}, &plan);
+      EXPECT_EQ(solver.last_kept_moves().run, KeptMoves::Run::kOpenedIb);
+      EXPECT_GE(replicas_on_node_1(plan), 32);
+      const LayerPlan opened = solve_topoep(problem, counts);
+      EXPECT_EQ(plan_hash(opened.plan), plan_hash(plan));
+      EXPECT_LT(opened.cost.times.total, first.cost.times.total);
+      if (skew == RoutingSkew::kUniform) {
+        EXPECT_LT(opened.cost.times.total, first.cost.times.total * 3 / 4);
+      }
+    }
   }
 }
 

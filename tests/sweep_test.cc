@@ -127,6 +127,11 @@ TEST(SweepGrid, BadGridsNameTheKeyBeforeAnythingRuns) {
             "points[0].colour");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_ib_load_slack": [2]})"),
             "topoep_ib_load_slack[0]");
+  EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_ib_opened_run": [2]})"),
+            "topoep_ib_opened_run[0]");
+  EXPECT_EQ(
+      field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_ib_opened_run": [true]})"),
+      "topoep_ib_opened_run[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_replica_uses": [0]})"),
             "topoep_replica_uses[0]");
   EXPECT_EQ(field_of_grid_error(R"({"trace": [{"synthetic": {}}], "topoep_max_moves": [-1]})"),
@@ -181,9 +186,12 @@ TEST(SweepGrid, SweepsTopoepsPlannerOptions) {
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}],
     "topoep_ib_load_slack": [0, 0.05],
     "topoep_replica_uses": [1],
+    "topoep_ib_opened_run": [0],
     "topoep_max_moves": [0, 16]
   })"));
   ASSERT_EQ(grid.points.size(), 4u);
+  EXPECT_EQ(grid.points[0].config.planner_options.topoep_ib_opened_run, 0);
+  EXPECT_EQ(grid.points[0].columns["topoep_ib_opened_run"], 0);
   EXPECT_EQ(grid.points[0].config.planner_options.topoep_ib_load_slack, 0.0);
   EXPECT_EQ(grid.points[2].config.planner_options.topoep_ib_load_slack, 0.05);
   EXPECT_EQ(grid.points[2].config.planner_options.topoep_replica_uses, 1);
@@ -205,6 +213,9 @@ TEST(SweepGrid, SweepsTheDispatcher) {
   // TopoEP's slack, unset, follows the dispatcher; the column gives the one it plans with.
   EXPECT_EQ(grid.points[0].columns["topoep_ib_load_slack"], kTopoepIbSlackPerAssignment);
   EXPECT_EQ(grid.points[1].columns["topoep_ib_load_slack"], kTopoepIbSlackNodeDeduplicated);
+  // So does its IB-opened run: on where every assignment crosses on its own, off under DeepEP.
+  EXPECT_EQ(grid.points[0].columns["topoep_ib_opened_run"], 1);
+  EXPECT_EQ(grid.points[1].columns["topoep_ib_opened_run"], 0);
   const SweepGrid plain = load_sweep_grid(write_grid("no_dispatcher.json", R"({
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64}}]
   })"));
@@ -825,6 +836,38 @@ TEST(Sweep, ResumeRefusesRowsPricedWithoutTheDenseAllReduce) {
     EXPECT_NE(std::string(error.what()).find("priced with 0"), std::string::npos) << error.what();
   }
   EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+}
+
+// Rows written before TopoEP's IB-opened run (2026-12-06) have no column for it: where the
+// dispatch is per assignment their TopoEP plans ran without it, so the resume refuses them,
+// naming the column; under DeepEP, which does not run it, the rows are what a fresh run writes.
+TEST(Sweep, ResumeRefusesPerAssignmentRowsWrittenBeforeTheIbOpenedRun) {
+  const char* grid = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [1], "dispatcher": ["alltoall"]})";
+  const std::string dir = temp_path("sweep_rows_before_ib_opened_run");
+  const std::string fresh = read_file(run(load_sweep_grid(write_grid("ibrun.json", grid)), dir, 1));
+  const std::string old_rows =
+      write_rows_as_an_earlier_version_did(dir, fresh, {"topoep_ib_opened_run"});
+  try {
+    run_sweep(load_sweep_grid(write_grid("ibrun.json", grid)), resume_options(dir));
+    ADD_FAILURE() << "resumed rows planned without the IB-opened run";
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(error.field(), "topoep_ib_opened_run");
+  }
+  EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+
+  const char* deepep = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [1], "dispatcher": ["deepep"]})";
+  const std::string deepep_dir = temp_path("sweep_deepep_rows_before_ib_opened_run");
+  const std::string deepep_fresh =
+      read_file(run(load_sweep_grid(write_grid("ibrun_deepep.json", deepep)), deepep_dir, 1));
+  write_rows_as_an_earlier_version_did(deepep_dir, deepep_fresh, {"topoep_ib_opened_run"});
+  const SweepReport report = run_sweep(load_sweep_grid(write_grid("ibrun_deepep.json", deepep)),
+                                       resume_options(deepep_dir));
+  EXPECT_EQ(report.points_run, 0);
+  EXPECT_EQ(read_file(report.jsonl_path), deepep_fresh);
 }
 
 TEST(Sweep, ShardArgumentsAreChecked) {

@@ -229,9 +229,9 @@ TEST(TopoepSolverInputs, RejectsAMoveCapBelowZeroOrPastItsLimit) {
   }
 }
 
-// A cap ends each search there (the greedy and the IB levelling share it; a second run has its
-// own), and the plan is the best prefix found so far: still valid and never predicted slower
-// than the static plan.
+// A cap ends each search there (the greedy and the IB levelling share it; each later run has
+// its own: at most three runs, the first, the opened and the IB-opened), and the plan is the
+// best prefix found so far: still valid and never predicted slower than the static plan.
 TEST(TopoepSolver, StopsEachSearchAtTheMoveCap) {
   for (const CorpusCase& c : corpus()) {
     if (c.problem.placement.slots_per_rank == 0) continue;
@@ -242,7 +242,7 @@ TEST(TopoepSolver, StopsEachSearchAtTheMoveCap) {
       Plan plan;
       const int moves = solver.solve(c.counts, {}, &plan);
       EXPECT_LE(moves, cap) << c.name;
-      EXPECT_LE(solver.last_searched_moves(), 2 * cap) << c.name;
+      EXPECT_LE(solver.last_searched_moves(), 3 * cap) << c.name;
       EXPECT_FALSE(find_plan_violation(c.counts, problem.placement, plan, nullptr)) << c.name;
       const LayerPlan capped = solve_topoep(problem, c.counts);
       EXPECT_LE(capped.cost.times.total, capped.static_cost.times.total) << c.name;

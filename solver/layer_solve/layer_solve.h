@@ -83,6 +83,7 @@ class LayerSolve {
     return busiest * 50 > target_ * 51;
   }
   TOPOEP_HOST_DEVICE bool needs_opened_run() const;
+  TOPOEP_HOST_DEVICE bool needs_opened_ib_run() const;
 
   // The best prefix found so far and the stop rule's state, shared by both phases.
   struct Progress {

@@ -16,9 +16,9 @@ constexpr RankId kStaleNode = -2;       // open_ranks of a node to be searched a
 constexpr int kEmitRunBlock = 8;        // unreplicated routes emit_routes() writes at a time
 
 // The searches a solve can run: from the static state; after seeding replicas
-// (needs_seeded_run()); with the first replica of each rank's weights prepaid
-// (needs_opened_run()).
-enum class RunKind { kPlain, kSeeded, kOpened };
+// (needs_seeded_run()); with the first replica of each rank's weights prepaid over the cheaper
+// link class (needs_opened_run()) or over IB (needs_opened_ib_run()).
+enum class RunKind { kPlain, kSeeded, kOpened, kOpenedIb };
 
 struct Move {
   ExpertId expert = kNoExpert;

@@ -47,11 +47,12 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
   }
 }
 
-// The greedy from the static state and, where slots ran out before the room did, the seeded
-// run; then the state of the best prefix of whichever is predicted faster (ties: the first),
-// replayed from the move log unless the state already is that prefix. Returns the moves
-// searched; the prefix's length in `best_moves_out`, the log it is in (0 or 1) in `kept_log`
-// and that run's kind in `kept_kind`.
+// The greedy from the static state, then the second runs its best state calls for: the
+// seeded run where slots ran out before the room did, else the opened run and the IB-opened
+// run (both where the first run kept no replica); then the state of the best prefix of
+// whichever run is predicted fastest (ties: the earlier), replayed from the move log unless the
+// state already is that prefix. Returns the moves searched; the prefix's length in
+// `best_moves_out`, the log it is in (0 or 1) in `kept_log` and that run's kind in `kept_kind`.
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t* best_moves_out,
                                                                    std::int32_t* kept_log,
@@ -60,27 +61,37 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t*
                          static_cast<Move*>(w_.move_log) + p_.max_moves};
   std::int32_t best_moves = 0;
   std::int32_t searched = run(logs[0], RunKind::kPlain, &best_moves);
-  const Move* chosen = logs[0];
   const Move* last = logs[0];
-  const RunKind second = needs_seeded_run()   ? RunKind::kSeeded
-                         : needs_opened_run() ? RunKind::kOpened
-                                              : RunKind::kPlain;
-  if (second != RunKind::kPlain) {
-    const Picoseconds plain_time = best_time_;
+  // Decided on the first run's best state, before another run replaces it.
+  RunKind due[2] = {RunKind::kPlain, RunKind::kPlain};
+  if (needs_seeded_run()) {
+    due[0] = RunKind::kSeeded;
+  } else {
+    const bool opened = needs_opened_run();
+    due[opened ? 1 : 0] = needs_opened_ib_run() ? RunKind::kOpenedIb : RunKind::kPlain;
+    if (opened) due[0] = RunKind::kOpened;
+  }
+  std::int32_t chosen = 0;  // the log the fastest run so far is in
+  Picoseconds chosen_time = best_time_;
+  for (const RunKind kind : due) {
+    if (kind == RunKind::kPlain) continue;
+    // A run that lost is overwritten: the chosen one's log stays.
+    const std::int32_t free = 1 - chosen;
     restore_static();
-    std::int32_t second_best = 0;
-    searched += run(logs[1], second, &second_best);
-    last = logs[1];
-    if (best_time_ < plain_time) {
-      chosen = logs[1];
-      best_moves = second_best;
-      *kept_log = 1;
-      *kept_kind = second;
+    std::int32_t run_best = 0;
+    searched += run(logs[free], kind, &run_best);
+    last = logs[free];
+    if (best_time_ < chosen_time) {
+      chosen = free;
+      chosen_time = best_time_;
+      best_moves = run_best;
+      *kept_log = free;
+      *kept_kind = kind;
     }
   }
-  if (chosen != last || best_moves != last_done_) {
+  if (logs[chosen] != last || best_moves != last_done_) {
     restore_static();
-    for (std::int32_t i = 0; i < best_moves; ++i) apply(chosen[i]);
+    for (std::int32_t i = 0; i < best_moves; ++i) apply(logs[chosen][i]);
   }
   *best_moves_out = best_moves;
   return searched;
@@ -177,12 +188,12 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
   // spread until the reduction grew 4x (solver/README.md). The best prefix measures the
   // exact step marginal (measure(): beyond owed_gradient_ps_).
   weight_max_ = gradient_max_ = 0;
-  if (kind == RunKind::kOpened) {
+  if (kind == RunKind::kOpened || kind == RunKind::kOpenedIb) {
     // As if one replica were already on its way to every rank, over the cheaper link class
-    // the cluster has: a rank's first such replica costs nothing more, a second or a dearer
-    // link what it adds (see needs_opened_run()).
+    // the cluster has (over IB for kOpenedIb): a rank's first such replica costs nothing more,
+    // a second or a dearer link what it adds (see needs_opened_run(), needs_opened_ib_run()).
     const bool nvlink =
-        s_.gpus_per_node > 1 &&
+        kind == RunKind::kOpened && s_.gpus_per_node > 1 &&
         (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
     weight_max_ = weight_exposed(0, nvlink, 0, 1);
     // Each rank sending one more gradient (a chain member sends one and receives at most one).
@@ -284,6 +295,31 @@ TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::needs_opened_run() const {
   if (!best_state_above_mean()) return false;
   for (std::int32_t i = 0; i < best_moves_; ++i) {
     if (log_[i].to_slot == kNewSlot) return false;
+  }
+  return true;
+}
+
+// The opened run's barrier over IB. The first new replica in another node than its expert's
+// home starts the IB weight and gradient phases, which no single move's relief pays for: its
+// tokens come off one rank while the ranks as busy as it stay. So the first run places
+// replicas inside their homes' nodes only, although a node with room would take the busiest
+// ranks' load once replicas there serve its own tokens (DeepSeek-V2-Lite's 64 experts all
+// homed on node 0 of GB200 NVL72's 2 x 72: node 1's GPUs stay idle and its tokens all cross
+// IB). When the first run's best state leaves the busiest rank more than 2% above the mean
+// with room left (needs_seeded_run() is false), replicas cost something and none of that
+// state's new replicas crosses nodes, a second run charges each rank's first replica as if its
+// weights were already on their way over IB (run(), kOpenedIb); the best prefix measures the
+// real phases and the run predicted faster is kept.
+template <typename Threads>
+TOPOEP_HOST_DEVICE inline bool LayerSolve<Threads>::needs_opened_ib_run() const {
+  if (p_.ib_opened_run == 0 || num_nodes_ < 2) return false;
+  if (p_.cost.replica_weight_bytes <= 0 && p_.cost.replica_gradient_bytes <= 0) return false;
+  if (!best_state_above_mean()) return false;
+  for (std::int32_t i = 0; i < best_moves_; ++i) {
+    const Move& move = log_[i];
+    if (move.to_slot == kNewSlot && node_of(in_.home_rank[move.expert]) != node_of(move.to_rank)) {
+      return false;
+    }
   }
   return true;
 }

@@ -24,9 +24,13 @@ PlannerDecision StaticPlanner::plan(const RecordId&, const RoutingCounts& counts
 }
 
 TopoepPlanner::TopoepPlanner(const PlannerContext& context, const PlannerOptions& options)
-    : problem_{context.topology, context.placement, context.cost, options.topoep_max_moves,
+    : problem_{context.topology,
+               context.placement,
+               context.cost,
+               options.topoep_max_moves,
                static_cast<int>(std::lround(
-                   topoep_ib_load_slack(options, context.node_deduplicated_dispatch) * 1000))},
+                   topoep_ib_load_slack(options, context.node_deduplicated_dispatch) * 1000)),
+               topoep_ib_opened_run(options, context.node_deduplicated_dispatch)},
       microbatches_per_step_(context.microbatches_per_step),
       routes_(context.routes),
       replica_uses_max_(std::max(1, options.topoep_replica_uses)),

@@ -71,6 +71,9 @@ struct PlannerOptions {
   // A cap on the moves of each of TopoEP's searches (TopoepProblem::max_moves), to weigh plan
   // quality against the solver's work; 0: the solver's default, 4 R (S + 1)
   int topoep_max_moves = 0;
+  // Whether TopoEP's search may run its IB-opened second run (TopoepProblem::ib_opened_run):
+  // 1 yes, 0 no; negative: by the dispatcher (topoep_ib_opened_run())
+  int topoep_ib_opened_run = -1;
 };
 
 // TopoEP's IB slack where PlannerOptions leaves it unset. Where every assignment crosses IB on
@@ -85,6 +88,13 @@ constexpr double kTopoepIbSlackNodeDeduplicated = kDefaultIbLoadSlackPermille / 
 // The slack TopoEP plans with: `options`' where set (0 to 1), else the default above for the
 // dispatch (`node_deduplicated`: PlannerContext::node_deduplicated_dispatch).
 double topoep_ib_load_slack(const PlannerOptions& options, bool node_deduplicated);
+
+// Whether TopoEP runs its IB-opened second run: as `options` set it (0 or 1), else where every
+// assignment crosses IB on its own (`node_deduplicated` false). That run trades replica weights
+// over IB for the IB tokens their node then keeps, priced per assignment; DeepEP sends a token
+// once per node, so it saves a fraction of that, and the run lost there (solver/DECISIONS.md,
+// "The IB-opened run": -0.2% geometric mean, down to -23%, where per assignment it gains 2.7%).
+bool topoep_ib_opened_run(const PlannerOptions& options, bool node_deduplicated);
 
 struct PlannerOverhead {
   Picoseconds host_ps = 0;           // critical-path time outside the MoE layer's phases

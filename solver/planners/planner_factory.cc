@@ -91,7 +91,7 @@ std::vector<std::string> planner_names() {
 
 std::vector<std::string> planners_reading_option(const std::string& field) {
   // topoep-flat plans on one node: it has no IB time to trade compute for.
-  if (field == "topoep_ib_load_slack") return {"topoep"};
+  if (field == "topoep_ib_load_slack" || field == "topoep_ib_opened_run") return {"topoep"};
   if (field == "topoep_solve_us" || field == "topoep_replica_uses" || field == "topoep_max_moves") {
     return {"topoep", "topoep-flat"};
   }
@@ -127,6 +127,11 @@ double topoep_ib_load_slack(const PlannerOptions& options, bool node_deduplicate
   return node_deduplicated ? kTopoepIbSlackNodeDeduplicated : kTopoepIbSlackPerAssignment;
 }
 
+bool topoep_ib_opened_run(const PlannerOptions& options, bool node_deduplicated) {
+  if (options.topoep_ib_opened_run >= 0) return options.topoep_ib_opened_run == 1;
+  return !node_deduplicated;
+}
+
 void check_planner_options(const PlannerOptions& options) {
   for (const auto& [field, us] :
        {std::pair{"topoep_solve_us", options.topoep_solve_us},
@@ -148,6 +153,8 @@ void check_planner_options(const PlannerOptions& options) {
   if (!(options.topoep_ib_load_slack <= 1)) {
     throw InputError("topoep_ib_load_slack", "must be in [0, 1]");
   }
+  // Negative: unset (topoep_ib_opened_run()).
+  if (options.topoep_ib_opened_run > 1) throw InputError("topoep_ib_opened_run", "must be 0 or 1");
   if (options.topoep_max_moves < 0 || options.topoep_max_moves > kMaxMovesCap) {
     throw InputError("topoep_max_moves", "must be in [0, " + std::to_string(kMaxMovesCap) + "]");
   }

@@ -14,6 +14,8 @@ const char* run_name(KeptMoves::Run run) {
       return "seeded";
     case KeptMoves::Run::kOpened:
       return "opened";
+    case KeptMoves::Run::kOpenedIb:
+      return "ib-opened";
     case KeptMoves::Run::kPlain:
       break;
   }

@@ -526,6 +526,11 @@ void add_simulate_command(CLI::App& app) {
                        " with --dispatcher deepep)")
       ->check(CLI::Range(0.0, 1.0));
   simulate
+      ->add_option("--topoep-ib-opened-run", o->planner.topoep_ib_opened_run,
+                   "1: TopoEP may search a second run with each GPU's first replica over IB "
+                   "prepaid, 0: not (default: 1; 0 with --dispatcher deepep)")
+      ->check(CLI::Range(0, 1));
+  simulate
       ->add_option("--topoep-max-moves", o->planner.topoep_max_moves,
                    "Cap on the moves of each TopoEP search (0: 4 R (S + 1))")
       ->check(CLI::Range(0, static_cast<int>(kMaxMovesCap)))
@@ -554,6 +559,7 @@ void add_simulate_command(CLI::App& app) {
   for (const auto& [flag, field] : {std::pair{"--topoep-solve-us", "topoep_solve_us"},
                                     std::pair{"--topoep-replica-uses", "topoep_replica_uses"},
                                     std::pair{"--topoep-ib-slack", "topoep_ib_load_slack"},
+                                    std::pair{"--topoep-ib-opened-run", "topoep_ib_opened_run"},
                                     std::pair{"--topoep-max-moves", "topoep_max_moves"},
                                     std::pair{"--host-roundtrip-us", "host_roundtrip_us"},
                                     std::pair{"--eplb-period", "eplb_period_steps"},
@@ -596,6 +602,7 @@ void add_simulate_command(CLI::App& app) {
                   {"topoep_solve_us", "--topoep-solve-us"},
                   {"topoep_replica_uses", "--topoep-replica-uses"},
                   {"topoep_ib_load_slack", "--topoep-ib-slack"},
+                  {"topoep_ib_opened_run", "--topoep-ib-opened-run"},
                   {"topoep_max_moves", "--topoep-max-moves"},
                   {"host_roundtrip_us", "--host-roundtrip-us"},
                   {"eplb_period_steps", "--eplb-period"},

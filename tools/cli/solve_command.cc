@@ -46,7 +46,8 @@ struct SolveOptions {
   // The solver's own default, which keeps issue 3's balance (`simulate`'s TopoEP trades more
   // compute for IB by default: PlannerOptions::topoep_ib_load_slack)
   double ib_slack = kDefaultIbLoadSlackPermille / 1000.0;
-  int max_moves = 0;  // the solver's default
+  int max_moves = 0;      // the solver's default
+  int ib_opened_run = 1;  // the solver's default, as `simulate` under per-assignment dispatch
   std::string planner = "topoep";
   int threads = 1;
   std::string backend = "host";
@@ -67,6 +68,7 @@ std::vector<PlannerDecision> plan_all(const SolveOptions& options, const Planner
   PlannerOptions planner_options;  // what the flags set; each planner reads its own
   planner_options.topoep_ib_load_slack = options.ib_slack;
   planner_options.topoep_max_moves = options.max_moves;
+  planner_options.topoep_ib_opened_run = options.ib_opened_run;
   if (options.planner == "topoep") {
     std::vector<Plan> plans;
     if (options.explain) {
@@ -169,6 +171,7 @@ void run_solve(const SolveOptions& options) {
   if (options.linear_compute) problem.cost.instance_min_tokens = 0;
   problem.ib_load_slack_permille = static_cast<int>(std::lround(options.ib_slack * 1000));
   problem.max_moves = options.max_moves;
+  problem.ib_opened_run = options.ib_opened_run == 1;
   // The options above change what the solver weighs, and so what may overflow.
   for (const RoutingCounts& counts : layers) check_topoep_inputs(problem, counts, {});
   PlannerContext context{problem.topology, problem.placement, problem.cost};
@@ -314,6 +317,14 @@ void add_solve_command(CLI::App& app) {
                        "TopoEP: cap on the moves of each search (0: 4 R (S + 1))")
           ->check(CLI::Range(0, static_cast<int>(kMaxMovesCap)))
           ->capture_default_str();
+  CLI::Option* ib_opened_run =
+      solve
+          ->add_option("--ib-opened-run", options->ib_opened_run,
+                       "TopoEP: 1 to let the search try a second run with each GPU's first "
+                       "replica over IB prepaid, 0 not (`simulate` gives 0 with --dispatcher "
+                       "deepep)")
+          ->check(CLI::Range(0, 1))
+          ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
                    "topoep, topoep-flat (blind to the NVLink/IB hierarchy), static, eplb, "
@@ -333,10 +344,11 @@ void add_solve_command(CLI::App& app) {
       "--check", options->check,
       "Validate every plan (and the loads and bytes it is reported with); stop at the first "
       "invalid one");
-  solve->callback([options, ib_slack, max_moves] {
+  solve->callback([options, ib_slack, max_moves, ib_opened_run] {
     // Another planner would ignore them: the plans would not be what was asked for.
     for (const auto& [option, field] :
-         {std::pair{ib_slack, "topoep_ib_load_slack"}, std::pair{max_moves, "topoep_max_moves"}}) {
+         {std::pair{ib_slack, "topoep_ib_load_slack"}, std::pair{max_moves, "topoep_max_moves"},
+          std::pair{ib_opened_run, "topoep_ib_opened_run"}}) {
       const std::vector<std::string> readers = planners_reading_option(field);
       if (option->count() > 0 &&
           std::find(readers.begin(), readers.end(), options->planner) == readers.end()) {
