@@ -84,6 +84,12 @@ class LayerSolve {
   }
   TOPOEP_HOST_DEVICE bool needs_opened_run() const;
   TOPOEP_HOST_DEVICE bool needs_opened_ib_run() const;
+  // Whether the cluster's cheaper link class for a replica's weights is NVLink: it has one
+  // with more than one GPU a node, and no IB or IB no faster.
+  TOPOEP_HOST_DEVICE bool nvlink_is_cheaper() const {
+    return s_.gpus_per_node > 1 &&
+           (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
+  }
 
   // The best prefix found so far and the stop rule's state, shared by both phases.
   struct Progress {

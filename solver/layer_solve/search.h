@@ -48,11 +48,12 @@ TOPOEP_HOST_DEVICE inline void LayerSolve<Threads>::solve(const TopoepLayerOutpu
 }
 
 // The greedy from the static state, then the second runs its best state calls for: the
-// seeded run where slots ran out before the room did, else the opened run and the IB-opened
-// run (both where the first run kept no replica); then the state of the best prefix of
-// whichever run is predicted fastest (ties: the earlier), replayed from the move log unless the
-// state already is that prefix. Returns the moves searched; the prefix's length in
-// `best_moves_out`, the log it is in (0 or 1) in `kept_log` and that run's kind in `kept_kind`.
+// seeded run where slots ran out before the room did, else the opened run (where the first run
+// kept no replica) and the IB-opened run (where it kept none across nodes); then the state of
+// the best prefix of whichever run is predicted fastest (ties: the earlier), replayed from the
+// move log unless the state already is that prefix. Returns the moves searched; the prefix's
+// length in `best_moves_out`, the log it is in (0 or 1) in `kept_log` and that run's kind in
+// `kept_kind`.
 template <typename Threads>
 TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t* best_moves_out,
                                                                    std::int32_t* kept_log,
@@ -64,12 +65,16 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t*
   const Move* last = logs[0];
   // Decided on the first run's best state, before another run replaces it.
   RunKind due[2] = {RunKind::kPlain, RunKind::kPlain};
+  int runs_due = 0;
   if (needs_seeded_run()) {
-    due[0] = RunKind::kSeeded;
+    due[runs_due++] = RunKind::kSeeded;
   } else {
     const bool opened = needs_opened_run();
-    due[opened ? 1 : 0] = needs_opened_ib_run() ? RunKind::kOpenedIb : RunKind::kPlain;
-    if (opened) due[0] = RunKind::kOpened;
+    if (opened) due[runs_due++] = RunKind::kOpened;
+    // Where IB is the cheaper class, the opened run already prepays IB: the same run.
+    if (needs_opened_ib_run() && !(opened && !nvlink_is_cheaper())) {
+      due[runs_due++] = RunKind::kOpenedIb;
+    }
   }
   std::int32_t chosen = 0;  // the log the fastest run so far is in
   Picoseconds chosen_time = best_time_;
@@ -192,9 +197,7 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::run(Move* log, RunKi
     // As if one replica were already on its way to every rank, over the cheaper link class
     // the cluster has (over IB for kOpenedIb): a rank's first such replica costs nothing more,
     // a second or a dearer link what it adds (see needs_opened_run(), needs_opened_ib_run()).
-    const bool nvlink =
-        kind == RunKind::kOpened && s_.gpus_per_node > 1 &&
-        (num_nodes_ == 1 || p_.cost.scale_up.bytes_per_us >= p_.cost.scale_out.bytes_per_us);
+    const bool nvlink = kind == RunKind::kOpened && nvlink_is_cheaper();
     weight_max_ = weight_exposed(0, nvlink, 0, 1);
     // Each rank sending one more gradient (a chain member sends one and receives at most one).
     const std::int32_t one_sent[4] = {0, nvlink ? 1 : 0, 0, nvlink ? 0 : 1};
