@@ -81,16 +81,16 @@ TOPOEP_HOST_DEVICE inline std::int32_t LayerSolve<Threads>::search(std::int32_t*
   for (const RunKind kind : due) {
     if (kind == RunKind::kPlain) continue;
     // A run that lost is overwritten: the chosen one's log stays.
-    const std::int32_t free = 1 - chosen;
+    const std::int32_t other = 1 - chosen;
     restore_static();
     std::int32_t run_best = 0;
-    searched += run(logs[free], kind, &run_best);
-    last = logs[free];
+    searched += run(logs[other], kind, &run_best);
+    last = logs[other];
     if (best_time_ < chosen_time) {
-      chosen = free;
+      chosen = other;
       chosen_time = best_time_;
       best_moves = run_best;
-      *kept_log = free;
+      *kept_log = other;
       *kept_kind = kind;
     }
   }
