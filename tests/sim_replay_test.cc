@@ -187,6 +187,47 @@ TEST(SimReplay, TopoepTradesFivePercentComputeForIbPerAssignmentAndOnePercentUnd
   EXPECT_NE(deduplicated, topoep_ps(config, 0.05));
 }
 
+// DeepSeek-V2-Lite's 64 experts homed on the first 64 of GB200 NVL72's 2 x 72 GPUs: node 1
+// homes none. Per assignment TopoEP's IB-opened run (solver/README.md, step 6) puts replicas
+// there and the step shortens by more than a quarter (26.1 -> 15.0 ms on this trace's shape in
+// solver/DECISIONS.md); under DeepEP, whose sends the solver overprices, the run is off by
+// default, so that replay equals the one with the run turned off.
+TEST(SimReplay, TopoepFillsANodeWithoutHomesPerAssignmentButNotUnderDeepep) {
+  const std::string trace = temp_path("sim_node_without_homes");
+  fs::remove_all(trace);
+  SyntheticTraceSpec spec;
+  spec.num_ranks = 144;
+  spec.gpus_per_node = 72;
+  spec.num_experts = 64;
+  spec.top_k = 6;
+  spec.num_layers = 2;
+  spec.microbatches = 2;
+  spec.steps = 1;
+  spec.tokens_per_rank = 1024;
+  spec.hot_ratio = 1.5;
+  spec.seed = 7;
+  write_synthetic_trace(spec, trace);
+  SimConfig config;
+  config.topology = load_topology("gb200-nvl72-2x72");
+  config.model = load_model("deepseek-v2-lite");
+  config.homes = HomeLayout::kUneven;
+  config.planners = {"topoep"};
+  const auto topoep_ps = [&](const SimConfig& c, int ib_opened_run) {
+    SimConfig run = c;
+    run.planner_options.topoep_ib_opened_run = ib_opened_run;
+    Collect collect;
+    replay_trace(trace, run, collect);
+    Picoseconds total = 0;
+    for (const StepResult& step : collect.steps) total += step.planners[0].step_time;
+    return total;
+  };
+  const Picoseconds opened = topoep_ps(config, -1), without = topoep_ps(config, 0);
+  EXPECT_EQ(opened, topoep_ps(config, 1));
+  EXPECT_LT(opened, without * 3 / 4);
+  config.options.dispatcher = Dispatcher::kDeepEP;
+  EXPECT_EQ(topoep_ps(config, -1), topoep_ps(config, 0));
+}
+
 // DeepEP's dispatch changes what tokens cross, not where they are processed: the same plans
 // (static's) process the same tokens, and no more IB bytes cross than one per assignment.
 TEST(SimReplay, DeepepDispatchKeepsTheLoadsAndSendsAtMostOneTokenPerAssignment) {
