@@ -45,6 +45,13 @@ RoutingCounts record_counts(int experts, int ranks, std::uint64_t seed) {
   return generate_routing(spec);
 }
 
+// The TopoEP solver's own plan of `counts` under `problem`: what the planner's must equal.
+Plan solver_plan(const TopoepProblem& problem, const RoutingCounts& counts) {
+  Plan plan;
+  TopoepHostSolver(problem).solve(counts, {}, &plan);
+  return plan;
+}
+
 Picoseconds total_with_overhead(const PlannerContext& context, const PlannerDecision& d) {
   const PlanCost cost = predict_plan_cost(context.topology, d.placement, d.plan, d.resident,
                                           context.cost, d.weight_delivery);
@@ -295,14 +302,11 @@ TEST(Planners, TopoepTakesTheDispatchersIbSlackUnlessTheOptionsSetOne) {
   PlannerContext context{TopologyView{2, 16}, Placement::contiguous(64, 32, 1),
                          testing::corpus_cost(false)};
   const RoutingCounts counts = record_counts(64, 32, 3);
-  const auto solver_plan = [&](int slack_permille) {
-    TopoepProblem problem{context.topology, context.placement, context.cost};
-    problem.ib_load_slack_permille = slack_permille;
-    Plan plan;
-    TopoepHostSolver(problem).solve(counts, {}, &plan);
-    return plan_hash(plan);
-  };
-  const std::uint64_t per_assignment = solver_plan(50), deduplicated = solver_plan(10);
+  TopoepProblem problem{context.topology, context.placement, context.cost};
+  problem.ib_load_slack_permille = 50;
+  const std::uint64_t per_assignment = plan_hash(solver_plan(problem, counts));
+  problem.ib_load_slack_permille = 10;
+  const std::uint64_t deduplicated = plan_hash(solver_plan(problem, counts));
   ASSERT_NE(per_assignment, deduplicated);
   EXPECT_EQ(
       plan_hash(make_planner("topoep", context, PlannerOptions{})->plan(RecordId{}, counts).plan),
@@ -337,18 +341,14 @@ TEST(Planners, TopoepRunsItsIbOpenedRunUnlessTheDispatchSendsOnceANode) {
   cost.replica_weight_bytes *= 2;
   PlannerContext context{TopologyView{2, 8}, placement, cost};
   const RoutingCounts counts = record_counts(8, 16, 5);
-  const auto solver_plan = [&](bool ib_opened_run) {
-    TopoepProblem problem{context.topology, context.placement, context.cost};
-    problem.ib_opened_run = ib_opened_run;
-    Plan plan;
-    TopoepHostSolver(problem).solve(counts, {}, &plan);
-    return plan;
-  };
+  TopoepProblem problem{context.topology, context.placement, context.cost};
+  const Plan opened_plan = solver_plan(problem, counts);
+  problem.ib_opened_run = false;
+  const Plan first_plan = solver_plan(problem, counts);
   const auto on_node_1 = [](const Plan& plan) {
     return std::count_if(plan.replica_expert.begin() + 8, plan.replica_expert.end(),
                          [](ExpertId e) { return e != kNoExpert; });
   };
-  const Plan opened_plan = solver_plan(true), first_plan = solver_plan(false);
   EXPECT_EQ(on_node_1(first_plan), 0);
   EXPECT_GT(on_node_1(opened_plan), 0);
   const std::uint64_t opened = plan_hash(opened_plan), first = plan_hash(first_plan);
