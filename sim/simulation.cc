@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 nlohmann::json run_description(const SimulationRequest& request, const TraceMetadata& metadata,
                                const CostModel& cost) {
   const SimConfig& c = request.config;
+  const bool deduplicated = c.options.dispatcher == Dispatcher::kDeepEP;
   const CostParams& p = cost.solver_params();
   nlohmann::json sim_options = sim_options_json(c.options);
   sim_options["data_parallel_routing"] = routing_groups(c, metadata) > 1 ? "per group" : "alike";
@@ -62,11 +63,8 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
         {"eplb_cpu_us_per_layer", c.planner_options.eplb_cpu_us_per_layer},
         {"topoep_solve_us", c.planner_options.topoep_solve_us},
         {"topoep_replica_uses", c.planner_options.topoep_replica_uses},
-        {"topoep_ib_load_slack",
-         topoep_ib_load_slack(c.planner_options, c.options.dispatcher == Dispatcher::kDeepEP)},
-        {"topoep_ib_opened_run",
-         topoep_ib_opened_run(c.planner_options, c.options.dispatcher == Dispatcher::kDeepEP) ? 1
-                                                                                              : 0},
+        {"topoep_ib_load_slack", topoep_ib_load_slack(c.planner_options, deduplicated)},
+        {"topoep_ib_opened_run", topoep_ib_opened_run(c.planner_options, deduplicated) ? 1 : 0},
         {"topoep_max_moves", c.planner_options.topoep_max_moves}}},
       {"solver_cost",
        {{"compute_ps_per_token", p.compute_ps_per_token},
