@@ -171,11 +171,21 @@ struct ModelSpec {
   // recomputed) its output, the head's input (the head stays bf16), and the softmax over the
   // vocabulary in fp32, from which the backward forms the logits' gradient (Megatron-LM's
   // cross-entropy casts the logits to fp32 and saves their normalised exponentials; the logits
-  // themselves are transient). 0 where vocab_size is 0 (no head counted).
+  // themselves are transient: loss_transient_bytes_per_token()). 0 where vocab_size is 0 (no
+  // head counted).
   std::int64_t head_activation_bytes_per_token(bool norms_recomputed) const {
     if (vocab_size <= 0) return 0;
     const std::int64_t h = hidden_size;
     return kept_bytes(h) + (norms_recomputed ? 0 : kept_bytes(h)) + 4LL * vocab_size;
+  }
+  // Bytes per token that exist only while the loss runs, on top of what the head keeps: the
+  // logits in bf16 (the head's output, which its backward does not read) and the fp32 copy
+  // Megatron-LM's cross-entropy casts them to and normalises into the softmax it keeps. Both
+  // are freed when the loss returns. One loss runs at a time, so the MTP modules' losses add
+  // none. 0 where vocab_size is 0. A fused cross-entropy (Megatron-LM's
+  // --cross-entropy-loss-fusion) keeps less; not modelled.
+  std::int64_t loss_transient_bytes_per_token() const {
+    return vocab_size <= 0 ? 0 : 6LL * vocab_size;
   }
   // Bytes a multi-token-prediction module keeps per token besides its transformer block's and
   // its pass through the head's (head_activation_bytes_per_token()): its two norms' inputs

@@ -44,14 +44,19 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   // of some of the layers keeps the model's proportions.
   const std::int64_t end_per_token = (1 + mtp) * model.head_activation_bytes_per_token(norms) +
                                      mtp * model.mtp_activation_bytes_per_token(norms);
-  const Bytes head =
-      std::llround(model.routed_share(all, mtp) * tokens * static_cast<double>(end_per_token));
+  const double share = model.routed_share(all, mtp);
+  const Bytes head = std::llround(share * tokens * static_cast<double>(end_per_token));
+  const Bytes loss =
+      std::llround(share * tokens * static_cast<double>(model.loss_transient_bytes_per_token()));
   const int last = static_cast<int>(layers_per_chunk.size()) - 1;
-  return peak_gpu_tokens(order, [&](int chunk, int) {
-    const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;
-    return std::vector<TokenCount>{layers + (chunk == 0 ? dense_only : 0) +
-                                   (chunk == last ? head : 0)};
-  });
+  return peak_gpu_tokens(
+      order,
+      [&](int chunk, int) {
+        const Bytes layers = layers_per_chunk.at(static_cast<std::size_t>(chunk)) * per_layer;
+        return std::vector<TokenCount>{layers + (chunk == 0 ? dense_only : 0) +
+                                       (chunk == last ? head : 0)};
+      },
+      [&](int chunk) { return chunk == last ? loss : 0; });
 }
 
 std::vector<StageMemory> resident_stage_memory(const CostModel& cost,

@@ -1,10 +1,11 @@
 #pragma once
 // What one GPU of a pipeline stage holds in memory at its peak (sim/README.md, "Memory a GPU
 // holds"): its model state, the spare slots a planner reserves, the expert activations the
-// replay counts (sim/expert_activations.h) and the attention's and other dense activations.
-// Decimal bytes; deterministic. A floor of what a real run allocates: the all-to-alls' and the
-// token permutation's buffers, the transient logits, the framework's workspaces and the
-// allocator's fragmentation are not counted (they are alike under every planner).
+// replay counts (sim/expert_activations.h) and the attention's and other dense activations,
+// the loss's transient logits among them. Decimal bytes; deterministic. A floor of what a real
+// run allocates: the all-to-alls' and the token permutation's buffers, the framework's
+// workspaces and the allocator's fragmentation are not counted (they are alike under every
+// planner).
 
 #include <string>
 #include <vector>
@@ -50,8 +51,10 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 // chunk that share of the output head and loss's head_activation_bytes_per_token() (once more
 // for each MTP module trained, with its mtp_activation_bytes_per_token()); held from the
 // microbatch's forward through the chunk until its backward through it ends, as the expert
-// activations are (peak_gpu_tokens()). The norms' and MLA's up-projections' outputs are left
-// out where SimOptions recomputes them.
+// activations are (peak_gpu_tokens()); as a forward through the last chunk ends, the loss's
+// transient logits (ModelSpec::loss_transient_bytes_per_token(), the same share) on top for
+// that moment. The norms' and MLA's up-projections' outputs are left out where SimOptions
+// recomputes them.
 std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
                                           const std::vector<int>& layers_per_chunk,
                                           const PipelineTimes& order);

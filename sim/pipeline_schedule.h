@@ -151,10 +151,13 @@ std::vector<int> peak_activations(const PipelineTimes& times, const std::vector<
 // same order and rule as peak_activations(): `tokens(chunk, microbatch)` gives, for each GPU of
 // the chunk's stage ([GPUs], the same count for every call), the token assignments its expert
 // instances process over the chunk's layers in that microbatch. A GPU holds a forward's from
-// its start until that microbatch's backward through the chunk ends. Deterministic integers.
+// its start until that microbatch's backward through the chunk ends. `at_forward_end(chunk)`,
+// where given, is what every GPU holds besides for a moment as a forward through the chunk
+// ends (the loss's transient logits on the model's last chunk). Deterministic integers.
 std::vector<TokenCount> peak_gpu_tokens(
     const PipelineTimes& times,
-    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens);
+    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens,
+    const std::function<TokenCount(int chunk)>& at_forward_end = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

@@ -54,6 +54,7 @@ expect_text "and the dense activations a token keeps, MLA's latents instead of i
 expect_text "and the memory-bound kernels' bytes at an expert" "$work/out" "133568 bytes read and written at its expert, forward and backward"
 expect_text "and a token's of a layer, less with DeepEP's fused permutations" "$work/out" "943360 bytes a token with the alltoall dispatcher, 482816 bytes with DeepEP's"
 expect_text "and what the output head and the loss keep, the softmax in fp32" "$work/out" "545792 bytes a token kept for the backward on the last stage (the final norm, the head's input, the loss's fp32 softmax over the vocabulary), 531456 bytes with the norms recomputed"
+expect_text "and what exists only while the loss runs: the logits in bf16 and fp32 (6 x 129280)" "$work/out" "for the moment the loss runs, 775680 bytes more (the logits in bf16 and their fp32 copy)"
 expect_text "model show says how MLA compresses" "$work/out" "(MLA: query latent 1536, key-value latent 512, RoPE 64)"
 expect_text "model show gives the weights' time on the cluster's links" "$work/out" "553.9 us over NVLink"
 expect_text "model show gives the dense-only layers' and the head's share" "$work/out" "101.0 MFLOP a token (3 / 58 of a 1334.7 MFLOP dense-only layer and 1 / 58 of a 1853.4 MFLOP output head)"

@@ -151,8 +151,10 @@ TEST(GpuMemory, MtpModulesKeepAnotherHeadPassAndTheirNormsOnTheLastChunk) {
   const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
   const double dense_only = 2 * 64.0 * m.dense_layer_activation_bytes_per_token(false, false);
   // Per token: two head passes (the final norm's input and output, the fp32 softmax) and the
-  // module's two norms' inputs and outputs (4 x 1024 bf16), a fifth of it per layer as above.
-  const double end = 64.0 * (2 * (2 * 1024 * 2 + 1000 * 4) + 4 * 1024 * 2);
+  // module's two norms' inputs and outputs (4 x 1024 bf16), and for the moment a loss runs its
+  // bf16 logits and their fp32 copy, once (the losses run one after the other): a fifth of it
+  // per layer as above.
+  const double end = 64.0 * (2 * (2 * 1024 * 2 + 1000 * 4) + 4 * 1024 * 2 + 1000 * 6);
   const std::vector<Bytes> held =
       dense_activation_bytes(cost, {2, 2}, schedule_order(options, 2, 4));
   EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + std::llround(dense_only * 4 / 5)),
@@ -260,23 +262,57 @@ TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheModelsEndsOnItsEn
   // model_with_ends(): 2 dense-only layers beside 4 MoE layers, all 4 in the chunks below.
   const Bytes dense_only = 2 * 64 * m.dense_layer_activation_bytes_per_token(false, false);
   // The head and loss on the last chunk: the final norm's input and output and the fp32
-  // softmax over 1,000 tokens of vocabulary.
+  // softmax over 1,000 tokens of vocabulary, and while the loss runs the logits in bf16 and
+  // their fp32 copy.
   const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4);
+  const Bytes loss = 64 * 1000 * (2 + 4);
   // 1F1B on 2 stages, 4 microbatches: the first stage holds 2 microbatches at its peak, the
-  // last 1.
+  // last 1, and the loss's logits as that one's forward ends.
   const std::vector<Bytes> held =
       dense_activation_bytes(cost, {2, 2}, schedule_order(options, 2, 4));
-  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + dense_only), 2 * layer + head}));
+  EXPECT_EQ(held, (std::vector<Bytes>{2 * (2 * layer + dense_only), 2 * layer + head + loss}));
   // One stage: one microbatch's every layer at a time.
   const SimOptions one;
   EXPECT_EQ(dense_activation_bytes(cost_model(one), {4}, schedule_order(one, 1, 4)),
-            (std::vector<Bytes>{4 * layer + dense_only + head}));
+            (std::vector<Bytes>{4 * layer + dense_only + head + loss}));
   // Recomputing the norms keeps neither normed input, on any layer, nor the final norm's.
   SimOptions norms = options;
   norms.recompute_layernorm = true;
   const Bytes saved = 64 * 2 * m.hidden_size * m.combine_bytes;
   EXPECT_EQ(dense_activation_bytes(cost_model(norms), {2, 2}, schedule_order(norms, 2, 4)),
             (std::vector<Bytes>{held[0] - 2 * (2 + 2) * saved, held[1] - 2 * saved - saved / 2}));
+}
+
+TEST(GpuMemory, TheLossesLogitsCountOnlyAsTheLastChunksForwardEnds) {
+  // Interleaved 1F1B, 2 stages x 2 chunks, 4 microbatches: the last chunk (3) runs on stage 1
+  // beside chunk 1. The logits count on top of what the stage holds as a forward through chunk
+  // 3 ends, not on top of whatever it holds at its peak.
+  SimOptions options;
+  options.pipeline_stages = 2;
+  options.virtual_stages = 2;
+  const CostModel cost = cost_model(options);
+  const ModelSpec& m = cost.model();
+  const PipelineTimes order = schedule_order(options, 2, 4);
+  const Bytes loss = 64 * 1000 * 6;
+  const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4);
+  const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
+  const Bytes dense_only = 2 * 64 * m.dense_layer_activation_bytes_per_token(false, false);
+  // Each stage walked by hand: its ops in order, with and without the logits' moments.
+  std::vector<Bytes> peak(2, 0), peak_without(2, 0), now(2, 0);
+  for (const PipelineOp& op : order.ops) {
+    if (op.weight_grad) continue;
+    const Bytes bytes = layer + (op.chunk == 0 ? dense_only : 0) + (op.chunk == 3 ? head : 0);
+    now[op.stage] += op.forward ? bytes : -bytes;
+    const Bytes moment = op.forward && op.chunk == 3 ? loss : 0;
+    peak[op.stage] = std::max(peak[op.stage], now[op.stage] + moment);
+    peak_without[op.stage] = std::max(peak_without[op.stage], now[op.stage]);
+  }
+  EXPECT_EQ(dense_activation_bytes(cost, {1, 1, 1, 1}, order), peak);
+  EXPECT_EQ(peak[0], peak_without[0]);  // stage 0 runs no loss
+  // Stage 1 holds most while more of chunk 1's microbatches are in flight: the logits, which
+  // exist only as a loss runs, fit under that peak (on 1F1B's last stage they add to it:
+  // DenseActivationsAreHeldPerMicrobatchInFlightTheModelsEndsOnItsEndChunks).
+  EXPECT_EQ(peak[1], peak_without[1]);
 }
 
 TEST(GpuMemory, TheHeadsActivationsAreTheTracesShareOfItOnEveryStageHoldingTheLastChunk) {
@@ -287,7 +323,7 @@ TEST(GpuMemory, TheHeadsActivationsAreTheTracesShareOfItOnEveryStageHoldingTheLa
   const ModelSpec& m = cost.model();
   const Bytes layer = 64 * m.moe_layer_dense_activation_bytes_per_token(false, false);
   const Bytes dense_only = 64 * m.dense_layer_activation_bytes_per_token(false, false);
-  const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4) / 2;
+  const Bytes head = 64 * (2 * 1024 * 2 + 1000 * 4 + 1000 * 6) / 2;
   EXPECT_EQ(dense_activation_bytes(cost, {2}, schedule_order(one, 1, 4)),
             (std::vector<Bytes>{2 * layer + dense_only + head}));
   // DualPipe on 2 stages: each stage holds chunk 1, the model's last (stage 0 as its mirror's),

@@ -170,7 +170,9 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
              " a token kept for the backward on the last stage (the final norm, the head's "
              "input, the loss's fp32 softmax over the vocabulary), " +
              bytes_text(static_cast<double>(model.head_activation_bytes_per_token(true))) +
-             " with the norms recomputed"});
+             " with the norms recomputed; for the moment the loss runs, " +
+             bytes_text(static_cast<double>(model.loss_transient_bytes_per_token())) +
+             " more (the logits in bf16 and their fp32 copy)"});
   }
   table.add_row({"derived, a layer", ""});
   table.add_row({"  dense forward", format_fixed(model.dense_flops_per_token() / 1e6, 1) +

@@ -91,7 +91,8 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
              "attention's, the output head's and other dense parts' (" +
              (recomputed.empty() ? std::string("no recomputation")
                                  : "recomputed: " + spoken_list(recomputed)) +
-             "); buffers are not counted (sim/README.md, \"Memory a GPU holds\"):");
+             "), the loss's transient logits among the dense ones; buffers are not counted "
+             "(sim/README.md, \"Memory a GPU holds\"):");
   std::vector<std::string> header = {"planner",     "model state",       "spare slots",
                                      "expert act.", "dense activations", "total"};
   if (stages) header.push_back("stage");
