@@ -1105,6 +1105,22 @@ expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 expect "simulate takes DeepEP's dispatch" 0 $?
 expect_text "the header says the dispatch is DeepEP's" "$work/out" "DeepEP's dispatch"
 expect_text "summary.json records the dispatcher" "$work/deepep/summary.json" '"dispatcher": "deepep"'
+# Where TopoEP's step is longer than static's (DeepEP's sends, 256 tokens a GPU: sim/README.md,
+# "Against the paper"), a note says what its replicas saved against what they and the solves
+# cost; where it is shorter, none.
+"$topoep" trace synth --out "$work/small.trace" --experts 64 --top-k 6 --ranks 16 --layers 4 \
+  --microbatches 4 --steps 2 --tokens-per-rank 256 --seed 1 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/small.trace" --topology h800-4x8 --nodes 2 \
+  --model deepseek-v2-lite --planners topoep,static --dispatcher deepep >"$work/out" 2>&1
+expect "simulate runs the small DeepEP case" 0 $?
+expect_text "a note says TopoEP's step is longer than static's" "$work/out" \
+  "Note: topoep's step is 0.992x static's here. Per step its plans save 0.69 ms of MoE time"
+expect_text "and names the syncs the replicas' gradients displace" "$work/out" \
+  "syncs 0.16 ms more"
+"$topoep" simulate --trace "$work/small.trace" --topology h800-4x8 --nodes 2 \
+  --model deepseek-v2-lite --planners topoep,static >"$work/out" 2>&1
+expect "and the same per assignment" 0 $?
+expect_no_text "where TopoEP is faster, no such note" "$work/out" "x static's here"
 # TopoEP's IB-opened run follows the dispatcher unless set; summary.json says which ran.
 expect_text "under DeepEP TopoEP runs no IB-opened run" "$work/deepep/summary.json" \
   '"topoep_ib_opened_run": 0'

@@ -150,11 +150,49 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
                  spoken_list(levers, "or") + ".");
 }
 
+// Where TopoEP's step is longer than static's, what its replicas saved against what they and
+// its solves cost, per step, in ms: the table shows the MoE time and the overhead, not the
+// step-end syncs the replicas add or leave less idle time for.
+void print_topoep_behind_static(const RunSummary& summary, std::ostream& out) {
+  const int topoep = summary.index_of("topoep"), stat = summary.index_of("static");
+  if (topoep < 0 || stat < 0) return;
+  const PlannerRunSummary& t = summary.planners()[static_cast<std::size_t>(topoep)];
+  const PlannerRunSummary& s = summary.planners()[static_cast<std::size_t>(stat)];
+  if (t.steps <= 0 || s.steps <= 0 || t.step_time_us() <= s.step_time_us()) return;
+  const auto ms = [](Picoseconds sum, int steps) { return static_cast<double>(sum) / 1e9 / steps; };
+  const double saved = ms(s.moe, s.steps) - ms(t.moe, t.steps);
+  const double weights = ms(t.weight_exposed, t.steps) - ms(s.weight_exposed, s.steps);
+  const double solves = ms(t.overhead, t.steps) - ms(s.overhead, s.steps);
+  const double gradients = ms(t.grad_reduce, t.steps) - ms(s.grad_reduce, s.steps);
+  const double syncs = ms(t.dense_grad_reduce + t.expert_grad_sync, t.steps) -
+                       ms(s.dense_grad_reduce + s.expert_grad_sync, s.steps);
+  const double longer = (t.step_time_us() - s.step_time_us()) / 1e3;
+  const double rest = longer + saved - solves - gradients - syncs;
+  const auto text = [](double value) { return format_fixed(value, 2) + " ms"; };
+  std::string parts = "its GPU solves take " + text(solves) + ", its new replicas' gradients " +
+                      text(gradients) + " at the step's end, and the data-parallel syncs " +
+                      (syncs >= 0 ? text(syncs) + " more" : text(-syncs) + " less") +
+                      " (the replicas' gradients take their idle time)";
+  if (std::abs(rest) >= 0.005) {
+    parts += ", the rest of the step " + (rest >= 0 ? text(rest) + " more" : text(-rest) + " less");
+  }
+  out << "\n"
+      << wrapped("Note: topoep's step is " + format_fixed(summary.speedup(topoep, stat), 3) +
+                 "x static's here. Per step its plans save " + text(saved) +
+                 " of MoE time (net of the " + text(weights) +
+                 " their replicas' weights leave exposed), while " + parts +
+                 ". Replicas pay only where they save more than that: with few tokens a "
+                 "microbatch, and under DeepEP's sends, which save less than the solver "
+                 "expects, they may not (solver/DECISIONS.md, \"Smaller microbatches under "
+                 "DeepEP\").");
+}
+
 void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& config,
                          std::ostream& out) {
   const PlannerOptions& options = config.planner_options;
   const int slots = config.slots_per_rank;
   const bool topoep_runs = summary.index_of("topoep") >= 0;
+  print_topoep_behind_static(summary, out);
   if (topoep_runs && slots > 0) {
     out << "\nNote: topoep's GPU solve is charged " << options.topoep_solve_us
         << " us per layer and microbatch (--topoep-solve-us),\n"
