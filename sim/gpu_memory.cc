@@ -24,6 +24,13 @@ Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers) {
   return std::llround(model.expert_params() * model.weight_bytes * 2.0) * slots * layers;
 }
 
+Bytes loss_logits_bytes(const CostModel& cost, int layers) {
+  const ModelSpec& model = cost.model();
+  return std::llround(model.routed_share(layers, cost.options().mtp_layers) *
+                      static_cast<double>(cost.tokens_per_rank()) *
+                      static_cast<double>(model.loss_transient_bytes_per_token()));
+}
+
 std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
                                           const std::vector<int>& layers_per_chunk,
                                           const PipelineTimes& order) {
@@ -44,10 +51,9 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
   // of some of the layers keeps the model's proportions.
   const std::int64_t end_per_token = (1 + mtp) * model.head_activation_bytes_per_token(norms) +
                                      mtp * model.mtp_activation_bytes_per_token(norms);
-  const double share = model.routed_share(all, mtp);
-  const Bytes head = std::llround(share * tokens * static_cast<double>(end_per_token));
-  const Bytes loss =
-      std::llround(share * tokens * static_cast<double>(model.loss_transient_bytes_per_token()));
+  const Bytes head =
+      std::llround(model.routed_share(all, mtp) * tokens * static_cast<double>(end_per_token));
+  const Bytes loss = loss_logits_bytes(cost, all);
   const int last = static_cast<int>(layers_per_chunk.size()) - 1;
   return peak_gpu_tokens(
       order,

@@ -42,6 +42,12 @@ Bytes model_state_bytes(const StageParameters& parameters, const ModelSpec& mode
 // writes into fixed slots, and EPLB's layouts place a fixed count of physical experts.
 Bytes spare_slot_bytes(const ModelSpec& model, int slots, int layers);
 
+// The loss's transient logits (ModelSpec::loss_transient_bytes_per_token()) of one microbatch
+// of CostModel::tokens_per_rank() tokens, at the share of the model's end a trace of `layers`
+// MoE layers carries (ModelSpec::routed_share(), as the head's activations): what a GPU running
+// the loss holds besides for that moment.
+Bytes loss_logits_bytes(const CostModel& cost, int layers);
+
 // The dense activations one GPU of each of `order`'s stages holds at its peak, with
 // `layers_per_chunk` MoE layers in each chunk of `order` (schedule_order() of the run's
 // schedule): each microbatch's CostModel::tokens_per_rank() tokens keep, in each of a chunk's

@@ -18,6 +18,7 @@
 #include "common/progress.h"
 #include "common/temp_path.h"
 #include "common/text_list.h"
+#include "sim/gpu_memory.h"
 #include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/run_summary.h"
@@ -46,6 +47,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "pipeline_peak_activations",
                                                    "peak_expert_activation_bytes",
                                                    "gpu_memory_bytes",
+                                                   "loss_logits_bytes",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -62,14 +64,18 @@ class SummaryObserver : public ReplayObserver {
     activations_ = pipeline_layout_activations(
         stage_layer_counts(metadata.num_layers, options.pipeline_chunks(), options.pipeline_layers),
         options.pipeline_stages, cost, metadata.microbatches);
+    loss_logits_ = loss_logits_bytes(cost, metadata.num_layers);
   }
   void on_step(const StepResult& step) override { summary_.add(step); }
   // The most layer-microbatches of activations a stage of the run's pipeline holds at once.
   int activations() const { return activations_; }
+  // What the loss's logits add for a moment on a GPU running it (gpu_memory.h).
+  Bytes loss_logits() const { return loss_logits_; }
 
  private:
   RunSummary& summary_;
   int activations_ = 0;
+  Bytes loss_logits_ = 0;
 };
 
 // How many of the rows' points ran eplb on a trace that ends before its first replan (the
@@ -135,6 +141,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["pipeline_peak_activations"] = observer.activations();
     row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes();
     row["gpu_memory_bytes"] = s.busiest_memory().total();
+    row["loss_logits_bytes"] = observer.loss_logits();
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -250,6 +257,11 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("mtp_layers")) {
       row["gpu_memory_bytes"] = nullptr;
       row["mtp_layers"] = 0;
+    }
+    // Nor the loss's logits (counted since 2026-12-06, with their column): emptied.
+    if (!row.contains("loss_logits_bytes")) {
+      row["gpu_memory_bytes"] = nullptr;
+      row["loss_logits_bytes"] = nullptr;
     }
     // Every row before 2026-12-05's last: no memory-bound kernel took time.
     if (!row.contains("memory_bound_kernels")) row["memory_bound_kernels"] = false;

@@ -762,6 +762,18 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheDenseActivations) {
   EXPECT_EQ(row["recompute_mla_up_proj"], false);
 }
 
+// Rows written before the loss's logits joined what a GPU holds (2026-12-06, with their
+// loss_logits_bytes column) counted its memory without them: emptied. A fresh row gives the
+// logits of one microbatch at the trace's share of the model's end.
+TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheLossLogits) {
+  const auto [fresh, row] =
+      row_fresh_and_resumed_without("sweep_rows_before_loss_logits", {"loss_logits_bytes"});
+  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
+  EXPECT_GT(fresh["loss_logits_bytes"].get<double>(), 0);
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_TRUE(row["loss_logits_bytes"].is_null());
+}
+
 // Rows written before the output head's activations joined what a GPU holds (the MTP modules'
 // column came with them, 2026-12-05) counted its memory without them: emptied, no module.
 TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheHeadsActivations) {
