@@ -99,6 +99,23 @@ int count_eplb_home_points(const std::vector<nlohmann::json>& rows, const SweepG
   return count;
 }
 
+// The shard's points where TopoEP's step is longer than static's, and the slowest of them.
+void note_topoep_behind_static(const std::vector<nlohmann::json>& rows, SweepReport* report) {
+  for (const nlohmann::json& row : rows) {
+    if (row.value("planner", "") != "topoep") continue;
+    const auto speedup = row.find("speedup_vs_static"), index = row.find("point");
+    if (speedup == row.end() || !speedup->is_number() || index == row.end() ||
+        !index->is_number_integer() || speedup->get<double>() >= 1) {
+      continue;
+    }
+    ++report->topoep_behind_static_points;
+    if (report->topoep_worst_point < 0 || speedup->get<double>() < report->topoep_worst_vs_static) {
+      report->topoep_worst_vs_static = speedup->get<double>();
+      report->topoep_worst_point = index->get<int>();
+    }
+  }
+}
+
 std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_plans) {
   std::string trace = point.trace_path;
   std::unique_ptr<TempPath> generated;
@@ -495,6 +512,7 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
     }
   }
   report.eplb_home_points = count_eplb_home_points(rows, grid);
+  note_topoep_behind_static(rows, &report);
   write_results(std::move(rows), grid.planners, base);
   fs::remove(partial, error);
   return report;

@@ -31,6 +31,11 @@ struct SweepReport {
   // Points of the shard whose trace ends before EPLB's first replan (at step
   // eplb_period_steps): their eplb row ran the home layout throughout, as static does.
   int eplb_home_points = 0;
+  // Points of the shard where TopoEP's step is longer than static's (both in the grid's
+  // planners), and the lowest speedup_vs_static among them with its point's index (-1: none).
+  int topoep_behind_static_points = 0;
+  double topoep_worst_vs_static = 0;
+  int topoep_worst_point = -1;
   std::string jsonl_path, csv_path;
 };
 

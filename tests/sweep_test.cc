@@ -642,6 +642,31 @@ TEST(Sweep, ResumeRunsOnlyWhatAKilledSweepLostAndRepairsATornLine) {
   EXPECT_FALSE(fs::exists(dir + "/results.partial.jsonl"));
 }
 
+// The report counts the points where TopoEP's step is longer than static's and names the
+// slowest: DeepEP's sends at 256 tokens a GPU on 16 GPUs (sim/README.md, "Against the paper"),
+// not per assignment.
+TEST(Sweep, ReportNamesThePointsWhereTopoepTrailsStatic) {
+  const SweepGrid grid = load_sweep_grid(write_grid("behind_static.json", R"({
+    "planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 2, "microbatches": 4, "layers": 4, "seed": 1,
+                             "tokens_per_rank": 256}}],
+    "topology": ["h800-4x8"], "nodes": [2], "model": ["deepseek-v2-lite"],
+    "dispatcher": ["alltoall", "deepep"]
+  })"));
+  ASSERT_EQ(grid.points.size(), 2u);
+  ASSERT_EQ(grid.points[1].columns["dispatcher"], "deepep");
+  SweepOptions options;
+  options.out_dir = temp_path("sweep_behind_static");
+  options.threads = 1;
+  const SweepReport report = run_sweep(grid, options);
+  EXPECT_EQ(report.topoep_behind_static_points, 1);
+  EXPECT_EQ(report.topoep_worst_point, 1);
+  EXPECT_LT(report.topoep_worst_vs_static, 1.0);
+  const std::vector<double> speedups = column_of(report.jsonl_path, "speedup_vs_static");
+  EXPECT_DOUBLE_EQ(*std::min_element(speedups.begin(), speedups.end()),
+                   report.topoep_worst_vs_static);
+}
+
 // Resuming with a grid that adds points runs only those; a grid that drops a point or changes
 // the planners would drop finished rows from the results, and is refused before anything runs.
 TEST(Sweep, ResumeKeepsEveryFinishedRowOrRefuses) {

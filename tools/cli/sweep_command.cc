@@ -1,9 +1,11 @@
 #include "tools/cli/sweep_command.h"
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "common/parallel_tasks.h"
+#include "common/text_list.h"
 #include "sim/sweep.h"
 #include "solver/input_error.h"
 
@@ -34,6 +36,17 @@ void run_sweep_command(const SweepCommandOptions& options) {
                  "eplb_period_steps, 10 unless the grid sets it), so eplb ran the home layout "
                  "throughout there, as static does.\nA grid's eplb_period_steps below its "
                  "traces' steps lets it replan within them.\n";
+  }
+  if (report.topoep_behind_static_points > 0) {
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.3fx", report.topoep_worst_vs_static);
+    std::cout << "\n"
+              << wrapped("Note: TopoEP's step is longer than static's on " +
+                         std::to_string(report.topoep_behind_static_points) + " of the " +
+                         std::to_string(report.points_in_shard) + " points (the slowest " + worst +
+                         ", point " + std::to_string(report.topoep_worst_point) +
+                         "); topoep simulate on such a point says what its plans saved against "
+                         "what they cost (sim/README.md, \"Against the paper\").");
   }
 }
 
