@@ -1121,6 +1121,17 @@ expect_text "and names the syncs the replicas' gradients displace" "$work/out" \
   --model deepseek-v2-lite --planners topoep,static >"$work/out" 2>&1
 expect "and the same per assignment" 0 $?
 expect_no_text "where TopoEP is faster, no such note" "$work/out" "x static's here"
+# Pipelined, the parts sum over the stages (as the table's); where no replica paid, only the
+# solves are named.
+"$topoep" trace synth --out "$work/small8.trace" --experts 64 --top-k 6 --ranks 16 --layers 8 \
+  --microbatches 8 --steps 2 --tokens-per-rank 256 --seed 2 --hot-ratio 1.5 >/dev/null 2>&1
+"$topoep" simulate --trace "$work/small8.trace" --topology h800-4x8 --nodes 2 \
+  --model deepseek-v2-lite --planners topoep,static --dispatcher deepep --pipeline-stages 2 \
+  >"$work/out" 2>&1
+expect "simulate runs it on 2 pipeline stages" 0 $?
+expect_text "the note sums over the stages" "$work/out" "Per step (summed over the stages) its plans"
+expect_text "and names only the solves where nothing was saved" "$work/out" \
+  "save no MoE time, while its GPU solves take 1.28 ms."
 # TopoEP's IB-opened run follows the dispatcher unless set; summary.json says which ran.
 expect_text "under DeepEP TopoEP runs no IB-opened run" "$work/deepep/summary.json" \
   '"topoep_ib_opened_run": 0'

@@ -153,7 +153,9 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
 // Where TopoEP's step is longer than static's, what its replicas saved against what they and
 // its solves cost, per step, in ms: the table shows the MoE time and the overhead, not the
 // step-end syncs the replicas add or leave less idle time for.
-void print_topoep_behind_static(const RunSummary& summary, std::ostream& out) {
+// With pipeline stages the parts sum over the stages, as the table's do, and the step is the
+// schedule's span: no remainder is given.
+void print_topoep_behind_static(const RunSummary& summary, bool stages, std::ostream& out) {
   const int topoep = summary.index_of("topoep"), stat = summary.index_of("static");
   if (topoep < 0 || stat < 0) return;
   const PlannerRunSummary& t = summary.planners()[static_cast<std::size_t>(topoep)];
@@ -169,19 +171,32 @@ void print_topoep_behind_static(const RunSummary& summary, std::ostream& out) {
   const double longer = (t.step_time_us() - s.step_time_us()) / 1e3;
   const double rest = longer + saved - solves - gradients - syncs;
   const auto text = [](double value) { return format_fixed(value, 2) + " ms"; };
-  std::string parts = "its GPU solves take " + text(solves) + ", its new replicas' gradients " +
-                      text(gradients) + " at the step's end, and the data-parallel syncs " +
-                      (syncs >= 0 ? text(syncs) + " more" : text(-syncs) + " less") +
-                      " (the replicas' gradients take their idle time)";
-  if (std::abs(rest) >= 0.005) {
-    parts += ", the rest of the step " + (rest >= 0 ? text(rest) + " more" : text(-rest) + " less");
+  // Parts below a hundredth of a millisecond are left out: they round to nothing.
+  const auto shows = [](double value) { return std::abs(value) >= 0.005; };
+  std::vector<std::string> costs;
+  if (shows(solves)) costs.push_back("its GPU solves take " + text(solves));
+  if (shows(gradients)) {
+    costs.push_back("its new replicas' gradients " + text(gradients) + " at the step's end");
   }
+  if (shows(syncs)) {
+    costs.push_back("the data-parallel syncs " +
+                    (syncs > 0 ? text(syncs) + " more (the replicas' gradients take their idle "
+                                               "time)"
+                               : text(-syncs) + " less"));
+  }
+  if (!stages && shows(rest)) {
+    costs.push_back("the rest of the step " +
+                    (rest > 0 ? text(rest) + " more" : text(-rest) + " less"));
+  }
+  std::string gain = shows(saved) ? "its plans save " + text(saved) + " of MoE time"
+                                  : "its plans save no MoE time";
+  if (shows(weights))
+    gain += " (net of the " + text(weights) + " their replicas' weights leave exposed)";
   out << "\n"
       << wrapped("Note: topoep's step is " + format_fixed(summary.speedup(topoep, stat), 3) +
-                 "x static's here. Per step its plans save " + text(saved) +
-                 " of MoE time (net of the " + text(weights) +
-                 " their replicas' weights leave exposed), while " + parts +
-                 ". Replicas pay only where they save more than that: with few tokens a "
+                 "x static's here. Per step" + (stages ? " (summed over the stages)" : "") + " " +
+                 gain + (costs.empty() ? std::string() : ", while " + spoken_list(costs)) +
+                 ". Replicas pay only where they save more than they cost: with few tokens a "
                  "microbatch, and under DeepEP's sends, which save less than the solver "
                  "expects, they may not (solver/DECISIONS.md, \"Smaller microbatches under "
                  "DeepEP\").");
@@ -192,7 +207,7 @@ void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& 
   const PlannerOptions& options = config.planner_options;
   const int slots = config.slots_per_rank;
   const bool topoep_runs = summary.index_of("topoep") >= 0;
-  print_topoep_behind_static(summary, out);
+  print_topoep_behind_static(summary, config.options.pipeline_stages > 1, out);
   if (topoep_runs && slots > 0) {
     out << "\nNote: topoep's GPU solve is charged " << options.topoep_solve_us
         << " us per layer and microbatch (--topoep-solve-us),\n"
