@@ -332,7 +332,8 @@ def has_memory_tradeoff(results):
 
 def plot_step_vs_memory(results, planners=("topoep", "eplb-microbatch", "static")):
     """Each point's step time against what its busiest GPU holds (GB: model state, spare slots,
-    expert activations; sim/README.md, "Memory a GPU holds"), one series per planner, the
+    expert and dense activations, the loss's logits among the latter; sim/README.md, "Memory a
+    GPU holds"), one series per planner, the
     first planner's points labelled with the parameters the sweep varies: what spare slots,
     pipeline layouts or recomputation buy in time for their memory."""
     ax = plt.subplots(figsize=(7, 4.5))[1]
@@ -348,7 +349,7 @@ def plot_step_vs_memory(results, planners=("topoep", "eplb-microbatch", "static"
             label = ", ".join(f"{c}={row[c]}" for c in varied)
             ax.annotate(label, (row["gpu_memory_bytes"] / 1e9, row["step_time_us"] / 1e6),
                         fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_xlabel("GB the busiest GPU holds (attention activations not counted)")
+    ax.set_xlabel("GB the busiest GPU holds (buffers not counted)")
     ax.set_ylabel("step time (s)")
     ax.legend()
     ax.set_title("step time against GPU memory")
