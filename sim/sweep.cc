@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -113,6 +114,30 @@ void note_topoep_behind_static(const std::vector<nlohmann::json>& rows, SweepRep
       report->topoep_worst_vs_static = speedup->get<double>();
       report->topoep_worst_point = index->get<int>();
     }
+  }
+}
+
+// How close the shard's TopoEP steps come to the ideal's (a bound no plan reaches: its records
+// pay no weights, gradients or solves), on the points that ran both.
+void note_topoep_against_ideal(const std::vector<nlohmann::json>& rows, SweepReport* report) {
+  double log_sum = 0;
+  for (const nlohmann::json& row : rows) {
+    if (row.value("planner", "") != "topoep") continue;
+    const auto percent = row.find("percent_of_ideal"), index = row.find("point");
+    if (percent == row.end() || !percent->is_number() || !(percent->get<double>() > 0) ||
+        index == row.end() || !index->is_number_integer()) {
+      continue;
+    }
+    const double value = percent->get<double>();
+    ++report->topoep_ideal_points;
+    log_sum += std::log(value);
+    if (report->topoep_least_ideal_point < 0 || value < report->topoep_least_percent_of_ideal) {
+      report->topoep_least_percent_of_ideal = value;
+      report->topoep_least_ideal_point = index->get<int>();
+    }
+  }
+  if (report->topoep_ideal_points > 0) {
+    report->topoep_mean_percent_of_ideal = std::exp(log_sum / report->topoep_ideal_points);
   }
 }
 
@@ -513,6 +538,7 @@ SweepReport run_sweep(const SweepGrid& grid, const SweepOptions& options) {
   }
   report.eplb_home_points = count_eplb_home_points(rows, grid);
   note_topoep_behind_static(rows, &report);
+  note_topoep_against_ideal(rows, &report);
   write_results(std::move(rows), grid.planners, base);
   fs::remove(partial, error);
   return report;

@@ -36,6 +36,12 @@ struct SweepReport {
   int topoep_behind_static_points = 0;
   double topoep_worst_vs_static = 0;
   int topoep_worst_point = -1;
+  // Where the grid runs TopoEP and the ideal: the points with both, the geometric mean of
+  // TopoEP's percent_of_ideal over them, and the least with its point's index (-1: none).
+  int topoep_ideal_points = 0;
+  double topoep_mean_percent_of_ideal = 0;
+  double topoep_least_percent_of_ideal = 0;
+  int topoep_least_ideal_point = -1;
   std::string jsonl_path, csv_path;
 };
 

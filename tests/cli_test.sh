@@ -1232,6 +1232,7 @@ sed -i "s#\$work#$work#g" "$work/grid.json"
 expect "sweep exits 0" 0 $?
 expect_text "sweep --check finds every plan valid" "$work/out" "--check: every plan of the points run was valid"
 expect_no_text "no eplb note without eplb" "$work/out" "eplb's first replan"
+expect_no_text "nothing against the ideal without it" "$work/out" "of the ideal's"
 [[ $(wc -l <"$work/sweep/results.csv") == 5 ]]
 expect "sweep writes a header and one row per point and planner" 0 $?
 "$topoep" sweep --grid "$work/grid.json" --out "$work/sweep" >"$work/out" 2>&1
@@ -1254,6 +1255,13 @@ sed -i "s#\$work#$work#g" "$work/eplb-grid.json"
 expect "sweep with eplb exits 0" 0 $?
 expect_text "the point where eplb never replanned is counted" "$work/out" \
   "Note: in 1 of the 2 points the trace ends before eplb's first replan"
+# With the ideal among the planners the sweep says how close TopoEP comes to it.
+sed 's/"static"\]/"static", "ideal"]/' "$work/grid.json" >"$work/ideal-grid.json"
+"$topoep" sweep --grid "$work/ideal-grid.json" --out "$work/ideal-sweep" >"$work/out" 2>&1
+expect "sweep with the ideal exits 0" 0 $?
+tr '\n' ' ' <"$work/out" >"$work/out-joined"  # the note is wrapped
+expect_text "TopoEP's distance to the ideal is summed up" "$work/out-joined" \
+  "of the ideal's (geometric mean of percent_of_ideal over the 2 points that ran both)"
 echo '{"trace": [{"synthetic": {}}], "slots": []}' >"$work/bad-grid.json"
 "$topoep" sweep --grid "$work/bad-grid.json" --out "$work/bad-sweep" >"$work/out" 2>&1
 expect "a grid with an empty list exits 2" 2 $?

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -665,6 +667,48 @@ TEST(Sweep, ReportNamesThePointsWhereTopoepTrailsStatic) {
   const std::vector<double> speedups = column_of(report.jsonl_path, "speedup_vs_static");
   EXPECT_DOUBLE_EQ(*std::min_element(speedups.begin(), speedups.end()),
                    report.topoep_worst_vs_static);
+}
+
+TEST(Sweep, ReportSaysHowCloseTopoepComesToTheIdeal) {
+  const char* text = R"({
+    "planners": ["topoep", "static", "ideal"],
+    "trace": [{"synthetic": {"steps": 1, "microbatches": 2, "layers": 2, "seed": 3,
+                             "tokens_per_rank": 256, "hot_ratio": 5}}],
+    "topology": ["h800-4x8"], "nodes": [2], "model": ["deepseek-v2-lite"], "slots": [0, 1, 2]
+  })";
+  SweepOptions options;
+  options.out_dir = temp_path("sweep_against_ideal");
+  options.threads = 1;
+  const SweepReport report = run_sweep(load_sweep_grid(write_grid("ideal.json", text)), options);
+  std::istringstream rows(read_file(report.jsonl_path));
+  std::map<int, double> percent_of;  // TopoEP's percent_of_ideal by point
+  for (std::string line; std::getline(rows, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    if (row["planner"] == "topoep") percent_of[row["point"]] = row["percent_of_ideal"];
+  }
+  ASSERT_EQ(percent_of.size(), 3u);
+  std::vector<double> percents;
+  for (const auto& [point, percent] : percent_of) percents.push_back(percent);
+  const auto least = std::min_element(percents.begin(), percents.end());
+  const int least_point = static_cast<int>(least - percents.begin());
+  EXPECT_EQ(report.topoep_ideal_points, 3);
+  double log_sum = 0;
+  for (const double percent : percents) log_sum += std::log(percent);
+  EXPECT_NEAR(report.topoep_mean_percent_of_ideal, std::exp(log_sum / 3), 1e-9);
+  EXPECT_DOUBLE_EQ(report.topoep_least_percent_of_ideal, *least);
+  EXPECT_EQ(report.topoep_least_ideal_point, least_point);
+  // The ideal is a bound: no point above it, and this skewed routing keeps TopoEP below it.
+  for (const double percent : percents) EXPECT_LE(percent, 100.0);
+  EXPECT_LT(report.topoep_least_percent_of_ideal, 100.0);
+
+  // A grid without the ideal reports nothing against it.
+  const SweepReport without = run_sweep(load_sweep_grid(write_grid("no_ideal.json", R"({
+    "planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2]})")),
+                                        SweepOptions{temp_path("sweep_no_ideal")});
+  EXPECT_EQ(without.topoep_ideal_points, 0);
+  EXPECT_EQ(without.topoep_least_ideal_point, -1);
 }
 
 // Resuming with a grid that adds points runs only those; a grid that drops a point or changes

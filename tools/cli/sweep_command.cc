@@ -48,6 +48,19 @@ void run_sweep_command(const SweepCommandOptions& options) {
                          "); topoep simulate on such a point says what its plans saved against "
                          "what they cost (sim/README.md, \"Against the paper\").");
   }
+  if (report.topoep_ideal_points > 0) {
+    char mean[32], least[32];
+    std::snprintf(mean, sizeof mean, "%.1f%%", report.topoep_mean_percent_of_ideal);
+    std::snprintf(least, sizeof least, "%.1f%%", report.topoep_least_percent_of_ideal);
+    std::cout << "\n"
+              << wrapped("TopoEP's step reaches " + std::string(mean) +
+                         " of the ideal's (geometric mean of percent_of_ideal over the " +
+                         std::to_string(report.topoep_ideal_points) + " points that ran both), " +
+                         least + " at the least (point " +
+                         std::to_string(report.topoep_least_ideal_point) +
+                         "). The ideal balances every GPU and pays no replica weights, gradients "
+                         "or solves: a bound, not a plan (sim/README.md, \"The ideal\").");
+  }
 }
 
 }  // namespace
