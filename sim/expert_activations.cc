@@ -1,38 +1,101 @@
 #include "sim/expert_activations.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <numeric>
 
 namespace topoep {
+namespace {
+
+// The token assignments each GPU processes in one record under `planner`: its loads, or for a
+// planner without loads (the ideal) the mean of `reference`'s on every GPU (rounded down), or
+// nothing where `reference` is -1.
+class LayerLoads {
+ public:
+  LayerLoads(const std::vector<RecordResult>& records, int planner, int reference, int ranks,
+             int layers)
+      : records_(records),
+        planner_(planner),
+        reference_(reference),
+        ranks_(ranks),
+        layers_(layers) {}
+
+  // Calls `add(gpu, tokens)` for every GPU of microbatch `m`'s layer `layer`.
+  template <typename Add>
+  void each(int m, int layer, Add&& add) const {
+    const std::vector<LayerCost>& costs =
+        records_[static_cast<std::size_t>(m) * layers_ + layer].planners;
+    const std::vector<TokenCount>& loads = costs[planner_].loads;
+    if (!loads.empty()) {
+      for (int g = 0; g < ranks_; ++g) add(g, loads[g]);
+      return;
+    }
+    if (reference_ < 0) return;
+    const std::vector<TokenCount>& processed = costs[reference_].loads;
+    const TokenCount mean =
+        std::accumulate(processed.begin(), processed.end(), TokenCount{0}) / ranks_;
+    for (int g = 0; g < ranks_; ++g) add(g, mean);
+  }
+
+ private:
+  const std::vector<RecordResult>& records_;
+  int planner_, reference_, ranks_, layers_;
+};
+
+}  // namespace
 
 std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& records, int planner,
                                            int reference, int ranks,
                                            const std::vector<int>& chunk_first,
                                            const PipelineTimes& span) {
-  const int layers = chunk_first.back();
-  const std::size_t gpus = static_cast<std::size_t>(ranks);
-  // Adds microbatch `m`'s tokens of layers [first, end) to each GPU's `held`.
-  const auto add_layers = [&](int m, int first, int end, std::vector<TokenCount>& held) {
-    for (int layer = first; layer < end; ++layer) {
-      const std::vector<LayerCost>& costs =
-          records[static_cast<std::size_t>(m) * layers + layer].planners;
-      const std::vector<TokenCount>& loads = costs[planner].loads;
-      if (!loads.empty()) {
-        for (std::size_t g = 0; g < gpus; ++g) held[g] += loads[g];
-        continue;
-      }
-      if (reference < 0) continue;
-      const std::vector<TokenCount>& processed = costs[reference].loads;
-      const TokenCount mean =
-          std::accumulate(processed.begin(), processed.end(), TokenCount{0}) / ranks;
-      for (TokenCount& tokens : held) tokens += mean;
-    }
-  };
+  const LayerLoads loads(records, planner, reference, ranks, chunk_first.back());
   return peak_gpu_tokens(span, [&](int chunk, int m) {
-    std::vector<TokenCount> held(gpus, 0);
-    add_layers(m, chunk_first[chunk], chunk_first[chunk + 1], held);
+    std::vector<TokenCount> held(static_cast<std::size_t>(ranks), 0);
+    for (int layer = chunk_first[chunk]; layer < chunk_first[chunk + 1]; ++layer) {
+      loads.each(m, layer, [&](int g, TokenCount tokens) { held[g] += tokens; });
+    }
     return held;
   });
+}
+
+Bytes token_buffer_bytes_per_assignment(const ModelSpec& model, Dispatcher dispatcher,
+                                        int local_experts) {
+  const Bytes output = static_cast<Bytes>(model.hidden_size) * model.combine_bytes;
+  const bool sorted_back = dispatcher == Dispatcher::kPerAssignment && local_experts > 1;
+  return sorted_back ? 2 * output : output;
+}
+
+std::vector<Bytes> peak_expert_bytes(const std::vector<RecordResult>& records, int planner,
+                                     int reference, int ranks, const std::vector<int>& chunk_first,
+                                     const PipelineTimes& span, Bytes kept_bytes,
+                                     Bytes buffer_bytes) {
+  const LayerLoads loads(records, planner, reference, ranks, chunk_first.back());
+  const std::size_t gpus = static_cast<std::size_t>(ranks);
+  const auto held = [&](int chunk, int m) {
+    std::vector<Bytes> bytes(gpus, 0);
+    for (int layer = chunk_first[chunk]; layer < chunk_first[chunk + 1]; ++layer) {
+      loads.each(m, layer, [&](int g, TokenCount tokens) { bytes[g] += tokens * kept_bytes; });
+    }
+    return bytes;
+  };
+  // As layer j's forward runs a GPU holds its buffers and the chunk's kept activations up to j:
+  // beyond what it holds once the chunk's forward ends, its buffers less what the layers after
+  // j keep. Walked from the chunk's last layer back, the suffix is what those layers keep.
+  const auto during = [&](int chunk, int m) {
+    std::vector<Bytes> most(gpus, std::numeric_limits<Bytes>::min()), later(gpus, 0);
+    for (int layer = chunk_first[chunk + 1] - 1; layer >= chunk_first[chunk]; --layer) {
+      std::vector<TokenCount> tokens(gpus, 0);
+      loads.each(m, layer, [&](int g, TokenCount t) { tokens[g] = t; });
+      for (std::size_t g = 0; g < gpus; ++g) {
+        most[g] = std::max(most[g], tokens[g] * buffer_bytes - later[g]);
+        later[g] += tokens[g] * kept_bytes;
+      }
+    }
+    for (Bytes& bytes : most) bytes = std::max<Bytes>(bytes, 0);
+    return most;
+  };
+  return peak_gpu_tokens(span, held, {}, during);
 }
 
 }  // namespace topoep

@@ -72,8 +72,11 @@ std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
   std::vector<StageMemory> memory;
   for (const StageParameters& stage : cost.pipeline_parameters(layers_per_chunk, stages)) {
     const Bytes activations = dense.at(memory.size());
-    memory.push_back({model_state_bytes(stage, cost.model(), cost.options()),
-                      spare_slot_bytes(cost.model(), slots, stage.layers), 0, activations});
+    StageMemory held;
+    held.model_state = model_state_bytes(stage, cost.model(), cost.options());
+    held.spare_slots = spare_slot_bytes(cost.model(), slots, stage.layers);
+    held.dense_activations = activations;
+    memory.push_back(held);
   }
   return memory;
 }

@@ -90,7 +90,7 @@ int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int st
 
 std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,
                                           const CostModel& cost, int microbatches, int slots,
-                                          Bytes bytes_per_layer_microbatch) {
+                                          Bytes bytes_per_layer_microbatch, Bytes token_buffers) {
   const SimOptions options = layout_options(layers_per_chunk, stages, cost);
   const int chunks = static_cast<int>(layers_per_chunk.size());
   const PipelineTimes order = schedule_order(options, chunks, microbatches);
@@ -100,6 +100,7 @@ std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chu
       resident_stage_memory(cost, layers_per_chunk, stages, slots, order);
   for (int s = 0; s < stages; ++s) {
     stage[s].expert_activations = peaks[s] * bytes_per_layer_microbatch;
+    stage[s].token_buffers = token_buffers;
     memory.push_back(stage[s].total());
   }
   return memory;

@@ -78,13 +78,14 @@ int pipeline_layout_activations(const std::vector<int>& layers_per_chunk, int st
                                 const CostModel& cost, int microbatches);
 
 // What a GPU of each stage would hold under `layers_per_chunk` over `stages` stages, in bytes
-// (sim/gpu_memory.h): its model state, `slots` spare slots and dense activations exactly, and
-// its expert
-// activations estimated as its peak layer-microbatches (pipeline_peak_activations()) times
-// `bytes_per_layer_microbatch`.
+// (sim/gpu_memory.h): its model state, `slots` spare slots and dense activations exactly, its
+// expert activations estimated as its peak layer-microbatches (pipeline_peak_activations())
+// times `bytes_per_layer_microbatch`, and `token_buffers` on top (the most a run's stage added:
+// a layer's, whatever the layout).
 std::vector<Bytes> pipeline_layout_memory(const std::vector<int>& layers_per_chunk, int stages,
                                           const CostModel& cost, int microbatches, int slots,
-                                          Bytes bytes_per_layer_microbatch);
+                                          Bytes bytes_per_layer_microbatch,
+                                          Bytes token_buffers = 0);
 
 // The estimate's rate from a run: the most expert activation bytes one GPU of a stage held per
 // layer-microbatch the stage held (`stages`: PlannerRunSummary::stage_memory; `peaks`: the

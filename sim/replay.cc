@@ -130,10 +130,14 @@ class Replay {
     // the dense activations, and under the planners that place replicas, the spare slots.
     const PipelineTimes order =
         schedule_order(sim, static_cast<int>(chunk_layers.size()), metadata.microbatches);
+    const int ranks = config.topology.num_gpus();
+    const int most_homed = (metadata.num_experts + ranks - 1) / ranks;
     for (const std::string& planner : config.planners) {
-      resident_memory_.push_back(resident_stage_memory(
-          cost_, chunk_layers, sim.pipeline_stages,
-          planner_reserves_slots(planner) ? config.slots_per_rank : 0, order));
+      const int slots = planner_reserves_slots(planner) ? config.slots_per_rank : 0;
+      resident_memory_.push_back(
+          resident_stage_memory(cost_, chunk_layers, sim.pipeline_stages, slots, order));
+      token_buffer_bytes_.push_back(
+          token_buffer_bytes_per_assignment(config.model, sim.dispatcher, most_homed + slots));
     }
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
     // One stage's step is its records one after the other, with no operations to walk for the
@@ -249,15 +253,21 @@ class Replay {
       totals.moe_forward += span.unhidden_forward;
       totals.optimizer = optimizer_ps_;
       totals.step_time = span.makespan + optimizer_ps_;
+      const int reference = planned_.empty() ? -1 : planned_.front();
+      const PipelineTimes& order = span.ops.empty() ? one_stage_order_ : span;
       const std::vector<TokenCount> stages = peak_expert_tokens(
-          result.records, static_cast<int>(p), planned_.empty() ? -1 : planned_.front(), gpus(),
-          chunk_first_, span.ops.empty() ? one_stage_order_ : span);
+          result.records, static_cast<int>(p), reference, gpus(), chunk_first_, order);
       const Bytes per_token =
           cost_.model().expert_activation_bytes_per_token(config_.options.recompute_moe_activation);
+      const std::vector<Bytes> with_buffers =
+          peak_expert_bytes(result.records, static_cast<int>(p), reference, gpus(), chunk_first_,
+                            order, per_token, token_buffer_bytes_[p]);
       totals.peak_expert_tokens = *std::max_element(stages.begin(), stages.end());
       totals.stage_memory = resident_memory_[p];
       for (std::size_t s = 0; s < stages.size(); ++s) {
-        totals.stage_memory[s].expert_activations = stages[s] * per_token;
+        StageMemory& memory = totals.stage_memory[s];
+        memory.expert_activations = stages[s] * per_token;
+        memory.token_buffers = with_buffers[s] - memory.expert_activations;
       }
       if (result.step == config_.detail_step && !span.ops.empty()) {
         totals.schedule = std::move(span);
@@ -576,6 +586,10 @@ class Replay {
   Picoseconds optimizer_ps_ = 0;
   // Each planner's (SimConfig order) resident_stage_memory(): one GPU of each stage.
   std::vector<std::vector<StageMemory>> resident_memory_;
+  // Each planner's (SimConfig order) token buffers a token assignment
+  // (token_buffer_bytes_per_assignment(), its GPUs' local experts: the most homed and the
+  // spare slots where it reserves them).
+  std::vector<Bytes> token_buffer_bytes_;
   // The first layer of each chunk of the pipeline stages, and the layer count last
   // (stage_first_layers() over SimOptions::pipeline_chunks()).
   std::vector<int> chunk_first_;

@@ -66,8 +66,14 @@ void RunSummary::add(const StepResult& step) {
     std::vector<StageMemory>& stages = s.stage_memory;
     if (stages.empty()) stages = totals.stage_memory;
     for (std::size_t i = 0; i < stages.size(); ++i) {
+      // The most of each over the steps: the buffers as what they add to the expert
+      // activations' most, so that the stage's total is the most it held with them.
+      const StageMemory& step_stage = totals.stage_memory[i];
+      const Bytes with_buffers = std::max(stages[i].expert_activations + stages[i].token_buffers,
+                                          step_stage.expert_activations + step_stage.token_buffers);
       stages[i].expert_activations =
-          std::max(stages[i].expert_activations, totals.stage_memory[i].expert_activations);
+          std::max(stages[i].expert_activations, step_stage.expert_activations);
+      stages[i].token_buffers = with_buffers - stages[i].expert_activations;
     }
     for (const RecordResult& record : step.records) {
       const LayerCost& c = record.planners[p];
@@ -141,6 +147,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
       stages.push_back({{"model_state", stage.model_state},
                         {"spare_slots", stage.spare_slots},
                         {"expert_activations", stage.expert_activations},
+                        {"token_buffers", stage.token_buffers},
                         {"dense_activations", stage.dense_activations},
                         {"total", stage.total()}});
     }

@@ -167,14 +167,16 @@ class OutputObserver : public ReplayObserver {
       advice.max_activations = request_.advice_max_activations > 0 ? request_.advice_max_activations
                                                                    : advice.activations_now;
       // What a layout's busiest GPU would hold: its expert activations at the rate this run's
-      // layout held them per layer-microbatch.
-      const Bytes rate =
-          activation_bytes_per_layer_microbatch(result_.summary.planners()[p].stage_memory,
-                                                pipeline_peak_activations(sim, now, microbatches));
+      // layout held them per layer-microbatch, and the most token buffers a stage added.
+      const std::vector<StageMemory>& run = result_.summary.planners()[p].stage_memory;
+      const Bytes rate = activation_bytes_per_layer_microbatch(
+          run, pipeline_peak_activations(sim, now, microbatches));
+      Bytes buffers = 0;
+      for (const StageMemory& stage : run) buffers = std::max(buffers, stage.token_buffers);
       const int slots =
           planner_reserves_slots(request_.config.planners[p]) ? request_.config.slots_per_rank : 0;
       const auto stage_memory = [&](const std::vector<int>& layout) {
-        return pipeline_layout_memory(layout, stages, *cost_, microbatches, slots, rate);
+        return pipeline_layout_memory(layout, stages, *cost_, microbatches, slots, rate, buffers);
       };
       const auto memory = [&](const std::vector<int>& layout) {
         const std::vector<Bytes> stages_held = stage_memory(layout);

@@ -49,6 +49,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "peak_expert_activation_bytes",
                                                    "gpu_memory_bytes",
                                                    "loss_logits_bytes",
+                                                   "token_buffer_bytes",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -184,6 +185,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["peak_expert_activation_bytes"] = s.peak_expert_activation_bytes();
     row["gpu_memory_bytes"] = s.busiest_memory().total();
     row["loss_logits_bytes"] = observer.loss_logits();
+    row["token_buffer_bytes"] = s.busiest_memory().token_buffers;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -304,6 +306,11 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("loss_logits_bytes")) {
       row["gpu_memory_bytes"] = nullptr;
       row["loss_logits_bytes"] = nullptr;
+    }
+    // Nor the experts' output buffers (counted since 2026-12-06, later, with their column).
+    if (!row.contains("token_buffer_bytes")) {
+      row["gpu_memory_bytes"] = nullptr;
+      row["token_buffer_bytes"] = nullptr;
     }
     // Every row before 2026-12-05's last: no memory-bound kernel took time.
     if (!row.contains("memory_bound_kernels")) row["memory_bound_kernels"] = false;

@@ -809,8 +809,11 @@ for planner in recomputed["planners"]:
         assert stage["spare_slots"] == (expert * 2 * 2 if planner["planner"] == "topoep" else 0), stage
         assert stage["expert_activations"] == activations, stage
         assert stage["dense_activations"] == dense[s], (stage, dense)
+        # The experts' output and its copy sorted back (4 home experts a GPU): 2 x 1024 x 2
+        # bytes a token assignment of a layer, at most every assignment of the 16 GPUs'.
+        assert 0 < stage["token_buffers"] <= 2 * 1024 * 2 * tokens * 8 * 16, stage
         assert stage["total"] == (stage["model_state"] + stage["spare_slots"] + activations +
-                                  dense[s]), stage
+                                  stage["token_buffers"] + dense[s]), stage
     assert memory["bytes"] == memory["stages"][memory["stage"]]["total"], memory
     assert memory["bytes"] == max(s["total"] for s in memory["stages"]), memory
 PY

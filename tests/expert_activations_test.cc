@@ -77,15 +77,21 @@ TEST(ExpertActivations, AHotGpuThatMovesBetweenMicrobatchesHoldsLessThanTheSumOf
   EXPECT_EQ(peaks, (std::vector<TokenCount>{6, 9}));
 }
 
-TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRoundedDown) {
-  // Two microbatches of two layers on two GPUs; planner 0 with loads, planner 1 without (the
-  // ideal), from planner 0's.
-  const std::vector<std::vector<TokenCount>> loads = {{5, 1}, {1, 4}, {2, 2}, {6, 1}};
-  std::vector<RecordResult> records(4);
-  for (std::size_t r = 0; r < 4; ++r) {
+// Records with two planners: planner 0 processing `loads` (one row a record), planner 1 without
+// loads (the ideal).
+std::vector<RecordResult> records_with_loads(const std::vector<std::vector<TokenCount>>& loads) {
+  std::vector<RecordResult> records(loads.size());
+  for (std::size_t r = 0; r < loads.size(); ++r) {
     records[r].planners.resize(2);
     records[r].planners[0].loads = loads[r];
   }
+  return records;
+}
+
+TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRoundedDown) {
+  // Two microbatches of two layers on two GPUs; planner 0 with loads, planner 1 without (the
+  // ideal), from planner 0's.
+  const std::vector<RecordResult> records = records_with_loads({{5, 1}, {1, 4}, {2, 2}, {6, 1}});
   // Each microbatch forward, then backward.
   const PipelineTimes one_stage = schedule_order(SimOptions{}, 1, 2);
   // Microbatch 0 holds {6, 5}, microbatch 1 {8, 3}.
@@ -94,6 +100,32 @@ TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRound
   // The mean, rounded down, a layer: 3 + 2, then 2 + 3.
   EXPECT_EQ(peak_expert_tokens(records, 1, 0, 2, {0, 2}, one_stage), Peaks{5});
   EXPECT_EQ(peak_expert_tokens(records, 1, -1, 2, {0, 2}, one_stage), Peaks{0});
+}
+
+TEST(ExpertActivations, AnEarlyLayersBuffersCountBeforeTheLayersAfterItAreHeld) {
+  // One microbatch of two layers on two GPUs, 10 bytes kept and 8 of buffers an assignment.
+  // GPU 0 processes 9 assignments in layer 0 and 1 in layer 1: as layer 0's forward runs it
+  // holds 90 kept and 72 of buffers (162), more than the 100 + 8 as layer 1's runs.
+  const std::vector<RecordResult> records = records_with_loads({{9, 1}, {1, 1}});
+  const PipelineTimes one_stage = schedule_order(SimOptions{}, 1, 1);
+  using Peaks = std::vector<Bytes>;
+  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, 8), Peaks{162});
+  // Without buffers, what peak_expert_tokens() holds at 10 bytes an assignment.
+  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, 0), Peaks{100});
+  EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), std::vector<TokenCount>{10});
+  // The ideal holds the mean a layer (5, then 1) on both GPUs: 60, then 5 x 8 - 10 on top.
+  EXPECT_EQ(peak_expert_bytes(records, 1, 0, 2, {0, 2}, one_stage, 10, 8), Peaks{90});
+}
+
+TEST(ExpertActivations, TheOutputsCopyBackCountsUnderTheAllToAllWithMoreThanOneLocalExpert) {
+  ModelSpec model;
+  model.hidden_size = 7168;
+  model.combine_bytes = 2;
+  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kPerAssignment, 8), 28672);
+  // One local expert: Megatron-LM sorts nothing back.
+  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kPerAssignment, 1), 14336);
+  // DeepEP's copy back holds a token once a GPU: left out.
+  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kDeepEP, 8), 14336);
 }
 
 // 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.

@@ -843,6 +843,17 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheLossLogits) {
   EXPECT_TRUE(row["loss_logits_bytes"].is_null());
 }
 
+// Rows written before the experts' output buffers joined what a GPU holds (2026-12-06, with
+// their column) counted its memory without them: emptied.
+TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheTokenBuffers) {
+  const auto [fresh, row] =
+      row_fresh_and_resumed_without("sweep_rows_before_token_buffers", {"token_buffer_bytes"});
+  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
+  EXPECT_GT(fresh["token_buffer_bytes"].get<double>(), 0);
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_TRUE(row["token_buffer_bytes"].is_null());
+}
+
 // Rows written before the output head's activations joined what a GPU holds (the MTP modules'
 // column came with them, 2026-12-05) counted its memory without them: emptied, no module.
 TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheHeadsActivations) {

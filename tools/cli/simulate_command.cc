@@ -457,8 +457,9 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--advice-max-gb", o->advice_max_gb,
                    "The stage-layout advice considers only layouts whose busiest GPU would hold "
-                   "at most this many GB (model state, spare slots, expert activations at this "
-                   "run's rate a layer-microbatch); 0: no such cap")
+                   "at most this many GB (model state, spare slots, dense activations, expert "
+                   "activations at this run's rate a layer-microbatch and its most token "
+                   "buffers); 0: no such cap")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   simulate

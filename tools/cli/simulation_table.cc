@@ -91,10 +91,12 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
              "attention's, the output head's and other dense parts' (" +
              (recomputed.empty() ? std::string("no recomputation")
                                  : "recomputed: " + spoken_list(recomputed)) +
-             "), the loss's transient logits among the dense ones; buffers are not counted "
-             "(sim/README.md, \"Memory a GPU holds\"):");
-  std::vector<std::string> header = {"planner",     "model state",       "spare slots",
-                                     "expert act.", "dense activations", "total"};
+             "), the loss's transient logits among the dense ones, and what the experts' "
+             "output buffers add as a layer's forward runs; the all-to-alls' own buffers are "
+             "not counted (sim/README.md, \"Memory a GPU holds\"):");
+  std::vector<std::string> header = {"planner",     "model state",   "spare slots",
+                                     "expert act.", "token buffers", "dense activations",
+                                     "total"};
   if (stages) header.push_back("stage");
   TextTable table(header);
   for (const PlannerRunSummary& s : summary.planners()) {
@@ -103,6 +105,7 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
                                     gigabytes(memory.model_state),
                                     gigabytes(memory.spare_slots),
                                     gigabytes(memory.expert_activations),
+                                    gigabytes(memory.token_buffers),
                                     gigabytes(memory.dense_activations),
                                     gigabytes(memory.total())};
     if (stages) row.push_back(std::to_string(s.busiest_memory_stage()));
