@@ -59,17 +59,18 @@ std::vector<TokenCount> peak_expert_tokens(const std::vector<RecordResult>& reco
   });
 }
 
-Bytes token_buffer_bytes_per_assignment(const ModelSpec& model, Dispatcher dispatcher,
-                                        int local_experts) {
-  const Bytes output = static_cast<Bytes>(model.hidden_size) * model.combine_bytes;
+TokenBufferBytes token_buffer_bytes(const ModelSpec& model, Dispatcher dispatcher,
+                                    int local_experts) {
+  const Bytes h = model.hidden_size, f = model.expert_ffn_size, width = model.combine_bytes;
   const bool sorted_back = dispatcher == Dispatcher::kPerAssignment && local_experts > 1;
-  return sorted_back ? 2 * output : output;
+  const Bytes copies = sorted_back ? 2 * h : h;
+  return {copies * width, std::max({copies, h + f, 3 * f, 2 * f + h}) * width};
 }
 
 std::vector<Bytes> peak_expert_bytes(const std::vector<RecordResult>& records, int planner,
                                      int reference, int ranks, const std::vector<int>& chunk_first,
                                      const PipelineTimes& span, Bytes kept_bytes,
-                                     Bytes buffer_bytes) {
+                                     const TokenBufferBytes& buffers) {
   const LayerLoads loads(records, planner, reference, ranks, chunk_first.back());
   const std::size_t gpus = static_cast<std::size_t>(ranks);
   const auto held = [&](int chunk, int m) {
@@ -79,16 +80,18 @@ std::vector<Bytes> peak_expert_bytes(const std::vector<RecordResult>& records, i
     }
     return bytes;
   };
-  // As layer j's forward runs a GPU holds its buffers and the chunk's kept activations up to j:
-  // beyond what it holds once the chunk's forward ends, its buffers less what the layers after
-  // j keep. Walked from the chunk's last layer back, the suffix is what those layers keep.
-  const auto during = [&](int chunk, int m) {
+  // As layer j's forward runs a GPU holds its buffers and the chunk's kept activations up to j;
+  // as its backward runs, its buffers and those up to j too, the layers after j let go: either
+  // way, beyond what the GPU holds with the whole chunk's, j's buffers less what the layers
+  // after j keep. Walked from the chunk's last layer back, the suffix is what those keep.
+  const auto during = [&](int chunk, int m, bool forward) {
+    const Bytes rate = forward ? buffers.forward : buffers.backward;
     std::vector<Bytes> most(gpus, std::numeric_limits<Bytes>::min()), later(gpus, 0);
+    std::vector<TokenCount> tokens(gpus, 0);
     for (int layer = chunk_first[chunk + 1] - 1; layer >= chunk_first[chunk]; --layer) {
-      std::vector<TokenCount> tokens(gpus, 0);
       loads.each(m, layer, [&](int g, TokenCount t) { tokens[g] = t; });
       for (std::size_t g = 0; g < gpus; ++g) {
-        most[g] = std::max(most[g], tokens[g] * buffer_bytes - later[g]);
+        most[g] = std::max(most[g], tokens[g] * rate - later[g]);
         later[g] += tokens[g] * kept_bytes;
       }
     }

@@ -1,12 +1,11 @@
 #pragma once
 // What one GPU of a pipeline stage holds in memory at its peak (sim/README.md, "Memory a GPU
 // holds"): its model state, the spare slots a planner reserves, the expert activations the
-// replay counts and the experts' output buffers as a layer's forward runs
+// replay counts and the experts' token buffers as a layer's forward or backward runs
 // (sim/expert_activations.h), and the attention's and other dense activations, the loss's
 // transient logits among them. Decimal bytes; deterministic. A floor of what a real run
-// allocates: the all-to-alls' own buffers (DeepEP's fixed ones included), the backward's
-// gradient buffers, the framework's workspaces and the allocator's fragmentation are not
-// counted.
+// allocates: the all-to-alls' own buffers (DeepEP's fixed ones included), the framework's
+// workspaces and the allocator's fragmentation are not counted.
 
 #include <string>
 #include <vector>
@@ -23,8 +22,8 @@ struct StageMemory {
   Bytes model_state = 0;         // weights, gradients and optimizer state (model_state_bytes())
   Bytes spare_slots = 0;         // the replicas' weights and gradients (spare_slot_bytes())
   Bytes expert_activations = 0;  // the most one GPU holds at once over the run
-  // What the MoE layers' token buffers add to that peak for a moment as a layer's forward runs
-  // (peak_expert_bytes() less expert_activations: sim/expert_activations.h).
+  // What the MoE layers' token buffers add to that peak for a moment as a layer's forward or
+  // backward runs (peak_expert_bytes() less expert_activations: sim/expert_activations.h).
   Bytes token_buffers = 0;
   Bytes dense_activations = 0;  // dense_activation_bytes(), the same under every planner
   Bytes total() const {

@@ -419,22 +419,24 @@ std::vector<int> peak_activations(const PipelineTimes& times,
 std::vector<TokenCount> peak_gpu_tokens(
     const PipelineTimes& times,
     const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens,
-    const std::function<TokenCount(int chunk)>& at_forward_end,
-    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& during_forward) {
+    const std::function<TokenCount(int chunk)>& at_forward_end, const MomentHeld& during) {
   std::vector<std::vector<TokenCount>> held(times.busy.size());
   std::vector<TokenCount> peak(times.busy.size(), 0);
   for (const PipelineOp& op : times.ops) {
     if (op.weight_grad) continue;
     const std::vector<TokenCount> chunk = tokens(op.chunk, op.microbatch);
     const TokenCount moment = op.forward && at_forward_end ? at_forward_end(op.chunk) : 0;
-    const std::vector<TokenCount> during = op.forward && during_forward
-                                               ? during_forward(op.chunk, op.microbatch)
-                                               : std::vector<TokenCount>(chunk.size(), 0);
+    const std::vector<TokenCount> extra = during ? during(op.chunk, op.microbatch, op.forward)
+                                                 : std::vector<TokenCount>(chunk.size(), 0);
     std::vector<TokenCount>& gpus = held[op.stage];
     gpus.resize(chunk.size(), 0);
     for (std::size_t g = 0; g < chunk.size(); ++g) {
+      // A backward's moments come before it lets its chunk's activations go.
+      if (!op.forward) peak[op.stage] = std::max(peak[op.stage], gpus[g] + extra.at(g));
       gpus[g] += op.forward ? chunk[g] : -chunk[g];
-      peak[op.stage] = std::max(peak[op.stage], gpus[g] + std::max(moment, during.at(g)));
+      if (op.forward) {
+        peak[op.stage] = std::max(peak[op.stage], gpus[g] + std::max(moment, extra.at(g)));
+      }
     }
   }
   return peak;

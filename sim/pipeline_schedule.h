@@ -153,16 +153,17 @@ std::vector<int> peak_activations(const PipelineTimes& times, const std::vector<
 // instances process over the chunk's layers in that microbatch. A GPU holds a forward's from
 // its start until that microbatch's backward through the chunk ends. `at_forward_end(chunk)`,
 // where given, is what every GPU holds besides for a moment as a forward through the chunk
-// ends (the loss's transient logits on the model's last chunk). `during_forward(chunk,
-// microbatch)`, where given, is for each GPU the most it holds besides, for a moment while
-// that forward runs, beyond what it holds once the forward ends (the token buffers of the
-// chunk's layers: sim/expert_activations.h); another moment than at_forward_end's. The units
-// are the caller's (token assignments, bytes). Deterministic integers.
+// ends (the loss's transient logits on the model's last chunk). `during(chunk, microbatch,
+// forward)`, where given, is for each GPU the most it holds besides, for a moment while that
+// forward (or backward) runs, beyond what it holds once the forward ends (as the backward
+// begins): the token buffers of the chunk's layers (sim/expert_activations.h), another moment
+// than at_forward_end's. The units are the caller's (token assignments, bytes). Deterministic
+// integers.
+using MomentHeld = std::function<std::vector<TokenCount>(int chunk, int microbatch, bool forward)>;
 std::vector<TokenCount> peak_gpu_tokens(
     const PipelineTimes& times,
     const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& tokens,
-    const std::function<TokenCount(int chunk)>& at_forward_end = {},
-    const std::function<std::vector<TokenCount>(int chunk, int microbatch)>& during_forward = {});
+    const std::function<TokenCount(int chunk)>& at_forward_end = {}, const MomentHeld& during = {});
 
 // The first layer of each of `stages` contiguous stages over `layers` layers, and `layers` last
 // ([stages + 1]): the first layers % stages stages hold one layer more. stages in [1, layers].

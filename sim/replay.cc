@@ -137,7 +137,7 @@ class Replay {
       resident_memory_.push_back(
           resident_stage_memory(cost_, chunk_layers, sim.pipeline_stages, slots, order));
       token_buffer_bytes_.push_back(
-          token_buffer_bytes_per_assignment(config.model, sim.dispatcher, most_homed + slots));
+          token_buffer_bytes(config.model, sim.dispatcher, most_homed + slots));
     }
     if (sim.pipeline_stages > 1) handover_ps_ = cost_.pipeline_handover_ps();
     // One stage's step is its records one after the other, with no operations to walk for the
@@ -586,10 +586,9 @@ class Replay {
   Picoseconds optimizer_ps_ = 0;
   // Each planner's (SimConfig order) resident_stage_memory(): one GPU of each stage.
   std::vector<std::vector<StageMemory>> resident_memory_;
-  // Each planner's (SimConfig order) token buffers a token assignment
-  // (token_buffer_bytes_per_assignment(), its GPUs' local experts: the most homed and the
-  // spare slots where it reserves them).
-  std::vector<Bytes> token_buffer_bytes_;
+  // Each planner's (SimConfig order) token buffers a token assignment (token_buffer_bytes(),
+  // its GPUs' local experts: the most homed and the spare slots where it reserves them).
+  std::vector<TokenBufferBytes> token_buffer_bytes_;
   // The first layer of each chunk of the pipeline stages, and the layer count last
   // (stage_first_layers() over SimOptions::pipeline_chunks()).
   std::vector<int> chunk_first_;

@@ -307,7 +307,7 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       row["gpu_memory_bytes"] = nullptr;
       row["loss_logits_bytes"] = nullptr;
     }
-    // Nor the experts' output buffers (counted since 2026-12-06, later, with their column).
+    // Nor the experts' token buffers (counted since 2026-12-06, later, with their column).
     if (!row.contains("token_buffer_bytes")) {
       row["gpu_memory_bytes"] = nullptr;
       row["token_buffer_bytes"] = nullptr;

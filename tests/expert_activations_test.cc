@@ -103,29 +103,43 @@ TEST(ExpertActivations, OneStageHoldsEachMicrobatchsLayersTheIdealTheirMeanRound
 }
 
 TEST(ExpertActivations, AnEarlyLayersBuffersCountBeforeTheLayersAfterItAreHeld) {
-  // One microbatch of two layers on two GPUs, 10 bytes kept and 8 of buffers an assignment.
-  // GPU 0 processes 9 assignments in layer 0 and 1 in layer 1: as layer 0's forward runs it
-  // holds 90 kept and 72 of buffers (162), more than the 100 + 8 as layer 1's runs.
+  // One microbatch of two layers on two GPUs, 10 bytes kept and 8 of forward buffers an
+  // assignment. GPU 0 processes 9 assignments in layer 0 and 1 in layer 1: as layer 0's forward
+  // runs it holds 90 kept and 72 of buffers (162), more than the 100 + 8 as layer 1's runs.
   const std::vector<RecordResult> records = records_with_loads({{9, 1}, {1, 1}});
   const PipelineTimes one_stage = schedule_order(SimOptions{}, 1, 1);
   using Peaks = std::vector<Bytes>;
-  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, 8), Peaks{162});
+  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, {8, 0}), Peaks{162});
   // Without buffers, what peak_expert_tokens() holds at 10 bytes an assignment.
-  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, 0), Peaks{100});
+  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, {0, 0}), Peaks{100});
   EXPECT_EQ(peak_expert_tokens(records, 0, 0, 2, {0, 2}, one_stage), std::vector<TokenCount>{10});
   // The ideal holds the mean a layer (5, then 1) on both GPUs: 60, then 5 x 8 - 10 on top.
-  EXPECT_EQ(peak_expert_bytes(records, 1, 0, 2, {0, 2}, one_stage, 10, 8), Peaks{90});
+  EXPECT_EQ(peak_expert_bytes(records, 1, 0, 2, {0, 2}, one_stage, 10, {8, 0}), Peaks{90});
+  // The backward runs layer 1 first and lets its activations go before layer 0's runs: 30 bytes
+  // of buffers an assignment make 100 + 9 x 30 - 10 on GPU 0 then, more than 100 + 1 x 30.
+  EXPECT_EQ(peak_expert_bytes(records, 0, 0, 2, {0, 2}, one_stage, 10, {8, 30}), Peaks{360});
 }
 
-TEST(ExpertActivations, TheOutputsCopyBackCountsUnderTheAllToAllWithMoreThanOneLocalExpert) {
-  ModelSpec model;
+TEST(ExpertActivations, TokenBuffersFollowTheLayersWidthsAndTheDispatcher) {
+  ModelSpec model;  // DeepSeek-V3's expert: h 7168, f 2048, bf16 activations
   model.hidden_size = 7168;
+  model.expert_ffn_size = 2048;
   model.combine_bytes = 2;
-  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kPerAssignment, 8), 28672);
-  // One local expert: Megatron-LM sorts nothing back.
-  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kPerAssignment, 1), 14336);
-  // DeepEP's copy back holds a token once a GPU: left out.
-  EXPECT_EQ(token_buffer_bytes_per_assignment(model, Dispatcher::kDeepEP, 8), 14336);
+  // The output and its copy sorted back; in the backward the output gradient and its copy.
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 8).forward, 28672);
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 8).backward, 28672);
+  // One local expert: Megatron-LM sorts nothing back; the up projection's input gradient
+  // beside the gated activation's (2f + h) is then the backward's most.
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 1).forward, 14336);
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 1).backward, 22528);
+  // DeepEP's copies hold a token once a GPU: left out.
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kDeepEP, 8).forward, 14336);
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kDeepEP, 8).backward, 22528);
+  // Mixtral's wide experts (h 4096, f 14336): the gated activation's gradients, 3f.
+  model.hidden_size = 4096;
+  model.expert_ffn_size = 14336;
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 1).forward, 8192);
+  EXPECT_EQ(token_buffer_bytes(model, Dispatcher::kPerAssignment, 1).backward, 86016);
 }
 
 // 2 nodes x 8 GPUs, 64 experts, top-8, 4 layers, 4 microbatches, 2 steps.

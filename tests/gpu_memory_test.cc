@@ -422,8 +422,7 @@ TEST(GpuMemory, TheReplayGivesEachStagesModelStateSlotsAndExpertActivations) {
         EXPECT_EQ(stages[s].spare_slots, slots ? spare_slot_bytes(config.model, 2, 2) : 0);
         EXPECT_GT(stages[s].expert_activations, 0);
         EXPECT_EQ(stages[s].dense_activations, dense[s]);
-        // The experts' output buffers add something as some layer's forward runs, at most one
-        // layer's busiest GPU's worth of them.
+        // The experts' token buffers add something as some layer runs.
         EXPECT_GT(stages[s].token_buffers, 0);
       }
       EXPECT_EQ(step.planners[p].peak_expert_activation_bytes(),

@@ -843,7 +843,7 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheLossLogits) {
   EXPECT_TRUE(row["loss_logits_bytes"].is_null());
 }
 
-// Rows written before the experts' output buffers joined what a GPU holds (2026-12-06, with
+// Rows written before the experts' token buffers joined what a GPU holds (2026-12-06, with
 // their column) counted its memory without them: emptied.
 TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheTokenBuffers) {
   const auto [fresh, row] =

@@ -92,8 +92,8 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
              (recomputed.empty() ? std::string("no recomputation")
                                  : "recomputed: " + spoken_list(recomputed)) +
              "), the loss's transient logits among the dense ones, and what the experts' "
-             "output buffers add as a layer's forward runs; the all-to-alls' own buffers are "
-             "not counted (sim/README.md, \"Memory a GPU holds\"):");
+             "token buffers add as a layer's forward or backward runs; the all-to-alls' own "
+             "buffers are not counted (sim/README.md, \"Memory a GPU holds\"):");
   std::vector<std::string> header = {"planner",     "model state",   "spare slots",
                                      "expert act.", "token buffers", "dense activations",
                                      "total"};
