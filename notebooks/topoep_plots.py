@@ -156,17 +156,19 @@ def plot_gpu_memory(replay, ax=None):
     parts = {"model_state": "model state", "spare_slots": "spare slots",
              "expert_activations": "expert activations",
              "token_buffers": "token buffers",
-             "dense_activations": "dense activations"}
+             "dense_activations": "dense activations",
+             "deepep_buffers": "DeepEP's buffers"}
     rows = {}
     for p in replay["summary"]["planners"]:
         memory = p["gpu_memory"]
         stage = memory["stages"][memory["stage"]]
-        # Simulations before the dense activations (2026-12-05) or the token buffers
-        # (2026-12-06) were counted have none.
+        # Simulations before the dense activations (2026-12-05) or the buffers (2026-12-06)
+        # were counted have none.
         rows[p["planner"]] = {label: stage.get(key, 0) / 1e9 for key, label in parts.items()}
     frame = pd.DataFrame.from_dict(rows, orient="index")[list(parts.values())]
     frame.plot.bar(ax=ax, stacked=True,
-                   color=["tab:gray", "tab:orange", "tab:purple", "tab:pink", "tab:cyan"])
+                   color=["tab:gray", "tab:orange", "tab:purple", "tab:pink", "tab:cyan",
+                          "tab:olive"])
     run = replay["summary"].get("run", {})
     capacity = run.get("gpu_hbm_capacity_gb", 0)
     if capacity:
@@ -177,7 +179,7 @@ def plot_gpu_memory(replay, ax=None):
     stages = run.get("sim_options", {}).get("pipeline_stages", 1)
     ax.set_title("What the busiest GPU holds" +
                  (f" (its stage, of {stages})" if stages > 1 else "") +
-                 "; the all-to-alls' own buffers not counted")
+                 "; the all-to-alls' dispatch-side buffers not counted")
     return ax
 
 
@@ -351,7 +353,7 @@ def plot_step_vs_memory(results, planners=("topoep", "eplb-microbatch", "static"
             label = ", ".join(f"{c}={row[c]}" for c in varied)
             ax.annotate(label, (row["gpu_memory_bytes"] / 1e9, row["step_time_us"] / 1e6),
                         fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_xlabel("GB the busiest GPU holds (the all-to-alls' own buffers not counted)")
+    ax.set_xlabel("GB the busiest GPU holds (the all-to-alls' dispatch-side buffers not counted)")
     ax.set_ylabel("step time (s)")
     ax.legend()
     ax.set_title("step time against GPU memory")

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "sim/deepep_buffers.h"
+
 namespace topoep {
 
 Bytes most_expert_activations(const std::vector<StageMemory>& stages) {
@@ -69,6 +71,7 @@ std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
                                                const std::vector<int>& layers_per_chunk, int stages,
                                                int slots, const PipelineTimes& order) {
   const std::vector<Bytes> dense = dense_activation_bytes(cost, layers_per_chunk, order);
+  const Bytes buffers = dispatcher_buffer_bytes(cost);
   std::vector<StageMemory> memory;
   for (const StageParameters& stage : cost.pipeline_parameters(layers_per_chunk, stages)) {
     const Bytes activations = dense.at(memory.size());
@@ -76,9 +79,15 @@ std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
     held.model_state = model_state_bytes(stage, cost.model(), cost.options());
     held.spare_slots = spare_slot_bytes(cost.model(), slots, stage.layers);
     held.dense_activations = activations;
+    held.deepep_buffers = buffers;
     memory.push_back(held);
   }
   return memory;
+}
+
+Bytes dispatcher_buffer_bytes(const CostModel& cost) {
+  if (cost.options().dispatcher != Dispatcher::kDeepEP) return 0;
+  return deepep_buffer_bytes(cost.topology().num_gpus(), cost.model().hidden_size).value_or(0);
 }
 
 bool planner_reserves_slots(const std::string& name) { return name != "static" && name != "ideal"; }

@@ -2,10 +2,11 @@
 // What one GPU of a pipeline stage holds in memory at its peak (sim/README.md, "Memory a GPU
 // holds"): its model state, the spare slots a planner reserves, the expert activations the
 // replay counts and the experts' token buffers as a layer's forward or backward runs
-// (sim/expert_activations.h), and the attention's and other dense activations, the loss's
-// transient logits among them. Decimal bytes; deterministic. A floor of what a real run
-// allocates: the all-to-alls' own buffers (DeepEP's fixed ones included), the framework's
-// workspaces and the allocator's fragmentation are not counted.
+// (sim/expert_activations.h), the attention's and other dense activations, the loss's
+// transient logits among them, and under DeepEP its fixed buffers (sim/deepep_buffers.h).
+// Decimal bytes; deterministic. A floor of what a real run allocates: the all-to-alls'
+// dispatch-side buffers, the framework's workspaces and the allocator's fragmentation are not
+// counted.
 
 #include <string>
 #include <vector>
@@ -26,8 +27,12 @@ struct StageMemory {
   // backward runs (peak_expert_bytes() less expert_activations: sim/expert_activations.h).
   Bytes token_buffers = 0;
   Bytes dense_activations = 0;  // dense_activation_bytes(), the same under every planner
+  // Under DeepEP, its fixed communication buffers (sim/deepep_buffers.h), the same under every
+  // planner; 0 otherwise, or where DeepEP recommends no config for the group.
+  Bytes deepep_buffers = 0;
   Bytes total() const {
-    return model_state + spare_slots + expert_activations + token_buffers + dense_activations;
+    return model_state + spare_slots + expert_activations + token_buffers + dense_activations +
+           deepep_buffers;
   }
 };
 
@@ -70,9 +75,15 @@ std::vector<Bytes> dense_activation_bytes(const CostModel& cost,
                                           const std::vector<int>& layers_per_chunk,
                                           const PipelineTimes& order);
 
+// DeepEP's fixed buffers on a GPU of `cost`'s run: deepep_buffer_bytes() for its topology's GPUs
+// and its model's hidden size under the DeepEP dispatcher, where DeepEP has a config for them;
+// else 0.
+Bytes dispatcher_buffer_bytes(const CostModel& cost);
+
 // What one GPU of each stage holds whatever the routing, under `layers_per_chunk` over `stages`
 // stages (CostModel::pipeline_parameters()) run in `order` (as dense_activation_bytes()): its
-// model state, `slots` spare slots and its dense activations; no expert activations.
+// model state, `slots` spare slots, its dense activations and DeepEP's fixed buffers
+// (dispatcher_buffer_bytes()); no expert activations or token buffers.
 std::vector<StageMemory> resident_stage_memory(const CostModel& cost,
                                                const std::vector<int>& layers_per_chunk, int stages,
                                                int slots, const PipelineTimes& order);

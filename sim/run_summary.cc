@@ -149,6 +149,7 @@ nlohmann::json RunSummary::to_json(const nlohmann::json& run) const {
                         {"expert_activations", stage.expert_activations},
                         {"token_buffers", stage.token_buffers},
                         {"dense_activations", stage.dense_activations},
+                        {"deepep_buffers", stage.deepep_buffers},
                         {"total", stage.total()}});
     }
     nlohmann::json entry = {

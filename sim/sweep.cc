@@ -50,6 +50,7 @@ const std::vector<std::string>& metric_columns() {
                                                    "gpu_memory_bytes",
                                                    "loss_logits_bytes",
                                                    "token_buffer_bytes",
+                                                   "deepep_buffer_bytes",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -186,6 +187,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["gpu_memory_bytes"] = s.busiest_memory().total();
     row["loss_logits_bytes"] = observer.loss_logits();
     row["token_buffer_bytes"] = s.busiest_memory().token_buffers;
+    row["deepep_buffer_bytes"] = s.busiest_memory().deepep_buffers;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -311,6 +313,13 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     if (!row.contains("token_buffer_bytes")) {
       row["gpu_memory_bytes"] = nullptr;
       row["token_buffer_bytes"] = nullptr;
+    }
+    // Nor DeepEP's fixed buffers (counted since 2026-12-06, with their column): a DeepEP row's
+    // memory is emptied; the other dispatchers' have none.
+    if (!row.contains("deepep_buffer_bytes")) {
+      const bool deepep = row.value("dispatcher", "") == "deepep";
+      if (deepep) row["gpu_memory_bytes"] = nullptr;
+      row["deepep_buffer_bytes"] = deepep ? nlohmann::json(nullptr) : nlohmann::json(0);
     }
     // Every row before 2026-12-05's last: no memory-bound kernel took time.
     if (!row.contains("memory_bound_kernels")) row["memory_bound_kernels"] = false;

@@ -1108,6 +1108,17 @@ expect_text "the bad slack is named" "$work/out" "topoep-ib-slack"
 expect "simulate takes DeepEP's dispatch" 0 $?
 expect_text "the header says the dispatch is DeepEP's" "$work/out" "DeepEP's dispatch"
 expect_text "summary.json records the dispatcher" "$work/deepep/summary.json" '"dispatcher": "deepep"'
+# DeepEP's fixed buffers for the 16 GPUs (a recommended config): in the memory and its caption.
+tr '\n' ' ' <"$work/out" >"$work/out-joined"
+expect_text "the memory caption gives DeepEP's fixed buffers" "$work/out-joined" \
+  "and DeepEP's fixed NVLink and RDMA buffers,"
+python3 - "$work/deepep/summary.json" <<'PY'
+import json, sys
+for planner in json.load(open(sys.argv[1]))["planners"]:
+    stages = planner["gpu_memory"]["stages"]
+    assert all(stage["deepep_buffers"] > 0 for stage in stages), stages
+PY
+expect "summary.json records DeepEP's fixed buffers on every stage" 0 $?
 # Where TopoEP's step is longer than static's (DeepEP's sends, 256 tokens a GPU: sim/README.md,
 # "Against the paper"), a note says what its replicas saved against what they and the solves
 # cost; where it is shorter, none.

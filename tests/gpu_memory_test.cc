@@ -13,6 +13,7 @@
 
 #include "models/model_json.h"
 #include "sim/cost_model.h"
+#include "sim/deepep_buffers.h"
 #include "sim/replay.h"
 #include "sim/run_summary.h"
 #include "solver/input_error.h"
@@ -281,6 +282,23 @@ TEST(GpuMemory, DenseActivationsAreHeldPerMicrobatchInFlightTheModelsEndsOnItsEn
   const Bytes saved = 64 * 2 * m.hidden_size * m.combine_bytes;
   EXPECT_EQ(dense_activation_bytes(cost_model(norms), {2, 2}, schedule_order(norms, 2, 4)),
             (std::vector<Bytes>{held[0] - 2 * (2 + 2) * saved, held[1] - 2 * saved - saved / 2}));
+}
+
+TEST(GpuMemory, DeepepsFixedBuffersSitOnEveryStageUnderItsDispatcherOnly) {
+  SimOptions options;
+  options.pipeline_stages = 2;
+  const PipelineTimes order = schedule_order(options, 2, 4);
+  for (const StageMemory& stage : resident_stage_memory(cost_model(options), {2, 2}, 2, 1, order))
+    EXPECT_EQ(stage.deepep_buffers, 0);
+  options.dispatcher = Dispatcher::kDeepEP;
+  const CostModel cost = cost_model(options);  // 16 GPUs: a config DeepEP recommends
+  const Bytes buffers = deepep_buffer_bytes(16, cost.model().hidden_size).value();
+  EXPECT_EQ(dispatcher_buffer_bytes(cost), buffers);
+  for (const StageMemory& stage : resident_stage_memory(cost, {2, 2}, 2, 1, order)) {
+    EXPECT_EQ(stage.deepep_buffers, buffers);
+    EXPECT_EQ(stage.total(),
+              stage.model_state + stage.spare_slots + stage.dense_activations + buffers);
+  }
 }
 
 TEST(GpuMemory, TheLossesLogitsCountOnlyAsTheLastChunksForwardEnds) {

@@ -792,10 +792,12 @@ TEST(Sweep, ResumeFillsTheDispatcherEplbGroupsAndOverlapOfRowsWrittenBeforeThem)
 // One static point's row as a fresh run writes it, and as a resume leaves it after an earlier
 // version wrote it without `columns`.
 std::pair<nlohmann::json, nlohmann::json> row_fresh_and_resumed_without(
-    const std::string& name, std::initializer_list<const char*> columns) {
-  const char* grid = R"({"planners": ["static"],
+    const std::string& name, std::initializer_list<const char*> columns,
+    const std::string& dispatcher = "alltoall") {
+  const std::string grid = R"({"planners": ["static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
-    "nodes": [2]})";
+    "nodes": [2], "dispatcher": [")" +
+                           dispatcher + R"("]})";
   const std::string dir = temp_path(name);
   run(load_sweep_grid(write_grid(name + ".json", grid)), dir, 1);
   const std::string fresh = read_file(dir + "/results.jsonl");
@@ -852,6 +854,21 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheTokenBuffers) {
   EXPECT_GT(fresh["token_buffer_bytes"].get<double>(), 0);
   EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
   EXPECT_TRUE(row["token_buffer_bytes"].is_null());
+}
+
+// Rows written before DeepEP's fixed buffers joined what a GPU holds (2026-12-06, with their
+// column): a DeepEP row's memory is emptied; another dispatcher's had none to count.
+TEST(Sweep, ResumeEmptiesTheMemoryOfDeepepRowsWrittenBeforeItsBuffers) {
+  const auto [fresh, row] = row_fresh_and_resumed_without("sweep_deepep_rows_before_buffers",
+                                                          {"deepep_buffer_bytes"}, "deepep");
+  EXPECT_GT(fresh["deepep_buffer_bytes"].get<double>(), 0);
+  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+  EXPECT_TRUE(row["deepep_buffer_bytes"].is_null());
+  const auto [fresh_a2a, row_a2a] =
+      row_fresh_and_resumed_without("sweep_alltoall_rows_before_buffers", {"deepep_buffer_bytes"});
+  EXPECT_EQ(fresh_a2a["deepep_buffer_bytes"], 0);
+  EXPECT_EQ(row_a2a["gpu_memory_bytes"], fresh_a2a["gpu_memory_bytes"]);
+  EXPECT_EQ(row_a2a["deepep_buffer_bytes"], 0);
 }
 
 // Rows written before the output head's activations joined what a GPU holds (the MTP modules'

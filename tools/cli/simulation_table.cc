@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "common/text_list.h"
+#include "sim/deepep_buffers.h"
 #include "solver/planners/eplb_planner.h"
 #include "tools/cli/table.h"
 
@@ -73,6 +76,18 @@ std::vector<RecomputedPart> recomputed_parts(const SimConfig& config) {
            o.recompute_mla_up_proj, config.model.multi_latent_attention()}};
 }
 
+// What the memory caption says of DeepEP's fixed buffers: counted, or why not.
+std::string deepep_buffers_said(const SimConfig& config) {
+  if (config.options.dispatcher != Dispatcher::kDeepEP) return "";
+  const int gpus = config.topology.num_gpus();
+  const std::optional<Bytes> bytes = deepep_buffer_bytes(gpus, config.model.hidden_size);
+  if (!bytes) {
+    return " (DeepEP recommends no config for " + std::to_string(gpus) +
+           " GPUs: its fixed buffers are not counted)";
+  }
+  return ", and DeepEP's fixed NVLink and RDMA buffers, " + gigabytes(*bytes) + " GB";
+}
+
 }  // namespace
 
 void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::ostream& out) {
@@ -91,12 +106,13 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
              "attention's, the output head's and other dense parts' (" +
              (recomputed.empty() ? std::string("no recomputation")
                                  : "recomputed: " + spoken_list(recomputed)) +
-             "), the loss's transient logits among the dense ones, and what the experts' "
-             "token buffers add as a layer's forward or backward runs; the all-to-alls' own "
-             "buffers are not counted (sim/README.md, \"Memory a GPU holds\"):");
-  std::vector<std::string> header = {"planner",     "model state",   "spare slots",
-                                     "expert act.", "token buffers", "dense activations",
-                                     "total"};
+             "), the loss's transient logits among the dense ones, and buffers: what the "
+             "experts' token buffers add as a layer's forward or backward runs" +
+             deepep_buffers_said(config) +
+             "; the all-to-alls' dispatch-side buffers are not counted (sim/README.md, "
+             "\"Memory a GPU holds\"):");
+  std::vector<std::string> header = {"planner", "model state",       "spare slots", "expert act.",
+                                     "buffers", "dense activations", "total"};
   if (stages) header.push_back("stage");
   TextTable table(header);
   for (const PlannerRunSummary& s : summary.planners()) {
@@ -105,7 +121,7 @@ void print_gpu_memory(const RunSummary& summary, const SimConfig& config, std::o
                                     gigabytes(memory.model_state),
                                     gigabytes(memory.spare_slots),
                                     gigabytes(memory.expert_activations),
-                                    gigabytes(memory.token_buffers),
+                                    gigabytes(memory.token_buffers + memory.deepep_buffers),
                                     gigabytes(memory.dense_activations),
                                     gigabytes(memory.total())};
     if (stages) row.push_back(std::to_string(s.busiest_memory_stage()));
