@@ -50,6 +50,7 @@ expect_text "model list shows each preset with its expert's weights" "$work/out"
 expect "model show --topology exits 0" 0 $?
 expect_text "model show gives dispatch bytes with the fp8 scales" "$work/out" "7392 bytes"
 expect_text "model show gives the expert activations a token assignment keeps" "$work/out" "26624 bytes kept for the backward ((hidden + 3 x expert FFN) x combine bytes), 22528 bytes with the gated activation recomputed"
+expect_text "model show gives a token assignment's token buffers" "$work/out" "28672 bytes for a moment as its layer's forward runs, 28672 bytes as its backward does"
 expect_text "and the dense activations a token keeps, MLA's latents instead of its heads when recomputed" "$work/out" "243328 bytes a token and MoE layer kept for the backward (attention, norms, router, shared experts), 79488 bytes with the norms and MLA's up-projections recomputed; a dense-only layer 340608 bytes, 176768 bytes"
 expect_text "and the memory-bound kernels' bytes at an expert" "$work/out" "133568 bytes read and written at its expert, forward and backward"
 expect_text "and a token's of a layer, less with DeepEP's fused permutations" "$work/out" "943360 bytes a token with the alltoall dispatcher, 482816 bytes with DeepEP's"

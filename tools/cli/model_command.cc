@@ -13,6 +13,7 @@
 #include "models/hf_config.h"
 #include "models/model_json.h"
 #include "sim/cost_model.h"
+#include "sim/expert_activations.h"
 #include "sim/gpu_memory.h"
 #include "sim/memory_bound_kernels.h"
 #include "sim/sim_options.h"
@@ -136,6 +137,18 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
                 : " kept for the backward ((hidden + 3 x expert FFN) x combine bytes), ") +
            bytes_text(static_cast<double>(model.expert_activation_bytes_per_token(true))) +
            " with the gated activation recomputed"});
+  // The token buffers (sim/expert_activations.h) where Megatron-LM sorts a GPU's several local
+  // experts' tokens, and under DeepEP.
+  const TokenBufferBytes sorted = token_buffer_bytes(model, Dispatcher::kPerAssignment, 2);
+  const TokenBufferBytes deepep_buffers = token_buffer_bytes(model, Dispatcher::kDeepEP, 2);
+  table.add_row({"  token buffers",
+                 bytes_text(static_cast<double>(sorted.forward)) +
+                     " for a moment as its layer's forward runs, " +
+                     bytes_text(static_cast<double>(sorted.backward)) +
+                     " as its backward does (the experts' output, its gradients and their "
+                     "copies sorted back, a GPU of several local experts); " +
+                     bytes_text(static_cast<double>(deepep_buffers.forward)) + " and " +
+                     bytes_text(static_cast<double>(deepep_buffers.backward)) + " with DeepEP"});
   // The memory-bound kernels' bytes (sim/memory_bound_kernels.h) with the simulator's default
   // options: per-assignment all-to-alls, nothing recomputed, bf16 gradients.
   const MemoryBoundBytes kernels = memory_bound_bytes(model, SimOptions{});
