@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
 #include <numeric>
 
 namespace topoep {
@@ -86,7 +85,8 @@ std::vector<Bytes> peak_expert_bytes(const std::vector<RecordResult>& records, i
   // after j keep. Walked from the chunk's last layer back, the suffix is what those keep.
   const auto during = [&](int chunk, int m, bool forward) {
     const Bytes rate = forward ? buffers.forward : buffers.backward;
-    std::vector<Bytes> most(gpus, std::numeric_limits<Bytes>::min()), later(gpus, 0);
+    // At least nothing: the chunk's last layer's buffers are on top of everything it keeps.
+    std::vector<Bytes> most(gpus, 0), later(gpus, 0);
     std::vector<TokenCount> tokens(gpus, 0);
     for (int layer = chunk_first[chunk + 1] - 1; layer >= chunk_first[chunk]; --layer) {
       loads.each(m, layer, [&](int g, TokenCount t) { tokens[g] = t; });
@@ -95,7 +95,6 @@ std::vector<Bytes> peak_expert_bytes(const std::vector<RecordResult>& records, i
         later[g] += tokens[g] * kept_bytes;
       }
     }
-    for (Bytes& bytes : most) bytes = std::max<Bytes>(bytes, 0);
     return most;
   };
   return peak_gpu_tokens(span, held, {}, during);

@@ -426,16 +426,18 @@ std::vector<TokenCount> peak_gpu_tokens(
     if (op.weight_grad) continue;
     const std::vector<TokenCount> chunk = tokens(op.chunk, op.microbatch);
     const TokenCount moment = op.forward && at_forward_end ? at_forward_end(op.chunk) : 0;
-    const std::vector<TokenCount> extra = during ? during(op.chunk, op.microbatch, op.forward)
-                                                 : std::vector<TokenCount>(chunk.size(), 0);
+    // Empty where no moment is given: nothing besides.
+    const std::vector<TokenCount> extra =
+        during ? during(op.chunk, op.microbatch, op.forward) : std::vector<TokenCount>{};
     std::vector<TokenCount>& gpus = held[op.stage];
     gpus.resize(chunk.size(), 0);
     for (std::size_t g = 0; g < chunk.size(); ++g) {
+      const TokenCount besides = extra.empty() ? 0 : extra.at(g);
       // A backward's moments come before it lets its chunk's activations go.
-      if (!op.forward) peak[op.stage] = std::max(peak[op.stage], gpus[g] + extra.at(g));
+      if (!op.forward) peak[op.stage] = std::max(peak[op.stage], gpus[g] + besides);
       gpus[g] += op.forward ? chunk[g] : -chunk[g];
       if (op.forward) {
-        peak[op.stage] = std::max(peak[op.stage], gpus[g] + std::max(moment, extra.at(g)));
+        peak[op.stage] = std::max(peak[op.stage], gpus[g] + std::max(moment, besides));
       }
     }
   }

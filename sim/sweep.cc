@@ -102,42 +102,47 @@ int count_eplb_home_points(const std::vector<nlohmann::json>& rows, const SweepG
   return count;
 }
 
-// The shard's points where TopoEP's step is longer than static's, and the slowest of them.
-void note_topoep_behind_static(const std::vector<nlohmann::json>& rows, SweepReport* report) {
+// Calls `visit(value, point)` for each TopoEP row of the shard that has a number in `metric`
+// and its point's index.
+template <typename Visit>
+void each_topoep_metric(const std::vector<nlohmann::json>& rows, const char* metric,
+                        Visit&& visit) {
   for (const nlohmann::json& row : rows) {
     if (row.value("planner", "") != "topoep") continue;
-    const auto speedup = row.find("speedup_vs_static"), index = row.find("point");
-    if (speedup == row.end() || !speedup->is_number() || index == row.end() ||
-        !index->is_number_integer() || speedup->get<double>() >= 1) {
+    const auto value = row.find(metric), index = row.find("point");
+    if (value == row.end() || !value->is_number() || index == row.end() ||
+        !index->is_number_integer()) {
       continue;
     }
-    ++report->topoep_behind_static_points;
-    if (report->topoep_worst_point < 0 || speedup->get<double>() < report->topoep_worst_vs_static) {
-      report->topoep_worst_vs_static = speedup->get<double>();
-      report->topoep_worst_point = index->get<int>();
-    }
+    visit(value->get<double>(), index->get<int>());
   }
+}
+
+// The shard's points where TopoEP's step is longer than static's, and the slowest of them.
+void note_topoep_behind_static(const std::vector<nlohmann::json>& rows, SweepReport* report) {
+  each_topoep_metric(rows, "speedup_vs_static", [&](double speedup, int point) {
+    if (speedup >= 1) return;
+    ++report->topoep_behind_static_points;
+    if (report->topoep_worst_point < 0 || speedup < report->topoep_worst_vs_static) {
+      report->topoep_worst_vs_static = speedup;
+      report->topoep_worst_point = point;
+    }
+  });
 }
 
 // How close the shard's TopoEP steps come to the ideal's (a bound no plan reaches: its records
 // pay no weights, gradients or solves), on the points that ran both.
 void note_topoep_against_ideal(const std::vector<nlohmann::json>& rows, SweepReport* report) {
   double log_sum = 0;
-  for (const nlohmann::json& row : rows) {
-    if (row.value("planner", "") != "topoep") continue;
-    const auto percent = row.find("percent_of_ideal"), index = row.find("point");
-    if (percent == row.end() || !percent->is_number() || !(percent->get<double>() > 0) ||
-        index == row.end() || !index->is_number_integer()) {
-      continue;
-    }
-    const double value = percent->get<double>();
+  each_topoep_metric(rows, "percent_of_ideal", [&](double percent, int point) {
+    if (!(percent > 0)) return;
     ++report->topoep_ideal_points;
-    log_sum += std::log(value);
-    if (report->topoep_least_ideal_point < 0 || value < report->topoep_least_percent_of_ideal) {
-      report->topoep_least_percent_of_ideal = value;
-      report->topoep_least_ideal_point = index->get<int>();
+    log_sum += std::log(percent);
+    if (report->topoep_least_ideal_point < 0 || percent < report->topoep_least_percent_of_ideal) {
+      report->topoep_least_percent_of_ideal = percent;
+      report->topoep_least_ideal_point = point;
     }
-  }
+  });
   if (report->topoep_ideal_points > 0) {
     report->topoep_mean_percent_of_ideal = std::exp(log_sum / report->topoep_ideal_points);
   }
