@@ -216,9 +216,19 @@ struct ModelSpec {
   // with L the attention span below.
   double attention_flops_per_token(double gemm_speedup = 1.0) const {
     return 2.0 * static_cast<double>(dense_params_per_layer) / gemm_speedup +
-           static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
-               attention_span();
+           attention_core_flops_per_token();
   }
+  // Of attention_flops_per_token(), the attention core's (the scores QK^T and AV, which
+  // FlashAttention fuses, at its own rate: Topology::attention_efficiency), always bf16.
+  double attention_core_flops_per_token() const {
+    return static_cast<double>(attention_heads) * (attention_qk_head_dim + attention_v_head_dim) *
+           attention_span();
+  }
+  // The attention core's backward over its forward in FLOPs: FlashAttention's backward
+  // recomputes the scores QK^T from the kept softmax statistics, then forms dV, dP, dQ and dK:
+  // five products of the forward's two (its papers count the backward's FLOPs as 2.5 x the
+  // forward's for the same reason; cuDNN's fused attention recomputes them too).
+  static constexpr double kAttentionCoreBackwardRatio = 2.5;
   // Forward FLOPs per token of a MoE layer's dense part: its attention and 6 h f per shared
   // expert (gate, up, down).
   double dense_flops_per_token(double gemm_speedup = 1.0) const {

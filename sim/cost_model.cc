@@ -23,6 +23,8 @@ namespace {
 
 // The counts set every time priced here (tokens per instance, per rank, per step).
 Picoseconds round_ps(double ps) { return picoseconds_in_range(ps, "counts"); }
+// round_ps() of a difference of times, which may be negative.
+Picoseconds round_signed_ps(double ps) { return ps < 0 ? -round_ps(-ps) : round_ps(ps); }
 
 // A gradient sync's buffer, `params` parameters at `bytes_per_param`, in whole bytes. Throws
 // InputError naming dense_grad_bytes beyond 1000 GB (`what`: whose gradients they are).
@@ -215,9 +217,7 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
   flop_per_token_ = model.expert_flops_per_token();
   expert_peak_tflops_ = gemm_peak_tflops(topology, model);
   const double speedup = gemm_speedup(topology, model);
-  dense_flop_per_token_ = model.dense_flops_per_token(speedup);
-  outside_flop_per_token_ = model.outside_flops_per_token(speedup, mtp);
-  head_end_flop_per_token_ = model.head_end_flops_per_token(speedup, mtp);
+  dense_times_ = dense_times_per_token(topology, model, mtp);
   if (options.recompute_mla_up_proj) {
     if (!model.multi_latent_attention()) {
       throw InputError("recompute_mla_up_proj",
@@ -313,8 +313,15 @@ Picoseconds CostModel::instance_compute_ps(TokenCount tokens) const {
 // priced on every record, and the curve's best efficiency is a scan of all its points.
 Picoseconds CostModel::dense_forward_ps(TokenCount tokens_on_rank) const {
   const double t = static_cast<double>(tokens_on_rank);
-  return round_ps(dense_flop_per_token_ * t / dense_gemm_flop_per_ps_ +
-                  dense_hbm_ps_per_token_ * t);
+  return round_ps((dense_times_.layer_forward + dense_hbm_ps_per_token_) * t);
+}
+
+Picoseconds CostModel::dense_backward_extra_ps(TokenCount tokens_on_rank) const {
+  return round_signed_ps(dense_times_.layer_backward_extra * static_cast<double>(tokens_on_rank));
+}
+
+Picoseconds CostModel::outside_backward_extra_ps(TokenCount tokens_on_rank) const {
+  return round_signed_ps(dense_times_.outside_backward_extra * static_cast<double>(tokens_on_rank));
 }
 
 Picoseconds CostModel::dense_recompute_ps(TokenCount tokens_on_rank) const {
@@ -325,27 +332,39 @@ Picoseconds CostModel::dense_recompute_ps(TokenCount tokens_on_rank) const {
 
 Picoseconds CostModel::outside_forward_ps(TokenCount tokens_on_rank) const {
   const double t = static_cast<double>(tokens_on_rank);
-  return round_ps(outside_flop_per_token_ * t / dense_gemm_flop_per_ps_ +
-                  outside_hbm_ps_per_token_ * t);
+  return round_ps((dense_times_.outside_forward + outside_hbm_ps_per_token_) * t);
 }
 
 Picoseconds CostModel::outside_head_part(Picoseconds outside) const {
-  // Each part's time per token in FLOPs at the dense rate (without memory-bound kernels, the
-  // FLOPs' own ratio, bit for bit).
-  const double head =
-      head_end_flop_per_token_ + head_end_hbm_ps_per_token_ * dense_gemm_flop_per_ps_;
-  const double all = outside_flop_per_token_ + outside_hbm_ps_per_token_ * dense_gemm_flop_per_ps_;
-  if (all <= 0) return 0;
-  return round_ps(static_cast<double>(outside) * head / all);
+  // In proportion to each part's time a token.
+  return part_of(outside, dense_times_.head_forward + head_end_hbm_ps_per_token_,
+                 dense_times_.outside_forward + outside_hbm_ps_per_token_);
+}
+
+Picoseconds CostModel::part_of(Picoseconds whole, double part_per_token, double whole_per_token) {
+  if (whole_per_token <= 0) return 0;
+  return round_ps(static_cast<double>(whole) * part_per_token / whole_per_token);
 }
 
 CostModel::PipelineShares CostModel::pipeline_shares(const LayerCost& cost) const {
   PipelineShares shares;
   shares.head_forward = outside_head_part(cost.outside_forward);
   shares.dense_only_forward = cost.outside_forward - shares.head_forward;
+  shares.dense_only_backward = 2 * shares.dense_only_forward + cost.outside_backward_extra;
   shares.forward = cost.forward_path() - cost.outside_forward;
-  shares.backward = cost.critical_path() - cost.forward_path() - 2 * cost.outside_forward;
-  shares.weight_grad = std::min(shares.backward, cost.dense_forward + cost.compute_grad / 2);
+  shares.backward = cost.critical_path() - cost.forward_path() - cost.outside_backward();
+  // The attention cores hold no weights: their backward is all input gradients.
+  const double core = dense_times_.core_forward;
+  const Picoseconds dense_weights =
+      cost.dense_forward -
+      part_of(cost.dense_forward, core, dense_times_.layer_forward + dense_hbm_ps_per_token_);
+  shares.weight_grad = std::min(shares.backward, dense_weights + cost.compute_grad / 2);
+  const double outside_core = core * model_.dense_layers_per_moe_layer(options_.mtp_layers);
+  const double dense_only_per_token = dense_times_.outside_forward + outside_hbm_ps_per_token_ -
+                                      dense_times_.head_forward - head_end_hbm_ps_per_token_;
+  shares.dense_only_weight_grad =
+      shares.dense_only_forward -
+      part_of(shares.dense_only_forward, outside_core, dense_only_per_token);
   return shares;
 }
 
@@ -457,7 +476,8 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
   const int num_experts = counts.num_experts();
   if (busiest_tokens < 0) busiest_tokens = busiest_rank_tokens(counts, model_.top_k);
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense);
+  const Picoseconds dense_extra = dense_backward_extra_ps(busiest_tokens);
+  const CostParams params = params_for(dense, dense_extra);
 
   // Expert compute per rank: each instance's grouped-GEMM share at its own tokens, from the
   // planner's sums where it has them, else tallied in the same pass over the routes as the
@@ -484,8 +504,7 @@ LayerCost CostModel::price(const PlannerDecision& decision, const RoutingCounts&
     price_deepep(decision.placement, routed ? &decision.plan : nullptr, counts, params, plan_cost);
   }
   LayerCost cost = layer_cost(decision, plan_cost, compute, dense, params);
-  cost.outside_forward = outside_forward_ps(busiest_tokens);
-  cost.dense_recompute = dense_recompute_ps(busiest_tokens);
+  set_dense_backward(busiest_tokens, dense_extra, cost);
   if (detail != Detail::kTimes) cost.plan_hash = plan_hash(decision.plan);
   if (detail == Detail::kPerRank) fill_rank_times(plan_cost, compute, params, cost.ranks);
   return cost;
@@ -499,7 +518,8 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
       static_plan_tally(view, layout.placement, counts, &tally).busiest_row;
   const TokenCount busiest_tokens = (busiest_row + model_.top_k - 1) / model_.top_k;
   const Picoseconds dense = dense_forward_ps(busiest_tokens);
-  const CostParams params = params_for(dense);
+  const Picoseconds dense_extra = dense_backward_extra_ps(busiest_tokens);
+  const CostParams params = params_for(dense, dense_extra);
   PlanCost plan_cost =
       plan_cost_from_tally(view, layout.placement, layout.plan, layout.resident, params, tally);
   std::vector<Picoseconds> compute(view.num_ranks(), 0);
@@ -508,9 +528,16 @@ LayerCost CostModel::price_all_home(const PlannerDecision& layout,
     price_deepep(layout.placement, nullptr, counts, params, plan_cost);
   }
   LayerCost cost = layer_cost(layout, plan_cost, compute, dense, params);
-  cost.outside_forward = outside_forward_ps(busiest_tokens);
-  cost.dense_recompute = dense_recompute_ps(busiest_tokens);
+  set_dense_backward(busiest_tokens, dense_extra, cost);
   return cost;
+}
+
+void CostModel::set_dense_backward(TokenCount busiest_tokens, Picoseconds dense_extra,
+                                   LayerCost& cost) const {
+  cost.dense_backward_extra = dense_extra;
+  cost.outside_forward = outside_forward_ps(busiest_tokens);
+  cost.outside_backward_extra = outside_backward_extra_ps(busiest_tokens);
+  cost.dense_recompute = dense_recompute_ps(busiest_tokens);
 }
 
 void CostModel::price_deepep(const Placement& placement, const Plan* routed,
@@ -532,13 +559,13 @@ void CostModel::price_deepep(const Placement& placement, const Plan* routed,
   traffic.apply(params, plan_cost);
 }
 
-CostParams CostModel::params_for(Picoseconds dense_forward) const {
+CostParams CostModel::params_for(Picoseconds dense_forward, Picoseconds dense_extra) const {
   CostParams params = solver_params_;
   // Compute is priced here per instance on the GEMM curve (instance_compute_ps()), not by the
   // solver's approximation of it: predict_plan_cost() need not tally instances again.
   params.instance_min_tokens = 0;
   params.weight_overlap_ps = forward_window_ps(dense_forward);
-  params.gradient_overlap_ps = backward_idle_ps(2 * dense_forward);
+  params.gradient_overlap_ps = backward_idle_ps(2 * dense_forward + dense_extra);
   return params;
 }
 
@@ -568,8 +595,10 @@ Picoseconds CostModel::exposed_expert_gather_ps(Picoseconds idle) const {
 LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   LayerSyncWork work;
   work.expert_compute_idle = backward_idle_ps(cost.compute_grad);
-  work.attention_idle = backward_idle_ps(2 * cost.dense_forward);
-  work.outside_idle = backward_idle_ps(2 * cost.outside_forward);
+  // What the backward recomputes keeps the links as idle, but the windows are its own
+  // backward's (sim/README.md, "The gradient syncs' overlap").
+  work.attention_idle = backward_idle_ps(2 * cost.dense_forward + cost.dense_backward_extra);
+  work.outside_idle = backward_idle_ps(cost.outside_backward());
   work.replica_reduction = cost.replica_reduction;
   work.expert_sync = expert_sync_.time_ps;
   work.dense_sync = gradient_sync_.time_ps;
@@ -577,7 +606,7 @@ LayerSyncWork CostModel::backward_sync_work(const LayerCost& cost) const {
   work.compute_grad = cost.compute_grad;
   work.dispatch_grad = cost.dispatch_grad;
   work.attention = cost.dense_backward();
-  work.outside = 2 * cost.outside_forward;
+  work.outside = cost.outside_backward();
   return work;
 }
 

@@ -13,6 +13,7 @@
 #include "sim/backward_sync.h"
 #include "sim/ring_collective.h"
 #include "sim/sim_options.h"
+#include "sim/solver_cost.h"
 #include "solver/plan_cost.h"
 #include "solver/planners/planner.h"
 #include "topologies/topology.h"
@@ -62,15 +63,21 @@ struct LayerCost {
   Picoseconds expert_grad_sync = 0;
   Picoseconds replica_reduction = 0;  // the replica gradients' own reduction time, whole
   Picoseconds overhead = 0;       // planner time on the forward critical path (solve, migration)
-  Picoseconds dense_forward = 0;  // attention/dense compute before the layer; backward is 2x
+  Picoseconds dense_forward = 0;  // attention/dense compute before the layer
+  // What the layer's dense backward takes beyond twice dense_forward: its attention core's
+  // backward, 2.5 x the core's forward FLOPs at the backward's efficiency, less twice the
+  // core's forward (CostModel::dense_backward_extra_ps()).
+  Picoseconds dense_backward_extra = 0;
   // What the dense backward recomputes before it runs, on the busiest rank
   // (CostModel::dense_recompute_ps()): 0 unless MLA's up-projections are recomputed.
   Picoseconds dense_recompute = 0;
   // This MoE layer's share of the model's work outside its routed layers, forward on the
   // busiest rank: of the R = ModelSpec::routed_layers(), dense_layers / R of a dense-only layer
   // and 1 / R of the output head (and of the MTP modules' projections and head passes);
-  // backward 2x. On the critical path, but no overlap window.
+  // backward 2x and its dense-only layers' attention cores' extra (outside_backward_extra, as
+  // dense_backward_extra). On the critical path, but no overlap window.
   Picoseconds outside_forward = 0;
+  Picoseconds outside_backward_extra = 0;
   Picoseconds compute_mean = 0;  // forward compute averaged over ranks (the ideal's)
   double max_mean_load = 1.0;
   Bytes nvlink_dispatch_bytes = 0;  // forward dispatch, summed over ranks
@@ -114,13 +121,18 @@ struct LayerCost {
     return dense_forward + outside_forward + overhead + dense_param_gather + expert_param_gather +
            moe_forward();
   }
-  // The layer's own dense backward: twice its forward, and what it recomputes first.
-  Picoseconds dense_backward() const { return 2 * dense_forward + dense_recompute; }
+  // The layer's own dense backward: twice its forward and its attention core's extra, and
+  // what it recomputes first.
+  Picoseconds dense_backward() const {
+    return 2 * dense_forward + dense_backward_extra + dense_recompute;
+  }
+  // The backward of its share outside the MoE layers.
+  Picoseconds outside_backward() const { return 2 * outside_forward + outside_backward_extra; }
   // What of this record's step-end syncs the backward leaves exposed.
   Picoseconds step_end_syncs() const { return dense_grad_reduce + grad_reduce + expert_grad_sync; }
   // Everything this record puts on the step's critical path.
   Picoseconds critical_path() const {
-    return forward_path() + dense_backward() + 2 * outside_forward + moe_backward() +
+    return forward_path() + dense_backward() + outside_backward() + moe_backward() +
            step_end_syncs();
   }
 };
@@ -150,11 +162,15 @@ class CostModel {
   // SimOptions::memory_bound_kernels a third of its token assignments' memory-bound bytes at
   // the HBM bandwidth (the backward, twice the forward, has the rest); 0 for no tokens.
   Picoseconds instance_compute_ps(TokenCount tokens) const;
-  // Dense forward of one layer on the busiest rank: dense_forward_time_ps() (dense parameters,
-  // shared experts, attention scores; the GEMMs at their own peak, the rest at bf16's, times
-  // the curve's best efficiency), and with SimOptions::memory_bound_kernels a third of the
+  // Dense forward of one layer on the busiest rank: dense_forward_time_ps() (dense parameters
+  // and shared experts at their GEMMs' peak x the curve's best efficiency, the attention core at
+  // bf16's x its own efficiency), and with SimOptions::memory_bound_kernels a third of the
   // layer's other memory-bound bytes a token at the HBM bandwidth.
   Picoseconds dense_forward_ps(TokenCount tokens_on_rank) const;
+  // LayerCost::dense_backward_extra and outside_backward_extra on the busiest rank
+  // (DenseTimesPerToken's, sim/solver_cost.h); may be negative.
+  Picoseconds dense_backward_extra_ps(TokenCount tokens_on_rank) const;
+  Picoseconds outside_backward_extra_ps(TokenCount tokens_on_rank) const;
   // What the backward recomputes of a MoE layer's dense forward on the busiest rank, and of its
   // share of the dense-only layers (charged with the layer: a twentieth of it for DeepSeek-V3):
   // with SimOptions::recompute_mla_up_proj, MLA's up-projections
@@ -171,14 +187,16 @@ class CostModel {
   // A record's work as a pipeline stage runs it, in ps: the MoE layer's own forward and
   // backward (its critical path less its share outside the MoE layers), and that share's
   // forward, split into the dense-only layers' part (run on the first stage) and the head's (on
-  // the last); each part's backward is twice its forward. `weight_grad`: of `backward`, the
-  // weight gradients' compute (the dense backward's half, as long as its forward, and half the
-  // expert backward compute), which a zero-bubble split runs apart; each outside part's weight
-  // gradients take as long as its forward.
+  // the last); the head's backward is twice its forward, the dense-only layers' twice theirs
+  // and their attention cores' extra. `weight_grad`: of `backward`, the weight gradients'
+  // compute (as long as the dense forward's GEMMs: the attention core has no weights; and half
+  // the expert backward compute), which a zero-bubble split runs apart; the outside parts'
+  // likewise as long as their forward's GEMMs.
   struct PipelineShares {
     Picoseconds forward = 0, backward = 0;
     Picoseconds dense_only_forward = 0, head_forward = 0;
-    Picoseconds weight_grad = 0;
+    Picoseconds dense_only_backward = 0;
+    Picoseconds weight_grad = 0, dense_only_weight_grad = 0;
   };
   PipelineShares pipeline_shares(const LayerCost& cost) const;
   // Optimizer step for `layers` MoE layers: (dense and shared-expert params, the layers' share
@@ -282,8 +300,9 @@ class CostModel {
   void price_deepep(const Placement& placement, const Plan* routed, const RoutingCounts& counts,
                     const CostParams& params, PlanCost& plan_cost) const;
   // The planners' parameters with the weight- and gradient-overlap windows of a layer whose
-  // dense forward (before it, on the busiest rank) takes `dense_forward`.
-  CostParams params_for(Picoseconds dense_forward) const;
+  // dense forward (before it, on the busiest rank) takes `dense_forward` and whose dense
+  // backward twice that and `dense_extra`.
+  CostParams params_for(Picoseconds dense_forward, Picoseconds dense_extra) const;
   // The weights' window `window` the planners decide with, of a layer whose dense forward takes
   // `dense_forward`: with the all-to-alls behind compute, a forward's link-idle time also
   // carries the paired backward's transfers (overlap_all_to_alls()), so a replica's weights
@@ -304,6 +323,12 @@ class CostModel {
                        const CostParams& params) const;
   void fill_rank_times(const PlanCost& plan_cost, const std::vector<Picoseconds>& compute,
                        const CostParams& params, RankPhaseTimes& ranks) const;
+  // The dense backward's parts of a record whose busiest rank holds `busiest_tokens`, and its
+  // share outside the MoE layers.
+  void set_dense_backward(TokenCount busiest_tokens, Picoseconds dense_extra,
+                          LayerCost& cost) const;
+  // `whole` x part_per_token / whole_per_token, rounded; 0 where whole_per_token is not positive.
+  static Picoseconds part_of(Picoseconds whole, double part_per_token, double whole_per_token);
 
   Topology topology_;
   ModelSpec model_;
@@ -311,11 +336,11 @@ class CostModel {
   CostParams solver_params_;
   double flop_per_token_ = 0;      // forward FFN FLOP of one token at one expert
   double expert_peak_tflops_ = 0;  // gemm_peak_tflops(): the experts' GEMMs' peak
-  // Forward FLOP a token of the layer's dense part and of its share outside the MoE layers,
-  // and the rate both run at (sim/solver_cost.h).
-  double dense_flop_per_token_ = 0, outside_flop_per_token_ = 0, dense_gemm_flop_per_ps_ = 0;
+  // The time a token brings to the layer's dense part and its share outside the MoE layers,
+  // forward and the attention cores' backward extra (sim/solver_cost.h).
+  DenseTimesPerToken dense_times_;
+  double dense_gemm_flop_per_ps_ = 0;    // dense_recompute_ps()'s rate
   double recompute_flop_per_token_ = 0;  // of dense_recompute_ps()
-  double head_end_flop_per_token_ = 0;   // of outside_flop_per_token_, the last stage's part
   // With SimOptions::memory_bound_kernels, the forward ps a token (an assignment at an expert)
   // adds through the memory-bound kernels (sim/memory_bound_kernels.h) to the expert compute,
   // the dense forward, the share outside the MoE layers and, of it, the last stage's part;

@@ -232,8 +232,9 @@ class Replay {
         totals.moe += cost.moe();
         totals.moe_forward += cost.moe_forward();
         totals.overhead += cost.overhead;
-        totals.dense += 3 * (cost.dense_forward + cost.outside_forward) + cost.dense_recompute;
-        totals.outside += 3 * cost.outside_forward;
+        totals.dense += cost.dense_forward + cost.dense_backward() + cost.outside_forward +
+                        cost.outside_backward();
+        totals.outside += cost.outside_forward + cost.outside_backward();
         totals.grad_reduce += cost.grad_reduce;
         totals.dense_grad_reduce += cost.dense_grad_reduce;
         totals.dense_param_gather += cost.dense_param_gather;
@@ -618,7 +619,7 @@ void add_record_work(const CostModel& model, const LayerCost& cost, Picoseconds 
   const CostModel::PipelineShares shares = model.pipeline_shares(cost);
   own += {shares.forward - gathers, shares.backward - syncs, shares.weight_grad,
           cost.a2a_hidden_forward, cost.a2a_hidden_backward};
-  first += {shares.dense_only_forward, 2 * shares.dense_only_forward, shares.dense_only_forward};
+  first += {shares.dense_only_forward, shares.dense_only_backward, shares.dense_only_weight_grad};
   last += {shares.head_forward, 2 * shares.head_forward, shares.head_forward};
 }
 

@@ -23,6 +23,16 @@ double best_efficiency(const GemmEfficiencyCurve& curve) {
   return *std::max_element(curve.efficiency.begin(), curve.efficiency.end());
 }
 
+// y at `at` on the polyline through (x, y), x ascending: the end values beyond its ends.
+double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
+  if (at <= x.front()) return y.front();
+  if (at >= x.back()) return y.back();
+  const std::size_t i =
+      static_cast<std::size_t>(std::upper_bound(x.begin(), x.end(), at) - x.begin());
+  const double t = (at - x[i - 1]) / (x[i] - x[i - 1]);
+  return y[i - 1] + t * (y[i] - y[i - 1]);
+}
+
 }  // namespace
 
 double curve_instance_min_tokens(const GemmEfficiencyCurve& curve) {
@@ -126,14 +136,50 @@ double dense_gemm_flop_per_ps(const Topology& topology) {
   return topology.gpu.peak_tflops_bf16 * best_efficiency(topology.gemm_efficiency);
 }
 
+AttentionEfficiency attention_efficiency_at(const Topology& topology, const ModelSpec& model) {
+  const AttentionEfficiencyCurve& curve = topology.attention_efficiency;
+  if (curve.empty()) {
+    const double best = best_efficiency(topology.gemm_efficiency);
+    return {best, best};
+  }
+  const double length = model.sequence_length;
+  return {interpolate(curve.sequence_length, curve.forward, length),
+          interpolate(curve.sequence_length, curve.backward, length)};
+}
+
+DenseTimesPerToken dense_times_per_token(const Topology& topology, const ModelSpec& model,
+                                         int mtp_layers) {
+  const double speedup = gemm_speedup(topology, model);
+  const double gemm_rate = dense_gemm_flop_per_ps(topology);
+  const AttentionEfficiency attention = attention_efficiency_at(topology, model);
+  const double forward_rate = topology.gpu.peak_tflops_bf16 * attention.forward;
+  const double backward_rate = topology.gpu.peak_tflops_bf16 * attention.backward;
+  const double core = model.attention_core_flops_per_token();
+  const double core_forward = core / forward_rate;
+  const double core_extra =
+      ModelSpec::kAttentionCoreBackwardRatio * core / backward_rate - 2 * core_forward;
+  // Routed layers stand for the dense-only layers as outside_flops_per_token() shares them.
+  const double dense_layers = model.dense_layers_per_moe_layer(mtp_layers);
+  DenseTimesPerToken times;
+  times.core_forward = core_forward;
+  times.layer_forward = (model.dense_flops_per_token(speedup) - core) / gemm_rate + core_forward;
+  times.layer_backward_extra = core_extra;
+  if (model.routed_layers(mtp_layers) > 0) {
+    times.head_forward = model.head_end_flops_per_token(speedup, mtp_layers) / gemm_rate;
+    times.outside_forward =
+        (model.outside_flops_per_token(speedup, mtp_layers) - dense_layers * core) / gemm_rate +
+        dense_layers * core_forward;
+    times.outside_backward_extra = dense_layers * core_extra;
+  }
+  return times;
+}
+
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.dense_flops_per_token(gemm_speedup(topology, model)) * tokens /
-         dense_gemm_flop_per_ps(topology);
+  return dense_times_per_token(topology, model).layer_forward * tokens;
 }
 
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens) {
-  return model.outside_flops_per_token(gemm_speedup(topology, model)) * tokens /
-         dense_gemm_flop_per_ps(topology);
+  return dense_times_per_token(topology, model).outside_forward * tokens;
 }
 
 SolverCostDerivation derive_solver_cost(const Topology& topology, const ModelSpec& model,

@@ -50,18 +50,48 @@ double gemm_peak_tflops(const Topology& topology, const ModelSpec& model);
 // gemm_peak_tflops() over the bf16 peak: the `gemm_speedup` of ModelSpec's FLOP counts.
 double gemm_speedup(const Topology& topology, const ModelSpec& model);
 
-// The rate of the dense work (attention projections and core, shared experts, dense-only
-// layers, the output head) in bf16 FLOP: the bf16 peak x the GEMM curve's best efficiency, in
-// FLOP per picosecond (1 TFLOP/s is 1 FLOP per picosecond). ModelSpec's FLOP counts take the
+// The rate of the dense GEMMs (attention projections, shared experts, dense-only layers' FFNs,
+// the output head) in bf16 FLOP: the bf16 peak x the GEMM curve's best efficiency, in FLOP per
+// picosecond (1 TFLOP/s is 1 FLOP per picosecond). ModelSpec's FLOP counts take the
 // GEMMs' speedup (gemm_speedup()), so that fp8 GEMMs run at their own peak.
 double dense_gemm_flop_per_ps(const Topology& topology);
 
+// The attention core's efficiencies (fractions of the bf16 peak) at the model's sequence
+// length: the topology's attention_efficiency curve, linear between its points and the end
+// values beyond; without one, the GEMM curve's best efficiency for both passes.
+struct AttentionEfficiency {
+  double forward = 0;
+  double backward = 0;
+};
+AttentionEfficiency attention_efficiency_at(const Topology& topology, const ModelSpec& model);
+
+// The dense work a token brings, in picoseconds (not rounded), on one GPU: the GEMMs (dense
+// parameters, shared experts, dense-only FFNs, the output head; ModelSpec's FLOPs with
+// gemm_speedup()) at dense_gemm_flop_per_ps(), the attention core at the bf16 peak x
+// attention_efficiency_at(), forward and backward.
+struct DenseTimesPerToken {
+  double layer_forward = 0;  // a MoE layer's dense part (ModelSpec::dense_flops_per_token())
+  double core_forward = 0;   // of layer_forward, the attention core's (it holds no weights)
+  // What its backward takes beyond twice its forward: the attention core's backward
+  // (ModelSpec::kAttentionCoreBackwardRatio x its forward FLOPs at the backward efficiency)
+  // less twice its forward time. Negative only where the backward runs 1.25 x as efficiently.
+  double layer_backward_extra = 0;
+  // A routed layer's share of the work outside the routed layers (ModelSpec::
+  // outside_flops_per_token(): dense-only layers, the model's end), forward, and the same
+  // extra of its dense-only layers' attention cores; the model's end has no attention.
+  double outside_forward = 0;
+  double outside_backward_extra = 0;
+  double head_forward = 0;  // of outside_forward, the model's end's (head_end_flops_per_token())
+};
+DenseTimesPerToken dense_times_per_token(const Topology& topology, const ModelSpec& model,
+                                         int mtp_layers = 0);
+
 // Dense forward of one layer over `tokens` tokens on one GPU, in picoseconds (not rounded):
-// ModelSpec::dense_flops_per_token(gemm_speedup()) x tokens at dense_gemm_flop_per_ps().
+// dense_times_per_token().layer_forward x tokens.
 double dense_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 // A MoE layer's share of the work outside the MoE layers over `tokens` tokens on one GPU, in
-// picoseconds (not rounded): ModelSpec::outside_flops_per_token(gemm_speedup()) (dense-only
-// layers, output head) x tokens at the same rate. 0 for a model with neither.
+// picoseconds (not rounded): dense_times_per_token().outside_forward x tokens (dense-only
+// layers, output head). 0 for a model with neither.
 double outside_forward_time_ps(const Topology& topology, const ModelSpec& model, double tokens);
 
 // compute_ps_per_token = 2 x 3 x hidden x expert_ffn FLOP (gate, up, down) /

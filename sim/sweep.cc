@@ -23,6 +23,7 @@
 #include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
 #include "sim/run_summary.h"
+#include "sim/solver_cost.h"
 #include "solver/input_error.h"
 
 namespace topoep {
@@ -51,6 +52,8 @@ const std::vector<std::string>& metric_columns() {
                                                    "loss_logits_bytes",
                                                    "token_buffer_bytes",
                                                    "deepep_buffer_bytes",
+                                                   "attention_forward_efficiency",
+                                                   "attention_backward_efficiency",
                                                    "max_mean_load_median",
                                                    "ib_bytes_per_step",
                                                    "nvlink_bytes_per_step",
@@ -163,6 +166,7 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
   replay_trace(trace, config, observer);
   std::vector<nlohmann::json> rows;
   const int fixed = summary.index_of("static");
+  const AttentionEfficiency attention = attention_efficiency_at(config.topology, config.model);
   for (std::size_t p = 0; p < summary.planners().size(); ++p) {
     const PlannerRunSummary& s = summary.planners()[p];
     const double steps = std::max(1, s.steps);
@@ -193,6 +197,8 @@ std::vector<nlohmann::json> simulate_point(const SweepPoint& point, bool check_p
     row["loss_logits_bytes"] = observer.loss_logits();
     row["token_buffer_bytes"] = s.busiest_memory().token_buffers;
     row["deepep_buffer_bytes"] = s.busiest_memory().deepep_buffers;
+    row["attention_forward_efficiency"] = attention.forward;
+    row["attention_backward_efficiency"] = attention.backward;
     row["max_mean_load_median"] = s.median_max_mean_load();
     row["ib_bytes_per_step"] =
         static_cast<double>(s.ib_dispatch_bytes + s.ib_weight_bytes + s.grad_reduce_ib_bytes) /
@@ -334,6 +340,15 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
     // TopoEP searched no IB-opened run before 2026-12-06: a per-assignment point's row from
     // before then is refused, naming the column, since its TopoEP plans changed.
     if (!row.contains("topoep_ib_opened_run")) row["topoep_ib_opened_run"] = 0;
+    // Before the attention core's efficiencies were recorded (2026-12-06) its backward was
+    // priced at twice its forward, both at the GEMMs' efficiency: every step time moved since,
+    // and a resumed or merged sweep would mix the two.
+    if (!row.contains("attention_backward_efficiency")) {
+      throw FileInputError(where, "attention_backward_efficiency",
+                           "is missing: the row was written before 2026-12-06, when the "
+                           "attention core's backward still cost twice its forward at the "
+                           "GEMMs' efficiency; rerun the sweep into another --out");
+    }
     rows.push_back(std::move(row));
     begin = stop + 1;
   }

@@ -216,7 +216,7 @@ void write_step_timeline(const StepResult& step, const std::vector<std::string>&
       timeline.per_rank("dispatch grad", c.ranks.dispatch_grad, 1, c.dispatch_grad, args,
                         hidden.dispatch_grad);
       timeline.shared("dense backward", c.dense_backward(), args);
-      timeline.shared("dense-only layers and head (share) grad", 2 * c.outside_forward, args);
+      timeline.shared("dense-only layers and head (share) grad", c.outside_backward(), args);
     }
     for (const RecordResult& record : step.records) {
       timeline.shared("dense gradient sync", record.planners[p].dense_grad_reduce,

@@ -377,6 +377,45 @@ TEST(SimCostModel, AnMtpModulesProjectionAndHeadPassRideTheLastStagesShare) {
   EXPECT_EQ(without.price(decision, counts).dense_forward, c.dense_forward);
 }
 
+// The attention core runs at the topology's FlashAttention efficiency (here 0.25 of the
+// peak forward, 0.2 backward, against the GEMMs' 0.5), its backward at 2.5 x its forward's
+// FLOPs; it holds no weights, so a zero-bubble split's weight gradients leave it out. The
+// dense-only layers' cores are carried alike.
+TEST(SimCostModel, TheAttentionCoreRunsAtItsOwnRateAndItsBackwardAtTwoAndAHalfItsFlops) {
+  Topology topology = round_topology(2, 2);
+  topology.attention_efficiency = {{1000}, {0.25}, {0.2}, "test"};
+  ModelSpec model = round_model(8, 2);
+  model.attention_heads = 4;
+  model.attention_qk_head_dim = 64;
+  model.attention_v_head_dim = 64;
+  model.sequence_length = 1000;  // the core: 4 x 128 x 1000 = 512,000 FLOP a token
+  model.dense_layers = 2;        // half a dense-only layer a MoE layer
+  model.dense_ffn_size = 2048;
+  const CostModel with(topology, model, SimOptions{}, 40);
+  RoutingCounts counts = uniform_counts(4, 8, 10);
+  counts.set(1, 3, 90);  // rank 1: 80 tokens
+  const PlannerDecision decision = static_decision(context_for(with, 0), counts);
+  const LayerCost c = with.price(decision, counts);
+  // 2e6 FLOP at 500 FLOP/ps and 512,000 at 250: 4,000 + 2,048 ps a token, 80 tokens.
+  EXPECT_EQ(c.dense_forward, (4000 + 2048) * 80);
+  // 2.5 x 512,000 at 200 FLOP/ps, less twice the forward's 2,048 ps: 2,304 ps a token.
+  EXPECT_EQ(c.dense_backward_extra, 2304 * 80);
+  EXPECT_EQ(c.dense_backward(), 2 * c.dense_forward + 2304 * 80);
+  const double dense_only_gemms = 0.5 * (2e6 + 6.0 * 1024 * 2048) / 500;
+  EXPECT_EQ(c.outside_forward, std::llround((dense_only_gemms + 0.5 * 2048) * 80));
+  EXPECT_EQ(c.outside_backward_extra, 1152 * 80);
+  EXPECT_EQ(c.outside_backward(), 2 * c.outside_forward + 1152 * 80);
+  const CostModel::PipelineShares shares = with.pipeline_shares(c);
+  EXPECT_EQ(shares.head_forward, 0);
+  EXPECT_EQ(shares.dense_only_backward, c.outside_backward());
+  EXPECT_EQ(shares.weight_grad, 4000 * 80 + c.compute_grad / 2);
+  EXPECT_EQ(shares.dense_only_weight_grad, c.outside_forward - 1024 * 80);
+  EXPECT_EQ(shares.backward + shares.dense_only_backward, c.critical_path() - c.forward_path());
+  // The backward's link-idle time for the syncs is the whole dense backward's.
+  EXPECT_EQ(with.backward_sync_work(c).attention, c.dense_backward());
+  EXPECT_EQ(with.backward_sync_work(c).outside, c.outside_backward());
+}
+
 TEST(GradientReduction, ChainsCrossEachNodeBoundaryOnce) {
   const TopologyView topology{2, 4};  // ranks 0-3 node 0, 4-7 node 1
   CostParams cost;

@@ -415,10 +415,12 @@ TEST(SolverCost, DeepSeekV3OnH800FollowsTheFormulas) {
   EXPECT_EQ(d.params.scale_up.alpha_ps, 3400000);
   EXPECT_EQ(d.params.scale_out.alpha_ps, 9600000);
   // Dense window, per token: 2 x 187,105,280 dense params + one shared expert 6 x 7168 x 2048
-  // + attention scores 128 heads x (192 + 128) x 4096; x 4096 tokens at 989.4 TFLOP/s x 0.65
-  // (about 4.01 ms).
-  const double flops = 2.0 * 187105280 + 6.0 * 7168 * 2048 + 128.0 * (192 + 128) * 4096;
-  EXPECT_NEAR(d.dense_time_us, flops * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
+  // at 989.4 TFLOP/s x 0.65, and the attention core 128 heads x (192 + 128) x 4096 at the
+  // H800's FlashAttention forward efficiency at 4,096 tokens, 0.5852; x 4096 tokens (about
+  // 4.13 ms).
+  const double gemms = 2.0 * 187105280 + 6.0 * 7168 * 2048, core = 128.0 * (192 + 128) * 4096;
+  EXPECT_NEAR(d.dense_time_us, (gemms / (989.4 * 0.65) + core / (989.4 * 0.5852)) * 4096 / 1e6,
+              1e-6);
   EXPECT_EQ(derive_solver_cost(h800, v3, 4096, false).params.replica_weight_bytes, 0);
 }
 
@@ -438,7 +440,8 @@ TEST(SolverCost, Fp8GemmsRunAtTheFp8PeakAndLeaveTheAttentionCoreAndHeadInBf16) {
   EXPECT_EQ(fp8.params.compute_ps_per_token, 68477);
   const double gemms = 2.0 * 187105280 + 6.0 * 7168 * 2048, core = 128.0 * (192 + 128) * 4096;
   EXPECT_DOUBLE_EQ(v3.dense_flops_per_token(speedup), gemms / speedup + core);
-  EXPECT_NEAR(fp8.dense_time_us, (gemms / speedup + core) * 4096 / (989.4 * 0.65) / 1e6, 1e-6);
+  EXPECT_NEAR(fp8.dense_time_us,
+              (gemms / speedup / (989.4 * 0.65) + core / (989.4 * 0.5852)) * 4096 / 1e6, 1e-6);
   EXPECT_LT(fp8.dense_time_us, bf16.dense_time_us);
   // The dense-only layers' GEMMs speed up, the head does not.
   EXPECT_DOUBLE_EQ(v3.outside_flops_per_token(speedup),
@@ -461,6 +464,64 @@ TEST(SolverCost, Fp8GemmsRunAtTheFp8PeakAndLeaveTheAttentionCoreAndHeadInBf16) {
   EXPECT_FALSE(parse_model(file.dump(), "bf16.json").fp8_gemms);
   file["gemm_precision"] = "fp4";
   EXPECT_EQ(rejected_field(file), "gemm_precision");
+}
+
+// The attention core runs at FlashAttention's efficiency, not the GEMMs': on the H800 at
+// DeepSeek-V3's 4,096 tokens 0.5852 of the bf16 peak forward and 0.5478 backward, the
+// backward at 2.5 x the forward's FLOPs (the scores recomputed, then dV, dP, dQ and dK). The
+// dense-only layers' attention cores are carried the same way; the output head has none.
+TEST(DenseTimes, TheAttentionCoreRunsAtItsOwnEfficiencyAndItsBackwardAtTwoAndAHalfItsFlops) {
+  const Topology h800 = load_topology("h800-4x8");
+  const ModelSpec v3 = load_model("deepseek-v3");
+  const AttentionEfficiency attention = attention_efficiency_at(h800, v3);
+  EXPECT_DOUBLE_EQ(attention.forward, 0.5852);
+  EXPECT_DOUBLE_EQ(attention.backward, 0.5478);
+  const DenseTimesPerToken times = dense_times_per_token(h800, v3);
+  const double gemm_rate = 989.4 * 0.65, forward_rate = 989.4 * 0.5852;
+  const double backward_rate = 989.4 * 0.5478;
+  const double core = 128.0 * (192 + 128) * 4096;
+  EXPECT_DOUBLE_EQ(v3.attention_core_flops_per_token(), core);
+  const double gemms = 2.0 * 187105280 + 6.0 * 7168 * 2048;
+  EXPECT_NEAR(times.layer_forward, gemms / gemm_rate + core / forward_rate, 1e-6);
+  const double extra = 2.5 * core / backward_rate - 2 * core / forward_rate;
+  EXPECT_NEAR(times.layer_backward_extra, extra, 1e-6);
+  // About 48% more attention-core backward than twice its forward at the GEMMs' rate.
+  EXPECT_NEAR((2 * core / forward_rate + extra) / (2 * core / gemm_rate), 1.48, 0.01);
+  // 3 dense-only layers over 58 MoE layers, each with the same attention; the head 2 h V / 58.
+  const double dense_only = 3.0 / 58, head = 2.0 * 7168 * 129280 / 58;
+  EXPECT_NEAR(times.head_forward, head / gemm_rate, 1e-6);
+  EXPECT_NEAR(times.outside_forward,
+              (v3.outside_flops_per_token() - dense_only * core) / gemm_rate +
+                  dense_only * core / forward_rate,
+              1e-6);
+  EXPECT_NEAR(times.outside_backward_extra, dense_only * extra, 1e-6);
+  EXPECT_NEAR(outside_forward_time_ps(h800, v3, 4096), times.outside_forward * 4096, 1e-3);
+}
+
+// Between the curve's points the efficiencies are interpolated, beyond them the end values
+// hold; a GPU without a curve (the A100 preset) runs the core at the GEMM curve's best in both
+// passes, so that only the backward's FLOPs are added.
+TEST(DenseTimes, AttentionEfficiencyFollowsTheSequenceLengthOrTheGemmCurveWithoutOne) {
+  const Topology h800 = load_topology("h800-4x8");
+  ModelSpec v3 = load_model("deepseek-v3");
+  v3.sequence_length = 3072;  // halfway between 2,048 and 4,096
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(h800, v3).forward, (0.5266 + 0.5852) / 2);
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(h800, v3).backward, (0.5064 + 0.5478) / 2);
+  v3.sequence_length = 65536;
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(h800, v3).forward, 0.6226);
+  v3.sequence_length = 128;
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(h800, v3).backward, 0.3194);
+
+  const Topology a100 = load_topology("a100-8x8");
+  ASSERT_TRUE(a100.attention_efficiency.empty());
+  const ModelSpec mixtral = load_model("mixtral-8x7b");
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(a100, mixtral).forward, 0.65);
+  EXPECT_DOUBLE_EQ(attention_efficiency_at(a100, mixtral).backward, 0.65);
+  const DenseTimesPerToken times = dense_times_per_token(a100, mixtral);
+  const double rate = 312.0 * 0.65;
+  EXPECT_NEAR(times.layer_forward, mixtral.dense_flops_per_token() / rate, 1e-6);
+  EXPECT_NEAR(times.layer_backward_extra, 0.5 * mixtral.attention_core_flops_per_token() / rate,
+              1e-6);
 }
 
 // Mixtral-8x7B (one expert per GPU) on one 8-GPU H800 node at 1,024 tokens per GPU: a

@@ -926,25 +926,56 @@ TEST(Sweep, MemoryBoundKernelsLengthenTheStepAndTheirColumnSaysSo) {
   EXPECT_EQ(row["memory_bound_kernels"], false);
 }
 
+// The error of resuming `grid`'s fresh results rewritten without `columns`, as an earlier
+// version wrote them; the resume must refuse them and leave the file as it was. The fresh rows
+// come back in `fresh` where asked.
+FileInputError resume_refused_without(const std::string& name, const std::string& grid,
+                                      std::initializer_list<const char*> columns,
+                                      std::string* fresh = nullptr) {
+  const std::string dir = temp_path(name);
+  const std::string written =
+      read_file(run(load_sweep_grid(write_grid(name + ".json", grid)), dir, 1));
+  if (fresh != nullptr) *fresh = written;
+  const std::string old_rows = write_rows_as_an_earlier_version_did(dir, written, columns);
+  try {
+    run_sweep(load_sweep_grid(write_grid(name + ".json", grid)), resume_options(dir));
+  } catch (const FileInputError& error) {
+    EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+    return error;
+  }
+  ADD_FAILURE() << "resumed rows written without their columns";
+  return FileInputError("", "", "");
+}
+
+const char* const kOneSlotGrid = R"({"planners": ["topoep", "static"],
+    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
+    "nodes": [2], "slots": [1]})";
+
 // Results written before the dense gradients' all-reduce joined the step were priced without
 // it: resuming them under a grid that prices it would mix two models under one point key, so
 // the resume refuses, naming the parameter, and leaves the file as it was.
 TEST(Sweep, ResumeRefusesRowsPricedWithoutTheDenseAllReduce) {
-  const char* grid = R"({"planners": ["topoep", "static"],
-    "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
-    "nodes": [2], "slots": [1]})";
-  const std::string dir = temp_path("sweep_rows_before_allreduce");
-  const std::string fresh = read_file(run(load_sweep_grid(write_grid("ar.json", grid)), dir, 1));
-  const std::string old_rows = write_rows_as_an_earlier_version_did(
-      dir, fresh, {"dense_grad_bytes", "dense_grad_reduce_us_per_step"});
-  try {
-    run_sweep(load_sweep_grid(write_grid("ar.json", grid)), resume_options(dir));
-    ADD_FAILURE() << "resumed rows priced without the all-reduce";
-  } catch (const FileInputError& error) {
-    EXPECT_EQ(error.field(), "dense_grad_bytes");
-    EXPECT_NE(std::string(error.what()).find("priced with 0"), std::string::npos) << error.what();
-  }
-  EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+  const FileInputError error =
+      resume_refused_without("sweep_rows_before_allreduce", kOneSlotGrid,
+                             {"dense_grad_bytes", "dense_grad_reduce_us_per_step"});
+  EXPECT_EQ(error.field(), "dense_grad_bytes");
+  EXPECT_NE(std::string(error.what()).find("priced with 0"), std::string::npos) << error.what();
+}
+
+// Rows written before the attention core was priced at its own efficiency (2026-12-06, with
+// the efficiencies' columns) priced its backward at twice its forward: every step time moved,
+// so the resume refuses them, naming the column, and leaves the file as it was. A fresh row
+// gives the efficiencies the point ran at (the H800's FlashAttention figures at 4,096 tokens).
+TEST(Sweep, ResumeRefusesRowsWrittenBeforeTheAttentionCoreHadItsOwnEfficiency) {
+  std::string fresh;
+  const FileInputError error = resume_refused_without(
+      "sweep_rows_before_attention_core", kOneSlotGrid,
+      {"attention_forward_efficiency", "attention_backward_efficiency"}, &fresh);
+  EXPECT_EQ(error.field(), "attention_backward_efficiency");
+  EXPECT_NE(std::string(error.what()).find("another --out"), std::string::npos) << error.what();
+  const nlohmann::json row = nlohmann::json::parse(fresh.substr(0, fresh.find('\n')));
+  EXPECT_DOUBLE_EQ(row["attention_forward_efficiency"].get<double>(), 0.5852);
+  EXPECT_DOUBLE_EQ(row["attention_backward_efficiency"].get<double>(), 0.5478);
 }
 
 // Rows written before TopoEP's IB-opened run (2026-12-06) have no column for it: where the
@@ -954,17 +985,10 @@ TEST(Sweep, ResumeRefusesPerAssignmentRowsWrittenBeforeTheIbOpenedRun) {
   const char* grid = R"({"planners": ["topoep", "static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],
     "nodes": [2], "slots": [1], "dispatcher": ["alltoall"]})";
-  const std::string dir = temp_path("sweep_rows_before_ib_opened_run");
-  const std::string fresh = read_file(run(load_sweep_grid(write_grid("ibrun.json", grid)), dir, 1));
-  const std::string old_rows =
-      write_rows_as_an_earlier_version_did(dir, fresh, {"topoep_ib_opened_run"});
-  try {
-    run_sweep(load_sweep_grid(write_grid("ibrun.json", grid)), resume_options(dir));
-    ADD_FAILURE() << "resumed rows planned without the IB-opened run";
-  } catch (const FileInputError& error) {
-    EXPECT_EQ(error.field(), "topoep_ib_opened_run");
-  }
-  EXPECT_EQ(read_file(dir + "/results.jsonl"), old_rows);
+  EXPECT_EQ(
+      resume_refused_without("sweep_rows_before_ib_opened_run", grid, {"topoep_ib_opened_run"})
+          .field(),
+      "topoep_ib_opened_run");
 
   const char* deepep = R"({"planners": ["topoep", "static"],
     "trace": [{"synthetic": {"steps": 1, "layers": 1, "tokens_per_rank": 64, "seed": 5}}],

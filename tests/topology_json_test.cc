@@ -154,6 +154,31 @@ TEST(TopologyJson, RejectsEfficiencyCurveOfUnequalLengths) {
             "grouped_gemm_efficiency.efficiency");
 }
 
+// The attention core's curve is optional (the A100 preset has none) and checked as the GEMM
+// curve is, each efficiency column against the sequence lengths.
+TEST(TopologyJson, AttentionEfficiencyIsOptionalAndCheckedLikeTheGemmCurve) {
+  EXPECT_FALSE(load_topology("h800-4x8").attention_efficiency.empty());
+  EXPECT_EQ(error_field_after([](json& d) { d.erase("attention_efficiency"); }), "");
+  EXPECT_FALSE(topology_to_json(load_topology("a100-8x8")).contains("attention_efficiency"));
+  EXPECT_EQ(error_field_after([](json& d) { d["attention_efficiency"]["backward"][1] = 0; }),
+            "attention_efficiency.backward");
+  EXPECT_EQ(error_field_after([](json& d) { d["attention_efficiency"]["forward"][0] = 1.2; }),
+            "attention_efficiency.forward");
+  EXPECT_EQ(
+      error_field_after([](json& d) { d["attention_efficiency"]["sequence_length"][3] = 100; }),
+      "attention_efficiency.sequence_length");
+  EXPECT_EQ(error_field_after([](json& d) { d["attention_efficiency"]["forward"].erase(0); }),
+            "attention_efficiency.forward");
+  EXPECT_EQ(error_field_after([](json& d) {
+              d["attention_efficiency"]["sequence_length"] = json::array();
+              d["attention_efficiency"]["forward"] = json::array();
+              d["attention_efficiency"]["backward"] = json::array();
+            }),
+            "attention_efficiency.sequence_length");
+  EXPECT_EQ(error_field_after([](json& d) { d["attention_efficiency"].erase("source"); }),
+            "attention_efficiency.source");
+}
+
 TEST(TopologyJson, RejectsSectionThatIsNotAnObject) {
   EXPECT_EQ(error_field_after([](json& d) { d["gpu"] = 3; }), "gpu");
 }

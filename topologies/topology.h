@@ -38,6 +38,20 @@ struct GemmEfficiencyCurve {
   std::string source;
 };
 
+// Achieved fraction of the bf16 peak for the fused attention core (FlashAttention, cuDNN's fused
+// attention) as a function of the training sequence length, forward and backward, each
+// counted at its own FLOPs (the backward's 2.5 x the forward's). Points sorted by strictly
+// increasing length; efficiencies in (0, 1]. Empty (no points): the GPU has no published
+// figures here, and the core runs at the GEMM curve's best efficiency in both passes.
+struct AttentionEfficiencyCurve {
+  std::vector<double> sequence_length;
+  std::vector<double> forward;
+  std::vector<double> backward;
+  std::string source;
+
+  bool empty() const { return sequence_length.empty(); }
+};
+
 // The most GPUs a topology may have (files and reshapes alike): far past any cluster, and small
 // enough that rank ids and per-rank arrays stay well inside int.
 constexpr int kMaxTopologyGpus = 1 << 20;
@@ -54,6 +68,7 @@ struct Topology {
   LinkSpec scale_out;
   GpuSpec gpu;
   GemmEfficiencyCurve gemm_efficiency;
+  AttentionEfficiencyCurve attention_efficiency;  // optional
 
   int num_gpus() const { return nodes * gpus_per_node; }
   TopologyView view() const { return TopologyView{nodes, gpus_per_node}; }

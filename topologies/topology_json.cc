@@ -42,31 +42,53 @@ GpuSpec read_gpu(JsonObjectReader object) {
   return gpu;
 }
 
+// Points of a curve over `points_field` strictly increasing and positive, and each of
+// `values` as many, in (0, 1].
+void check_curve(const JsonObjectReader& object, const char* points_field,
+                 const std::vector<double>& points,
+                 const std::vector<std::pair<const char*, const std::vector<double>*>>& values) {
+  if (points.empty()) object.fail(points_field, "needs at least one point");
+  for (const auto& [field, column] : values) {
+    if (column->size() != points.size()) {
+      object.fail(field, "has " + std::to_string(column->size()) + " points, " + points_field +
+                             " has " + std::to_string(points.size()));
+    }
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!(points[i] > 0) || (i > 0 && !(points[i] > points[i - 1]))) {
+      object.fail(points_field, "must be positive and strictly increasing (element " +
+                                    std::to_string(i) + " is " + std::to_string(points[i]) + ")");
+    }
+    for (const auto& [field, column] : values) {
+      const double efficiency = (*column)[i];
+      if (!(efficiency > 0 && efficiency <= 1)) {
+        object.fail(field, "element " + std::to_string(i) + " is " + std::to_string(efficiency) +
+                               ", outside (0, 1]");
+      }
+    }
+  }
+}
+
+AttentionEfficiencyCurve read_attention_curve(JsonObjectReader object) {
+  AttentionEfficiencyCurve curve;
+  curve.sequence_length = object.number_array_field("sequence_length");
+  curve.forward = object.number_array_field("forward");
+  curve.backward = object.number_array_field("backward");
+  curve.source = object.string_field("source");
+  object.finish();
+  check_curve(object, "sequence_length", curve.sequence_length,
+              {{"forward", &curve.forward}, {"backward", &curve.backward}});
+  return curve;
+}
+
 GemmEfficiencyCurve read_curve(JsonObjectReader object) {
   GemmEfficiencyCurve curve;
   curve.tokens_per_expert = object.number_array_field("tokens_per_expert");
   curve.efficiency = object.number_array_field("efficiency");
   curve.source = object.string_field("source");
   object.finish();
-  if (curve.tokens_per_expert.empty()) object.fail("tokens_per_expert", "needs at least one point");
-  if (curve.efficiency.size() != curve.tokens_per_expert.size()) {
-    object.fail("efficiency", "has " + std::to_string(curve.efficiency.size()) +
-                                  " points, tokens_per_expert has " +
-                                  std::to_string(curve.tokens_per_expert.size()));
-  }
-  for (std::size_t i = 0; i < curve.tokens_per_expert.size(); ++i) {
-    const double tokens = curve.tokens_per_expert[i];
-    if (!(tokens > 0) || (i > 0 && !(tokens > curve.tokens_per_expert[i - 1]))) {
-      object.fail("tokens_per_expert", "must be positive and strictly increasing (element " +
-                                           std::to_string(i) + " is " + std::to_string(tokens) +
-                                           ")");
-    }
-    const double efficiency = curve.efficiency[i];
-    if (!(efficiency > 0 && efficiency <= 1)) {
-      object.fail("efficiency", "element " + std::to_string(i) + " is " +
-                                    std::to_string(efficiency) + ", outside (0, 1]");
-    }
-  }
+  check_curve(object, "tokens_per_expert", curve.tokens_per_expert,
+              {{"efficiency", &curve.efficiency}});
   return curve;
 }
 
@@ -118,6 +140,9 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
   topology.scale_out = read_link(root.object_field("scale_out"));
   topology.gpu = read_gpu(root.object_field("gpu"));
   topology.gemm_efficiency = read_curve(root.object_field("grouped_gemm_efficiency"));
+  if (root.has("attention_efficiency")) {
+    topology.attention_efficiency = read_attention_curve(root.object_field("attention_efficiency"));
+  }
   root.finish();
   return topology;
 }
@@ -125,22 +150,31 @@ Topology parse_topology(const std::string& text, const std::string& origin) {
 nlohmann::json topology_to_json(const Topology& topology) {
   const GpuSpec& gpu = topology.gpu;
   const GemmEfficiencyCurve& curve = topology.gemm_efficiency;
-  return {{"name", topology.name},
-          {"description", topology.description},
-          {"nodes", topology.nodes},
-          {"gpus_per_node", topology.gpus_per_node},
-          {"scale_up", link_to_json(topology.scale_up)},
-          {"scale_out", link_to_json(topology.scale_out)},
-          {"gpu",
-           {{"name", gpu.name},
-            {"peak_tflops", {{"bf16", gpu.peak_tflops_bf16}, {"fp8", gpu.peak_tflops_fp8}}},
-            {"hbm_bandwidth_gb_per_s", gpu.hbm_bandwidth_gb_per_s},
-            {"hbm_capacity_gb", gpu.hbm_capacity_gb},
-            {"source", gpu.source}}},
-          {"grouped_gemm_efficiency",
-           {{"tokens_per_expert", curve.tokens_per_expert},
-            {"efficiency", curve.efficiency},
-            {"source", curve.source}}}};
+  nlohmann::json json = {
+      {"name", topology.name},
+      {"description", topology.description},
+      {"nodes", topology.nodes},
+      {"gpus_per_node", topology.gpus_per_node},
+      {"scale_up", link_to_json(topology.scale_up)},
+      {"scale_out", link_to_json(topology.scale_out)},
+      {"gpu",
+       {{"name", gpu.name},
+        {"peak_tflops", {{"bf16", gpu.peak_tflops_bf16}, {"fp8", gpu.peak_tflops_fp8}}},
+        {"hbm_bandwidth_gb_per_s", gpu.hbm_bandwidth_gb_per_s},
+        {"hbm_capacity_gb", gpu.hbm_capacity_gb},
+        {"source", gpu.source}}},
+      {"grouped_gemm_efficiency",
+       {{"tokens_per_expert", curve.tokens_per_expert},
+        {"efficiency", curve.efficiency},
+        {"source", curve.source}}}};
+  const AttentionEfficiencyCurve& attention = topology.attention_efficiency;
+  if (!attention.empty()) {
+    json["attention_efficiency"] = {{"sequence_length", attention.sequence_length},
+                                    {"forward", attention.forward},
+                                    {"backward", attention.backward},
+                                    {"source", attention.source}};
+  }
+  return json;
 }
 
 }  // namespace topoep

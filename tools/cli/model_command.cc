@@ -243,6 +243,15 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
     table.add_row({"  dense forward", microseconds(p.weight_overlap_ps) + " at " +
                                           std::to_string(model.tokens_per_rank) +
                                           " tokens: the window replica weights hide in"});
+    const AttentionEfficiency attention = attention_efficiency_at(*topology, model);
+    table.add_row({"  attention core",
+                   format_fixed(attention.forward, 3) + " of the bf16 peak forward, " +
+                       format_fixed(attention.backward, 3) +
+                       " backward (2.5 x the forward's FLOPs) at " +
+                       std::to_string(model.sequence_length) + " tokens a sequence" +
+                       (topology->attention_efficiency.empty()
+                            ? std::string(": the GEMM curve's best, the topology giving no figures")
+                            : std::string(", as FlashAttention runs it (the topology's curve)"))});
     table.add_row({"  a replica's weights",
                    microseconds(transfer_ps(p.replica_weight_bytes, p.scale_up)) + " over " +
                        topology->scale_up.name + ", " +
@@ -259,7 +268,9 @@ void print_model(const ModelSpec& model, const Topology* topology, std::ostream&
              " a layer and step, as NCCL's ring over the " + std::to_string(topology->num_gpus()) +
              " GPUs, with the replica gradients' in the backward's link-idle compute (the "
              "attention backward after it: " +
-             microseconds(2 * p.weight_overlap_ps) + ")"});
+             microseconds(2 * all_reduce.dense_forward_ps(model.tokens_per_rank) +
+                          all_reduce.dense_backward_extra_ps(model.tokens_per_rank)) +
+             ")"});
     table.add_row({"  with --dense-sync distributed",
                    microseconds(distributed.dense_gradient_sync().time_ps) +
                        " reduce-scatter overlapped alike, " +

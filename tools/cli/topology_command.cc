@@ -64,12 +64,27 @@ void print_topology(const Topology& topology, std::ostream& out) {
         format_fixed(curve.tokens_per_expert[i], 0) + ":" + format_fixed(curve.efficiency[i], 3);
   }
   table.add_row({"grouped GEMM efficiency", points});
+  const AttentionEfficiencyCurve& attention = topology.attention_efficiency;
+  if (attention.empty()) {
+    table.add_row(
+        {"attention core efficiency", "none given: the GEMM curve's best, forward and backward"});
+  } else {
+    std::string forward, backward;
+    for (std::size_t i = 0; i < attention.sequence_length.size(); ++i) {
+      const std::string length = format_fixed(attention.sequence_length[i], 0) + ":";
+      forward += (i > 0 ? " " : "") + length + format_fixed(attention.forward[i], 3);
+      backward += (i > 0 ? " " : "") + length + format_fixed(attention.backward[i], 3);
+    }
+    table.add_row({"attention core efficiency", "forward " + forward});
+    table.add_row({"  by sequence length", "backward " + backward});
+  }
   table.print(out);
   out << "\nsources\n"
       << "  scale-up:  " << topology.scale_up.source << "\n"
       << "  scale-out: " << topology.scale_out.source << "\n"
       << "  GPU:       " << topology.gpu.source << "\n"
       << "  GEMM:      " << curve.source << "\n";
+  if (!attention.empty()) out << "  attention: " << attention.source << "\n";
 }
 
 void add_topology_command(CLI::App& app) {
