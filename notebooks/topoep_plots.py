@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static", "topoep-flat"]
+BASELINES = ["eplb", "eplb-microbatch", "shadowing", "static", "topoep-flat", "topoep-balance"]
 
 
 def read_json(path):

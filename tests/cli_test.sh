@@ -158,7 +158,7 @@ assert fp8["predicted_us_before"] < bf16["predicted_us_before"], (bf16, fp8)
 PY
 expect "and weighs the plans at the fp8 peak" 0 $?
 
-for planner in topoep topoep-flat static eplb eplb-microbatch shadowing ideal; do
+for planner in topoep topoep-flat topoep-balance static eplb eplb-microbatch shadowing ideal; do
   "$topoep" solve --counts "$work/counts.json" --planner "$planner" --json >"$work/planner.json" 2>&1
   expect "solve --planner $planner exits 0" 0 $?
   python3 - "$work/planner.json" "$planner" <<'PY'
@@ -195,7 +195,7 @@ expect_text "--ib-opened-run says whose option it is" "$work/out" \
   "--ib-opened-run: applies to the topoep planner only, not 'eplb'"
 "$topoep" solve --counts "$work/counts.json" --planner static --max-moves 8 >"$work/out" 2>&1
 expect "--max-moves with another planner than topoep exits 2" 2 $?
-expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep and topoep-flat planners only, not 'static'"
+expect_text "--max-moves says whose option it is" "$work/out" "--max-moves: applies to the topoep, topoep-flat and topoep-balance planners only, not 'static'"
 "$topoep" solve --counts "$work/counts.json" --max-moves 2 --json >"$work/capped.json" 2>"$work/out"
 expect "solve takes a move cap" 0 $?
 "$topoep" solve --counts "$work/counts.json" --max-moves -1 >"$work/out" 2>&1
@@ -1192,13 +1192,19 @@ expect_text "summary.json records the move cap" "$work/capped/summary.json" '"to
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners eplb,static --topoep-max-moves 4 >"$work/out" 2>&1
 expect "simulate refuses a move cap without the topoep planner" 2 $?
-expect_text "the cap and its planners are named" "$work/out" "--topoep-max-moves: applies to the topoep and topoep-flat planners"
+expect_text "the cap and its planners are named" "$work/out" "--topoep-max-moves: applies to the topoep, topoep-flat and topoep-balance planners"
 # The ablation of TopoEP's topology awareness: the same solver on one flat NVLink domain.
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep,topoep-flat,static --topoep-max-moves 16 --check --out "$work/flat" >"$work/out" 2>&1
 expect "simulate runs topoep-flat, every plan valid" 0 $?
 expect_text "the table compares TopoEP with its hierarchy-blind self" "$work/out" "TopoEP step-time speedup over: topoep-flat"
 expect_text "summary.json has its row" "$work/flat/summary.json" '"planner": "topoep-flat"'
+# The ablation of its cost model: the same solver with every byte free to it.
+"$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
+  --planners topoep,topoep-balance,static --check --out "$work/balance" >"$work/out" 2>&1
+expect "simulate runs topoep-balance, every plan valid" 0 $?
+expect_text "the table compares TopoEP with its balance-only self" "$work/out" "TopoEP step-time speedup over: topoep-balance"
+expect_text "and a note says what it is" "$work/out" "Note: topoep-balance is TopoEP's solver weighing compute alone"
 "$topoep" simulate --trace "$work/sim.trace" --topology "$work/topo.json" --model "$work/model16.json" \
   --planners topoep-flat,static --topoep-ib-slack 0.05 >"$work/out" 2>&1
 expect "topoep-flat has no IB to trade: the slack is refused without topoep" 2 $?

@@ -10,6 +10,7 @@
 #include "solver/plan_cost.h"
 #include "solver/plan_encoding.h"
 #include "solver/plan_validator.h"
+#include "solver/planners/balance_topoep_planner.h"
 #include "solver/planners/host_planning.h"
 #include "solver/planners/ideal.h"
 #include "solver/planners/planner.h"
@@ -400,9 +401,49 @@ TEST(Planners, OnlyTheTopoepSolversOfferAFallback) {
     auto planner = make_planner(name, context, PlannerOptions{});
     planner->plan(RecordId{}, counts);
     PlannerDecision fallback;
-    EXPECT_EQ(planner->static_fallback(&fallback), name == "topoep" || name == "topoep-flat")
-        << name;
+    EXPECT_EQ(planner->static_fallback(&fallback), name.rfind("topoep", 0) == 0) << name;
   }
+}
+
+// The ablation of TopoEP's cost model levels compute alone: it plans as the topoep planner
+// would with every byte free, so it balances at least as well, while TopoEP, weighing links
+// and weights, predicts the shorter layers at their real cost. Its replicas' gradients are
+// charged at their real size.
+TEST(Planners, TopoepBalancePlansWithEveryByteFreeAndPaysTheRealCost) {
+  const PlannerContext context = context_for(64, 32, 2, true);
+  PlannerContext free = context;
+  free.cost = compute_only_cost(context.cost);
+  EXPECT_EQ(free.cost.compute_ps_per_token, context.cost.compute_ps_per_token);
+  EXPECT_EQ(free.cost.replica_weight_bytes + free.cost.dispatch_bytes_per_token, 0);
+  auto balance = make_planner("topoep-balance", context, PlannerOptions{});
+  auto topoep_free = make_planner("topoep", free, PlannerOptions{});
+  auto topoep = make_planner("topoep", context, PlannerOptions{});
+  double balance_max_mean = 0, topoep_max_mean = 0;
+  Picoseconds balance_time = 0, topoep_time = 0;
+  for (int step = 0; step < 3; ++step) {
+    for (int microbatch = 0; microbatch < 2; ++microbatch) {  // the second with residents
+      const RoutingCounts counts = record_counts(64, 32, 80 + 2 * step + microbatch);
+      const RecordId record{step, microbatch};
+      const PlannerDecision b = balance->plan(record, counts);
+      EXPECT_EQ(plan_hash(b.plan), plan_hash(topoep_free->plan(record, counts).plan));
+      const PlannerDecision t = topoep->plan(record, counts);
+      const PlanCost b_cost =
+          predict_plan_cost(context.topology, b.placement, b.plan, b.resident, context.cost);
+      const PlanCost t_cost =
+          predict_plan_cost(context.topology, t.placement, t.plan, t.resident, context.cost);
+      balance_max_mean += b_cost.max_mean_load();
+      topoep_max_mean += t_cost.max_mean_load();
+      balance_time += total_with_overhead(context, b);
+      topoep_time += total_with_overhead(context, t);
+      // Its replicas' gradients (free to it) reduce at their real size.
+      const bool replicated =
+          std::any_of(b.plan.replica_expert.begin(), b.plan.replica_expert.end(),
+                      [](ExpertId e) { return e != kNoExpert; });
+      EXPECT_EQ(b.overhead.gradient_nvlink_bytes + b.overhead.gradient_ib_bytes > 0, replicated);
+    }
+  }
+  EXPECT_LE(balance_max_mean, topoep_max_mean);
+  EXPECT_GT(balance_time, topoep_time);
 }
 
 // The ablation of TopoEP's topology awareness sees one NVLink domain of all the GPUs: how the

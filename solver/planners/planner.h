@@ -1,8 +1,8 @@
 #pragma once
 // One interface for every planner the toolkit compares: TopoEP, static, DeepSeek's EPLB as
-// deployed and every microbatch, FasterMoE-style shadowing. A planner sees the records of one
-// MoE layer in (step, microbatch) order and returns, for each, the layout it runs with, the
-// plan, and what planning cost on the critical path.
+// deployed and every microbatch, FasterMoE-style shadowing, TopoEP's two ablations. A planner sees
+// the records of one MoE layer in (step, microbatch) order and returns, for each, the layout it
+// runs with, the plan, and what planning cost on the critical path.
 
 #include <memory>
 #include <string>
@@ -165,10 +165,10 @@ class Planner {
 // at least 1, the IB load slack in [0, 1], the move cap in [0, kMaxMovesCap].
 void check_planner_options(const PlannerOptions& options);
 
-// "static", "topoep", "topoep-flat", "eplb", "eplb-microbatch" or "shadowing" (one instance per MoE
-// layer: planners keep per-layer state), with the gradient reduction of its replicas charged.
-// Throws InputError naming "planner" for an unknown name, or the field of a bad option
-// (check_planner_options()).
+// "static", "topoep", "topoep-flat", "topoep-balance", "eplb", "eplb-microbatch" or "shadowing"
+// (one instance per MoE layer: planners keep per-layer state), with the gradient reduction of its
+// replicas charged. Throws InputError naming "planner" for an unknown name, or the field of a bad
+// option (check_planner_options()).
 std::unique_ptr<Planner> make_planner(const std::string& name, const PlannerContext& context,
                                       const PlannerOptions& options);
 

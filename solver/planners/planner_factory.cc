@@ -5,6 +5,7 @@
 #include "solver/gradient_chains.h"
 #include "solver/input_error.h"
 #include "solver/phase_times.h"
+#include "solver/planners/balance_topoep_planner.h"
 #include "solver/planners/basic_planners.h"
 #include "solver/planners/eplb_planner.h"
 #include "solver/planners/flat_topoep_planner.h"
@@ -47,6 +48,7 @@ std::unique_ptr<Planner> make_uncharged(const std::string& name, const PlannerCo
   if (name == "static") return std::make_unique<StaticPlanner>(context);
   if (name == "topoep") return std::make_unique<TopoepPlanner>(context, options);
   if (name == "topoep-flat") return std::make_unique<FlatTopoepPlanner>(context, options);
+  if (name == "topoep-balance") return std::make_unique<BalanceTopoepPlanner>(context, options);
   if (name == "eplb") return std::make_unique<EplbPlanner>(context, options, false);
   if (name == "eplb-microbatch") return std::make_unique<EplbPlanner>(context, options, true);
   if (name == "shadowing") return std::make_unique<ShadowingPlanner>(context, options);
@@ -86,14 +88,16 @@ void charge_gradient_reduction(PlannerDecision& decision, const PlannerContext& 
 }
 
 std::vector<std::string> planner_names() {
-  return {"topoep", "topoep-flat", "static", "eplb", "eplb-microbatch", "shadowing"};
+  return {"topoep", "topoep-flat",     "topoep-balance", "static",
+          "eplb",   "eplb-microbatch", "shadowing"};
 }
 
 std::vector<std::string> planners_reading_option(const std::string& field) {
-  // topoep-flat plans on one node: it has no IB time to trade compute for.
+  // topoep-flat plans on one node and topoep-balance with free links: neither has IB time to
+  // trade compute for.
   if (field == "topoep_ib_load_slack" || field == "topoep_ib_opened_run") return {"topoep"};
   if (field == "topoep_solve_us" || field == "topoep_replica_uses" || field == "topoep_max_moves") {
-    return {"topoep", "topoep-flat"};
+    return {"topoep", "topoep-flat", "topoep-balance"};
   }
   if (field == "eplb_period_steps" || field == "eplb_window_steps") return {"eplb"};
   if (field == "host_roundtrip_us") return {"eplb", "eplb-microbatch", "shadowing"};

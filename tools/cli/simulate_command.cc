@@ -371,7 +371,8 @@ void add_simulate_command(CLI::App& app) {
   simulate
       ->add_option("--planners", o->planners,
                    "Comma-separated: topoep, eplb, eplb-microbatch, shadowing, static, ideal, "
-                   "and topoep-flat (TopoEP blind to the NVLink/IB hierarchy: the ablation)")
+                   "and the ablations topoep-flat (TopoEP blind to the NVLink/IB hierarchy) and "
+                   "topoep-balance (TopoEP weighing compute alone: every byte free to it)")
       ->capture_default_str();
   simulate->add_option("--slots", o->slots, "Spare expert slots per GPU (S)")
       ->capture_default_str();

@@ -260,6 +260,11 @@ void print_planner_notes(const RunSummary& summary, int steps, const SimConfig& 
            "all GPUs shared one NVLink domain, and runs on the real cluster. TopoEP over it is\n"
            "what weighing NVLink against IB buys.\n";
   }
+  if (summary.index_of("topoep-balance") >= 0) {
+    out << "\nNote: topoep-balance is TopoEP's solver weighing compute alone: every token,\n"
+           "weight and gradient it moves is free to it, so it levels the load wherever it can,\n"
+           "and runs at their real cost. TopoEP over it is what its cost model buys.\n";
+  }
   // Its first replan is at step K (eplb_planner.cc: the steps before it are its history).
   const bool eplb_never_replanned =
       summary.index_of("eplb") >= 0 && steps <= options.eplb_period_steps;

@@ -327,8 +327,8 @@ void add_solve_command(CLI::App& app) {
           ->capture_default_str();
   solve
       ->add_option("--planner", options->planner,
-                   "topoep, topoep-flat (blind to the NVLink/IB hierarchy), static, eplb, "
-                   "eplb-microbatch, shadowing or ideal")
+                   "topoep, topoep-flat (blind to the NVLink/IB hierarchy), topoep-balance "
+                   "(weighing compute alone), static, eplb, eplb-microbatch, shadowing or ideal")
       ->capture_default_str();
   solve->add_option("--threads", options->threads, "Host threads over layers")
       ->check(CLI::Range(1, 1024))
