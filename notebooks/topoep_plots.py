@@ -392,11 +392,15 @@ def load_reproduction(directory):
     return pd.DataFrame(rows)
 
 
+ABLATIONS = ("topoep-flat", "topoep-balance")
+
+
 def plot_gain_vs_skew(reproduction,
-                      baselines=("static", "eplb", "eplb-microbatch", "topoep-flat")):
+                      baselines=("static", "eplb", "eplb-microbatch") + ABLATIONS):
     """TopoEP's speedup against the static plan's max/mean load, one panel per baseline the
-    reproduction has (topoep-flat: reproductions since 2026-12-02), with the paper's reported
-    range shaded where it compares with a baseline system (not on the ablation's panel)."""
+    reproduction has (topoep-flat: reproductions since 2026-12-02, topoep-balance since
+    2026-12-06), with the paper's reported range shaded where it compares with a baseline
+    system (not on the ablations' panels)."""
     baselines = [b for b in baselines if b in set(reproduction["baseline"])]
     figure, axes = plt.subplots(1, len(baselines), figsize=(5 * len(baselines), 4), sharey=True,
                                 squeeze=False)
@@ -407,7 +411,7 @@ def plot_gain_vs_skew(reproduction,
             group = group.sort_values("static_max_mean")
             style = "o-" if source.startswith("synthetic") else "s"
             ax.plot(group["static_max_mean"], group["speedup"], style, label=source)
-        if baseline != "topoep-flat":
+        if baseline not in ABLATIONS:
             ax.axhspan(*PAPER_BAND, color="tab:green", alpha=0.15, label="paper: 6.2-11.4%")
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xlabel("static max/mean GPU load (median)")

@@ -29,13 +29,16 @@ done
 # repeats static's.
 expect_text "EPLB note" "$work/out/summary.md" "it ran the home layout throughout"
 expect_text "a column for TopoEP blind to the hierarchy" "$work/out/summary.md" "| vs topoep-flat |"
+expect_text "and one for it weighing compute alone" "$work/out/summary.md" "| vs topoep-balance |"
 python3 - "$work/out/summary.md" <<'PY'
 import sys
 real = [line.split("|")[1:-1] for line in open(sys.argv[1]) if "(real" in line]
-# data, model, static max/mean, static, EPLB, EPLB per microbatch, topoep-flat, MoE, ideal
-assert real and all(len(r) == 9 and r[6].strip().endswith("x") for r in real), real
+# data, model, static max/mean, static, EPLB, EPLB per microbatch, topoep-flat, topoep-balance,
+# MoE, ideal
+assert real and all(len(r) == 10 and r[6].strip().endswith("x") and r[7].strip().endswith("x")
+                    for r in real), real
 PY
-expect "every real-data row has its topoep-flat speedup" 0 $?
+expect "every real-data row has its topoep-flat and topoep-balance speedups" 0 $?
 [[ ! -e $work/out/summary.md.tmp ]]
 expect "no half-written summary" 0 $?
 expect_text "the summary names the dispatcher" "$work/out/summary.md" "--dispatcher alltoall"
