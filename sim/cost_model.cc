@@ -193,6 +193,15 @@ CostModel::CostModel(const Topology& topology, const ModelSpec& model, const Sim
     throw InputError("grouped_gemm_efficiency",
                      "needs as many efficiencies as points, at least one");
   }
+  const AttentionEfficiencyCurve& attention = topology.attention_efficiency;
+  const std::size_t lengths = attention.sequence_length.size();
+  const auto in_range = [](double e) { return e > 0 && e <= 1; };
+  if (attention.forward.size() != lengths || attention.backward.size() != lengths ||
+      !std::all_of(attention.forward.begin(), attention.forward.end(), in_range) ||
+      !std::all_of(attention.backward.begin(), attention.backward.end(), in_range)) {
+    throw InputError("attention_efficiency",
+                     "needs a forward and a backward efficiency in (0, 1] for every length");
+  }
   if (tokens_per_rank < 1 || tokens_per_rank > std::numeric_limits<int>::max()) {
     throw InputError("tokens_per_rank",
                      "must be in [1, 2^31 - 1] (got " + std::to_string(tokens_per_rank) + ")");

@@ -143,13 +143,23 @@ TEST(SimCostModel, InstanceComputeIsTheCurveFormulaOnItsFlatTailToo) {
   }
 }
 
-TEST(SimCostModel, ACurveWithoutPointsIsAnInputError) {
+TEST(SimCostModel, ACurveWithoutPointsOrEfficienciesIsAnInputError) {
   Topology topology = round_topology(1, 2);
   topology.gemm_efficiency.tokens_per_expert.clear();
   topology.gemm_efficiency.efficiency.clear();
   EXPECT_EQ(testing::input_error_field(
                 [&] { CostModel(topology, round_model(2, 1), SimOptions{}, 100); }),
             "grouped_gemm_efficiency");
+  // An attention curve built in code is checked as its file would be.
+  Topology attention = round_topology(1, 2);
+  attention.attention_efficiency = {{1000, 2000}, {0.5}, {0.4, 0.5}, "test"};
+  EXPECT_EQ(testing::input_error_field(
+                [&] { CostModel(attention, round_model(2, 1), SimOptions{}, 100); }),
+            "attention_efficiency");
+  attention.attention_efficiency.forward = {0.5, 0};
+  EXPECT_EQ(testing::input_error_field(
+                [&] { CostModel(attention, round_model(2, 1), SimOptions{}, 100); }),
+            "attention_efficiency");
 }
 
 void expect_same_cost(const LayerCost& a, const LayerCost& b) {
