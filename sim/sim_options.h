@@ -69,8 +69,9 @@ struct SimOptions {
   // Fraction of the dense (attention) backward compute of a MoE layer's block, after its MoE
   // backward on the step's last microbatch, during which the layer's replica gradients reduce
   // into their homes without delaying it. 1: the same engines reduce while the SMs run the
-  // attention backward (2x the forward), as data-parallel gradient reductions overlap the
-  // backward pass (Megatron-LM's overlapped gradient reduce, PyTorch DDP's buckets).
+  // attention backward (LayerCost::dense_backward() less what it recomputes), as data-parallel
+  // gradient reductions overlap the backward pass (Megatron-LM's overlapped gradient reduce,
+  // PyTorch DDP's buckets).
   double gradient_overlap_fraction = 1.0;
   // Bytes per parameter of the dense gradients the data-parallel sync carries at the end of the
   // step's last microbatch, in the same window as the replica gradients: 2, bf16 (Megatron-LM's
