@@ -77,12 +77,29 @@ mkdir -p "$other/esft-deepseek-v2-lite" "$other/flame-moe-290m" "$other/sglang-d
 ln -s "$TOPOEP_SHARED_DIR/traces/esft-deepseek-v2-lite/intent" "$other/esft-deepseek-v2-lite/chat"
 ln -s "$TOPOEP_SHARED_DIR/traces/sglang-deepseek-v3-stats/prefill_in512.json" \
   "$other/sglang-deepseek-v3-stats/decode.json"
+# And another FLAME-MoE model, of its own shape (32 experts, top-4; 16 sequences of 32 tokens).
+mkdir -p "$other/flame-moe-xl/encoder_16seqs_32tok"
+python3 - "$other/flame-moe-xl/encoder_16seqs_32tok" <<'PY'
+import random, sys
+random.seed(3)
+for layer in range(2, 6):
+    with open(f"{sys.argv[1]}/flame-moe-xl_layer{layer}_encoder.csv", "w") as f:
+        f.write("layer_id,token_id," + ",".join(f"expert_{e}" for e in range(32)) + "\n")
+        for token in range(16 * 32):
+            row = [0.0] * 32
+            for e in random.sample(range(32), 4):
+                row[e] = round(random.random(), 4)
+            f.write(f"{layer},{token}," + ",".join(map(str, row)) + "\n")
+PY
 TOPOEP_SHARED_DIR=$work/other-shared TOPOEP_BIN=$topoep "$reproduce" "$work/out" --quick \
   >"$work/other.log" 2>&1
 expect "reproduce_paper --quick on other shared data" 0 $?
 expect_text "a row for the task there is" "$work/out/summary.md" "| ESFT chat (real) | DeepSeek-V2-Lite |"
 expect_text "a row for the statistics file there is" "$work/out/summary.md" "| SGLang decode shares (real) | DeepSeek-V3 |"
-if grep -q "ESFT law\|prefill_in4096\|FLAME" "$work/out/summary.md"; then
+expect_text "a row for the other FLAME-MoE model, priced with its own experts and top-k" \
+  "$work/out/summary.md" \
+  "| FLAME-MoE-XL pretraining routing (real) | DeepSeek-V2-Lite dimensions, 32 experts, top-4 |"
+if grep -q "ESFT law\|prefill_in4096\|FLAME-MoE-290M" "$work/out/summary.md"; then
   echo "FAIL: rows of data the folder does not hold (an earlier run's)"
   failures=$((failures + 1))
 fi
