@@ -11,6 +11,7 @@
 #include "sim/csv_rows.h"
 #include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
+#include "sim/solver_cost.h"
 #include "sim/timeline.h"
 #include "solver/input_error.h"
 #include "traces/trace_reader.h"
@@ -31,6 +32,7 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
   const SimConfig& c = request.config;
   const bool deduplicated = c.options.dispatcher == Dispatcher::kDeepEP;
   const CostParams& p = cost.solver_params();
+  const AttentionEfficiency attention = attention_efficiency_at(c.topology, c.model);
   nlohmann::json sim_options = sim_options_json(c.options);
   sim_options["data_parallel_routing"] = routing_groups(c, metadata) > 1 ? "per group" : "alike";
   sim_options["pipeline_layers"] = stage_layer_counts(
@@ -44,6 +46,12 @@ nlohmann::json run_description(const SimulationRequest& request, const TraceMeta
       {"model", c.model.name},
       // The model's or --fp8-gemms' (ModelSpec::fp8_gemms).
       {"gemm_precision", c.model.fp8_gemms ? "fp8" : "bf16"},
+      // The attention core's fractions of the bf16 peak at the model's sequence length (the
+      // topology's curve, or the GEMM curve's best without one).
+      {"attention_efficiency",
+       {{"forward", attention.forward},
+        {"backward", attention.backward},
+        {"from", c.topology.attention_efficiency.empty() ? "gemm_curve" : "topology"}}},
       {"planners", c.planners},
       {"slots_per_rank", c.slots_per_rank},
       {"sim_options", sim_options},

@@ -899,6 +899,9 @@ python3 - "$work/lite" "$work/lite-fp8" <<'PY'
 import json, sys
 bf16, fp8 = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
 assert bf16["run"]["gemm_precision"] == "bf16" and fp8["run"]["gemm_precision"] == "fp8", fp8["run"]
+# The attention core stays bf16 at the topology's (a file of the H800 preset's) efficiencies.
+assert fp8["run"]["attention_efficiency"] == bf16["run"]["attention_efficiency"], fp8["run"]
+assert bf16["run"]["attention_efficiency"]["from"] == "topology", bf16["run"]
 for a, b in zip(bf16["planners"], fp8["planners"]):
     assert b["step_time_us"] < a["step_time_us"], (a["step_time_us"], b["step_time_us"])
     assert b["per_step_us"]["compute"] < a["per_step_us"]["compute"], (a, b)
