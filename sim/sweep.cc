@@ -315,15 +315,12 @@ std::vector<nlohmann::json> read_rows(const std::string& path, bool repair) {
       row["gpu_memory_bytes"] = nullptr;
       row["mtp_layers"] = 0;
     }
-    // Nor the loss's logits (counted since 2026-12-06, with their column): emptied.
-    if (!row.contains("loss_logits_bytes")) {
+    // Nor the loss's logits, nor the experts' token buffers (both counted since 2026-12-06,
+    // each with its column): emptied.
+    for (const char* part : {"loss_logits_bytes", "token_buffer_bytes"}) {
+      if (row.contains(part)) continue;
       row["gpu_memory_bytes"] = nullptr;
-      row["loss_logits_bytes"] = nullptr;
-    }
-    // Nor the experts' token buffers (counted since 2026-12-06, later, with their column).
-    if (!row.contains("token_buffer_bytes")) {
-      row["gpu_memory_bytes"] = nullptr;
-      row["token_buffer_bytes"] = nullptr;
+      row[part] = nullptr;
     }
     // Nor DeepEP's fixed buffers (counted since 2026-12-06, with their column): a DeepEP row's
     // memory is emptied; the other dispatchers' have none.

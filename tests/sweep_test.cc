@@ -833,27 +833,19 @@ TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheDenseActivations) {
   EXPECT_EQ(row["recompute_mla_up_proj"], false);
 }
 
-// Rows written before the loss's logits joined what a GPU holds (2026-12-06, with their
-// loss_logits_bytes column) counted its memory without them: emptied. A fresh row gives the
-// logits of one microbatch at the trace's share of the model's end.
-TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheLossLogits) {
-  const auto [fresh, row] =
-      row_fresh_and_resumed_without("sweep_rows_before_loss_logits", {"loss_logits_bytes"});
-  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
-  EXPECT_GT(fresh["loss_logits_bytes"].get<double>(), 0);
-  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
-  EXPECT_TRUE(row["loss_logits_bytes"].is_null());
-}
-
-// Rows written before the experts' token buffers joined what a GPU holds (2026-12-06, with
-// their column) counted its memory without them: emptied.
-TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheTokenBuffers) {
-  const auto [fresh, row] =
-      row_fresh_and_resumed_without("sweep_rows_before_token_buffers", {"token_buffer_bytes"});
-  EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
-  EXPECT_GT(fresh["token_buffer_bytes"].get<double>(), 0);
-  EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
-  EXPECT_TRUE(row["token_buffer_bytes"].is_null());
+// Rows written before a part joined what a GPU holds with its column (the loss's logits, of
+// one microbatch at the trace's share of the model's end, and the experts' token buffers: both
+// 2026-12-06) counted its memory without it: emptied, the part's column too.
+TEST(Sweep, ResumeEmptiesTheMemoryOfRowsWrittenBeforeTheLossLogitsOrTheTokenBuffers) {
+  for (const char* part : {"loss_logits_bytes", "token_buffer_bytes"}) {
+    SCOPED_TRACE(part);
+    const auto [fresh, row] =
+        row_fresh_and_resumed_without(std::string("sweep_rows_before_") + part, {part});
+    EXPECT_GT(fresh["gpu_memory_bytes"].get<double>(), 0);
+    EXPECT_GT(fresh[part].get<double>(), 0);
+    EXPECT_TRUE(row["gpu_memory_bytes"].is_null());
+    EXPECT_TRUE(row[part].is_null());
+  }
 }
 
 // Rows written before DeepEP's fixed buffers joined what a GPU holds (2026-12-06, with their
